@@ -1,0 +1,41 @@
+import numpy as np
+import torch
+
+from tinytf.batching import PadCollate, SentimentDataset, random_blocks, sentiment_loader, strided_blocks
+
+
+def test_collate_pads_to_longest_truncates_and_masks():
+    batch = [([5, 6, 7, 8, 9, 10], 1), ([5, 6], 0), ([], 1)]
+    out = PadCollate(max_length=4)(batch)
+    assert out["input_ids"].tolist() == [[5, 6, 7, 8], [5, 6, 0, 0], [0, 0, 0, 0]]
+    assert out["attention_mask"].tolist() == [[1, 1, 1, 1], [1, 1, 0, 0], [0, 0, 0, 0]]
+    assert out["labels"].tolist() == [1, 0, 1]
+    assert out["input_ids"].dtype == torch.long
+
+
+def test_collate_short_batch_stays_short_and_prefix_counts_toward_max_length():
+    assert PadCollate(max_length=64)([([5, 6], 0)])["input_ids"].shape == (1, 2)
+    out = PadCollate(max_length=3, prefix_id=2)([([5, 6, 7], 0)])
+    assert out["input_ids"].tolist() == [[2, 5, 6]]
+
+
+def test_training_loader_reshuffles_each_epoch_and_evaluation_keeps_order():
+    data = SentimentDataset([[i + 5] for i in range(32)], [i % 2 for i in range(32)])
+    train = sentiment_loader(data, batch_size=32, max_length=4, shuffle=True, seed=0)
+    first, second = (next(iter(train))["input_ids"][:, 0].tolist() for _ in range(2))
+    assert first != second and sorted(first) == sorted(second)
+    ordered = sentiment_loader(data, batch_size=32, max_length=4, shuffle=False, seed=0)
+    assert next(iter(ordered))["input_ids"][:, 0].tolist() == list(range(5, 37))
+
+
+def test_random_blocks_targets_are_inputs_shifted_by_one():
+    tokens = np.arange(100, dtype=np.uint16)
+    x, y = random_blocks(tokens, block_size=8, batch_size=4, generator=torch.Generator().manual_seed(0))
+    assert x.shape == y.shape == (4, 8)
+    assert torch.equal(x[:, 1:], y[:, :-1]) and torch.equal(y - x, torch.ones_like(x))
+
+
+def test_strided_blocks_cover_every_target_once():
+    tokens = np.arange(50, dtype=np.uint16)
+    targets = torch.cat([y.flatten() for _, y in strided_blocks(tokens, block_size=7, batch_size=3)])
+    assert targets.tolist() == list(range(1, 50))

@@ -1,0 +1,93 @@
+import json
+
+import pandas as pd
+import pytest
+
+from tinytf.config import load_params
+from tinytf.errors import DataError
+from tinytf.prepare import load_corpus, load_sentiment, run_prepare
+
+from .conftest import REPO
+
+
+def params(**overrides):
+    return load_params(REPO / "params.yaml", overrides)
+
+
+def test_sst2_through_the_mirror(shared_data, monkeypatch):
+    monkeypatch.setenv("TINYTF_MIRROR", str(shared_data))
+    data = load_sentiment(params(**{"prepare.sentiment.source": "sst2"}).prepare.sentiment, seed=0)
+    assert {s: len(f) for s, f in data.splits.items()} == {"train": 6920, "validation": 872, "test": 1821}
+    assert data.splits["train"]["label"].value_counts().to_dict() == {1: 3610, 0: 3310}
+    assert data.classes == ["negative", "positive"]
+
+
+def test_rotten_tomatoes_grouped_stratified_and_deterministic():
+    p = params().prepare.sentiment
+    a = load_sentiment(p, seed=7)
+    b = load_sentiment(p, seed=7)
+    for split in a.splits:
+        pd.testing.assert_frame_equal(a.splits[split], b.splits[split])
+    sizes = {s: len(f) for s, f in a.splits.items()}
+    total = sum(sizes.values())
+    assert sizes["validation"] / total == pytest.approx(0.1, abs=0.01)
+    assert a.notes["dropped_plot_rows"] == 1097
+    texts = [set(f["text"]) for f in a.splits.values()]
+    assert not (texts[0] & texts[1]) and not (texts[0] & texts[2])
+    balance = [f["label"].mean() for f in a.splits.values()]
+    assert max(balance) - min(balance) < 0.02
+
+
+def test_ptb_rows_and_word_counts_match_sources_md():
+    data = load_corpus(params().prepare.corpus, seed=0)
+    assert {s: len(f) for s, f in data.splits.items()} == {"train": 42068, "validation": 3370, "test": 3761}
+    assert data.notes["words_with_eos"] == {"train": 929589, "validation": 73760, "test": 82430}
+
+
+def byo(tmp_path, train_rows, test_rows=None):
+    train = tmp_path / "train.csv"
+    pd.DataFrame(train_rows, columns=["body", "stars"]).to_csv(train, index=False)
+    files = {"train": str(train)}
+    if test_rows is not None:
+        test = tmp_path / "test.csv"
+        pd.DataFrame(test_rows, columns=["body", "stars"]).to_csv(test, index=False)
+        files["test"] = str(test)
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(f"line number {i}" for i in range(200)))
+    return params(
+        **{
+            "prepare.corpus.source": "files",
+            "prepare.corpus.files": {"train": str(corpus)},
+            "prepare.sentiment.source": "files",
+            "prepare.sentiment.files": files,
+            "prepare.sentiment.text_column": "body",
+            "prepare.sentiment.label_column": "stars",
+        }
+    )
+
+
+def test_bring_your_own_three_classes_carves_missing_splits(tmp_path):
+    rows = [(f"review {i}", ["bad", "ok", "great"][i % 3]) for i in range(300)]
+    p = byo(tmp_path, rows)
+    datasets, stats = run_prepare(p, tmp_path / "out", tmp_path / "reports")
+    labels = json.loads((tmp_path / "out" / "sentiment" / "labels.json").read_text())
+    assert labels == {"classes": ["bad", "great", "ok"]}
+    sizes = {s: v["rows"] for s, v in stats["sentiment"]["splits"].items()}
+    assert sizes == {"train": 240, "validation": 30, "test": 30}
+    assert stats["sentiment"]["notes"]["carved_from_train"] == ["validation", "test"]
+    test = pd.read_parquet(tmp_path / "out" / "sentiment" / "test.parquet")
+    assert list(test.columns) == ["text", "label"] and sorted(test["label"].unique()) == [0, 1, 2]
+    assert "## sentiment: `files`" in (tmp_path / "reports" / "data.md").read_text()
+
+
+def test_unknown_label_fails_before_anything_is_written(tmp_path):
+    p = byo(tmp_path, [(f"r{i}", "pos" if i % 2 else "neg") for i in range(50)], [("odd one", "meh")])
+    with pytest.raises(DataError, match=r"test.csv: row 2: label 'meh' is not a known class"):
+        run_prepare(p, tmp_path / "out", tmp_path / "reports")
+    assert not (tmp_path / "out").exists() and not (tmp_path / "reports").exists()
+
+
+def test_empty_split_is_an_error(tmp_path):
+    p = byo(tmp_path, [(f"r{i}", "pos" if i % 2 else "neg") for i in range(20)], [])
+    with pytest.raises(DataError, match=r"sentiment split 'test' is empty \(source files, .*test.csv\)"):
+        run_prepare(p, tmp_path / "out", tmp_path / "reports")

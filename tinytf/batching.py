@@ -1,0 +1,131 @@
+"""Batches for training: padded classification batches and language-model blocks.
+
+Classification (the seed 004 questions on padding / truncation / max_length / attention
+mask / DataLoader arguments): texts are stored as untruncated id lists; `PadCollate`
+truncates each to `max_length`, right-pads to the longest sequence in the batch (not to
+`max_length`: short batches stay short and fast) and returns
+
+    input_ids       LongTensor (B, L)  token ids, PAD (=0) after the text
+    attention_mask  LongTensor (B, L)  1 for real tokens, 0 for padding
+    labels          LongTensor (B,)    class ids
+
+Language modelling: the corpus is one memory-mapped id array; a block of `block_size + 1`
+consecutive ids gives inputs `x = ids[:-1]` and next-token targets `y = ids[1:]`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+from tinytf.errors import DataError
+
+PAD_ID = 0
+
+
+class SentimentDataset(Dataset):
+    def __init__(self, input_ids: list[list[int]], labels: list[int]):
+        if len(input_ids) != len(labels):
+            raise ValueError(f"{len(input_ids)} texts but {len(labels)} labels")
+        self.input_ids = input_ids
+        self.labels = labels
+
+    @classmethod
+    def from_parquet(cls, path: str | Path) -> SentimentDataset:
+        path = Path(path)
+        if not path.exists():
+            raise DataError(f"{path}: file not found; run the tokenize stage first")
+        frame = pd.read_parquet(path)
+        return cls([list(map(int, ids)) for ids in frame["input_ids"]], frame["label"].astype(int).tolist())
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def __getitem__(self, index: int) -> tuple[list[int], int]:
+        return self.input_ids[index], self.labels[index]
+
+
+class PadCollate:
+    """Truncate, pad and mask a list of (ids, label) pairs; see the module docstring.
+
+    `prefix_id` (e.g. [CLS]) is put before every text for first-token pooling; it counts
+    towards `max_length`. A class, not a closure, so DataLoader workers can pickle it.
+    """
+
+    def __init__(self, max_length: int, pad_id: int = PAD_ID, prefix_id: int | None = None):
+        if max_length < 1 + (prefix_id is not None):
+            raise ValueError(f"max_length must leave room for at least one token, got {max_length}")
+        self.max_length = max_length
+        self.pad_id = pad_id
+        self.prefix_id = prefix_id
+
+    def __call__(self, batch: list[tuple[list[int], int]]) -> dict[str, torch.Tensor]:
+        prefix = [] if self.prefix_id is None else [self.prefix_id]
+        room = self.max_length - len(prefix)
+        # an empty text still gets one PAD position so the row is never zero-length
+        seqs = [prefix + list(ids[:room]) for ids, _ in batch]
+        width = max(1, max(len(s) for s in seqs))
+        input_ids = torch.full((len(seqs), width), self.pad_id, dtype=torch.long)
+        attention_mask = torch.zeros((len(seqs), width), dtype=torch.long)
+        for row, seq in enumerate(seqs):
+            input_ids[row, : len(seq)] = torch.tensor(seq, dtype=torch.long)
+            attention_mask[row, : len(seq)] = 1
+        labels = torch.tensor([label for _, label in batch], dtype=torch.long)
+        return {"input_ids": input_ids, "attention_mask": attention_mask, "labels": labels}
+
+
+def sentiment_loader(
+    dataset: SentimentDataset,
+    batch_size: int,
+    max_length: int,
+    shuffle: bool,
+    seed: int,
+    prefix_id: int | None = None,
+) -> DataLoader:
+    """Training loaders shuffle (a fresh order each epoch from a seeded generator);
+    evaluation loaders keep file order. Workers stay at 0: batches are tiny and a worker
+    process costs more than it saves on two cores."""
+    generator = torch.Generator().manual_seed(seed)
+    return DataLoader(
+        dataset,
+        batch_size=batch_size,
+        shuffle=shuffle,
+        collate_fn=PadCollate(max_length, prefix_id=prefix_id),
+        generator=generator,
+        num_workers=0,
+    )
+
+
+def load_tokens(path: str | Path) -> np.ndarray:
+    path = Path(path)
+    if not path.exists():
+        raise DataError(f"{path}: file not found; run the tokenize stage first")
+    return np.load(path, mmap_mode="r")
+
+
+def random_blocks(
+    tokens: np.ndarray, block_size: int, batch_size: int, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """A batch of blocks starting at random offsets: inputs and next-token targets (B, T)."""
+    if len(tokens) <= block_size:
+        raise DataError(f"token array of {len(tokens)} ids is too short for block_size {block_size}")
+    starts = torch.randint(len(tokens) - block_size, (batch_size,), generator=generator).tolist()
+    chunk = np.stack([np.asarray(tokens[s : s + block_size + 1], dtype=np.int64) for s in starts])
+    chunk = torch.from_numpy(chunk)
+    return chunk[:, :-1], chunk[:, 1:]
+
+
+def strided_blocks(tokens: np.ndarray, block_size: int, batch_size: int):
+    """Every token exactly once as a target, in order: for evaluation (perplexity)."""
+    n_blocks = (len(tokens) - 1) // block_size
+    if n_blocks == 0:
+        raise DataError(f"token array of {len(tokens)} ids is too short for block_size {block_size}")
+    usable = np.asarray(tokens[: n_blocks * block_size + 1], dtype=np.int64)
+    x = torch.from_numpy(usable[:-1].reshape(n_blocks, block_size))
+    y = torch.from_numpy(usable[1:].reshape(n_blocks, block_size))
+    for start in range(0, n_blocks, batch_size):
+        yield x[start : start + batch_size], y[start : start + batch_size]

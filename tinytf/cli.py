@@ -1,0 +1,98 @@
+"""The `tinytf` console script.
+
+Pipeline stages (`prepare`, `tokenize`, ...) run exactly what the DVC stage of the same
+name runs, reading `params.yaml` (or `--params`) with optional `--set key=value`
+overrides; `dvc repro` is the way to run them with caching. Other subcommands are tools
+(parameter counts, scoring text) that need no pipeline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+
+import yaml
+
+from tinytf.errors import ParamsError, TinyTFError
+
+STAGE_HELP = {
+    "prepare": "download/verify the corpus and sentiment sources, split, write parquet + data card",
+    "tokenize": "train the BPE tokenizer and encode the prepared splits",
+}
+
+
+def parse_overrides(items: Sequence[str]) -> dict:
+    overrides = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ParamsError(f"--set {item!r}: expected KEY=VALUE, e.g. --set tokenize.vocab_size=4000")
+        # values are YAML so that numbers, booleans and lists mean what they do in params.yaml
+        overrides[key.strip()] = yaml.safe_load(value)
+    return overrides
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tinytf",
+        description=(
+            "tinytf: pretrain a small transformer LM, transfer it to sentiment classification, "
+            "compare with training from scratch, and report. Run the whole pipeline with `dvc repro` "
+            "(or `make repro`); the subcommands below run single stages or tools."
+        ),
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, text in STAGE_HELP.items():
+        stage = sub.add_parser(name, help=text, description=f"Stage `{name}`: {text}.")
+        stage.add_argument("--params", default="params.yaml", help="params file (default: params.yaml)")
+        stage.add_argument(
+            "--set",
+            dest="overrides",
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help="override a params key for this run, e.g. --set prepare.sentiment.source=sst2",
+        )
+    preset = sub.add_parser(
+        "preset",
+        help="merge a named preset (presets/NAME.yaml) into params.yaml",
+        description="Merge presets/NAME.yaml into params.yaml, keeping comments; e.g. `tinytf preset tiny`.",
+    )
+    preset.add_argument("name", help="preset name, e.g. tiny")
+    preset.add_argument("--params", default="params.yaml", help="params file to edit (default: params.yaml)")
+    preset.add_argument("--presets-dir", default="presets", help="folder of presets (default: presets)")
+    return parser
+
+
+def run_stage(name: str, params_file: str = "params.yaml", overrides: dict | None = None) -> None:
+    from tinytf.config import load_params
+    from tinytf.pipeline import STAGES
+
+    params = load_params(params_file, overrides)
+    STAGES[name](params)
+
+
+def guarded(fn: Callable[[], None]) -> int:
+    """Run `fn`; a user-fixable error becomes one line on stderr and exit status 2."""
+    try:
+        fn()
+    except TinyTFError as exc:
+        print(f"tinytf: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command in STAGE_HELP:
+        return guarded(lambda: run_stage(args.command, args.params, parse_overrides(args.overrides)))
+    if args.command == "preset":
+        from tinytf.presets import apply_preset
+
+        return guarded(lambda: apply_preset(args.name, args.params, args.presets_dir))
+    raise AssertionError(f"unhandled command {args.command}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,276 @@
+"""Typed params: `params.yaml` is validated once, at the edge, into dataclasses.
+
+Every section of params.yaml has a dataclass here. `load_params` checks the whole file
+before any stage does work: unknown keys (with a "did you mean"), wrong types, values out
+of range and missing sections all raise `ParamsError` naming the dotted key and the file.
+Range limits live in each field's metadata (`ge`, `gt`, `le`, `lt`) so the schema reads as
+documentation; checks that involve several fields live in `validate()` methods.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from tinytf.errors import ParamsError
+
+
+def bounded(default: Any, **limits: float) -> Any:
+    """A dataclass field with a default and numeric limits (ge/gt/le/lt) checked on load."""
+    if isinstance(default, (list, dict)):
+        return field(default_factory=lambda: type(default)(default), metadata=limits)
+    return field(default=default, metadata=limits)
+
+
+# --------------------------------------------------------------------------- sections
+
+
+@dataclass
+class BaseParams:
+    seed: int = bounded(1337, ge=0)
+    experiment: str = "tinytf"
+
+
+@dataclass
+class SplitFractions:
+    validation: float = bounded(0.1, gt=0, lt=1)
+    test: float = bounded(0.1, gt=0, lt=1)
+
+    def validate(self, key: str, file: str) -> None:
+        if self.validation + self.test >= 1:
+            raise ParamsError(
+                f"{file}: {key}: validation + test must be below 1, got {self.validation} + {self.test}"
+            )
+
+
+@dataclass
+class FileSplits:
+    """Paths of a bring-your-own dataset; a missing validation/test split is carved from train."""
+
+    train: str | None = None
+    validation: str | None = None
+    test: str | None = None
+
+
+CorpusSourceName = Literal["ptb", "files"]
+SentimentSourceName = Literal["rotten_tomatoes", "sst2", "files"]
+
+
+@dataclass
+class CorpusParams:
+    source: CorpusSourceName = "ptb"
+    files: FileSplits = field(default_factory=FileSplits)
+    text_column: str = "text"
+    encoding: str = "utf-8"
+    split: SplitFractions = field(default_factory=lambda: SplitFractions(0.05, 0.05))
+    # 0 keeps everything; a positive number keeps the first N rows of each split (tiny presets)
+    max_rows: int = bounded(0, ge=0)
+
+
+@dataclass
+class SentimentParams:
+    source: SentimentSourceName = "rotten_tomatoes"
+    files: FileSplits = field(default_factory=FileSplits)
+    text_column: str = "text"
+    label_column: str = "label"
+    # class names in id order; empty means "infer": integers are kept, strings are sorted
+    labels: list[str] = bounded([])
+    encoding: str = "utf-8"
+    split: SplitFractions = field(default_factory=SplitFractions)
+    max_rows: int = bounded(0, ge=0)
+
+
+@dataclass
+class PrepareParams:
+    corpus: CorpusParams = field(default_factory=CorpusParams)
+    sentiment: SentimentParams = field(default_factory=SentimentParams)
+
+
+@dataclass
+class TokenizeParams:
+    # bpe: byte-level BPE (GPT-2 style, never produces [UNK]); wordpiece: BERT style
+    kind: Literal["bpe", "wordpiece"] = "bpe"
+    vocab_size: int = bounded(8000, ge=64, le=1_000_000)
+    min_frequency: int = bounded(2, ge=1)
+    lowercase: bool = True
+    include_sentiment: bool = True
+    max_length: int = bounded(64, ge=2)
+
+
+@dataclass
+class Params:
+    base: BaseParams = field(default_factory=BaseParams)
+    prepare: PrepareParams = field(default_factory=PrepareParams)
+    tokenize: TokenizeParams = field(default_factory=TokenizeParams)
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def load_params(path: str | Path = "params.yaml", overrides: dict[str, Any] | None = None) -> Params:
+    """Read and validate the whole params file; `overrides` maps dotted keys to values."""
+    path = Path(path)
+    file = str(path)
+    if not path.exists():
+        raise ParamsError(f"{file}: file not found")
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        raise ParamsError(f"{file}: not valid YAML: {exc}") from None
+    if not isinstance(raw, dict):
+        raise ParamsError(f"{file}: top level must be a mapping of sections, got {type(raw).__name__}")
+    for dotted, value in (overrides or {}).items():
+        _set_dotted(raw, dotted, value)
+    params = parse_section(Params, raw, key="", file=file)  # unknown keys are reported first
+    missing = [f.name for f in dataclasses.fields(Params) if f.name not in raw]
+    if missing:
+        raise ParamsError(f"{file}: missing section '{missing[0]}'")
+    return params
+
+
+def parse_section(cls: type, data: Any, key: str, file: str) -> Any:
+    """Build dataclass `cls` from a mapping, checking every key, type and limit."""
+    where = key or "top level"
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ParamsError(f"{file}: {where}: expected a mapping, got {_describe(data)}")
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    for name in data:
+        if name not in fields:
+            guess = difflib.get_close_matches(str(name), list(fields), n=1)
+            hint = f" (did you mean '{_join(key, guess[0])}'?)" if guess else ""
+            known = ", ".join(fields)
+            raise ParamsError(f"{file}: unknown key '{_join(key, name)}'{hint}; known keys: {known}")
+    values = {}
+    for name, fld in fields.items():
+        if name not in data:
+            continue
+        dotted = _join(key, name)
+        value = _coerce(hints[name], data[name], dotted, file)
+        _check_limits(fld.metadata, value, dotted, file)
+        values[name] = value
+    obj = cls(**values)
+    if hasattr(obj, "validate"):
+        obj.validate(key, file)
+    return obj
+
+
+def _coerce(hint: Any, value: Any, key: str, file: str) -> Any:
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if dataclasses.is_dataclass(hint):
+        return parse_section(hint, value, key, file)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        options = [a for a in args if a is not type(None)]
+        errors = []
+        for option in options:
+            try:
+                return _coerce(option, value, key, file)
+            except ParamsError as exc:
+                errors.append(str(exc))
+        raise ParamsError(errors[0])
+    if origin is Literal:
+        if value not in args:
+            choices = ", ".join(repr(a) for a in args)
+            guess = difflib.get_close_matches(str(value), [str(a) for a in args], n=1)
+            hint_text = f" (did you mean '{guess[0]}'?)" if guess else ""
+            raise ParamsError(f"{file}: {key}: {value!r} is not one of {choices}{hint_text}")
+        return value
+    if origin is list:
+        if not isinstance(value, list):
+            raise ParamsError(f"{file}: {key}: expected a list, got {_describe(value)}")
+        return [_coerce(args[0], item, f"{key}[{i}]", file) for i, item in enumerate(value)]
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ParamsError(f"{file}: {key}: expected a mapping, got {_describe(value)}")
+        return {str(k): _coerce(args[1], v, _join(key, str(k)), file) for k, v in value.items()}
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise ParamsError(f"{file}: {key}: expected true or false, got {_describe(value)}")
+        return value
+    if hint is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ParamsError(f"{file}: {key}: expected an integer, got {_describe(value)}")
+        return value
+    if hint is float:
+        # YAML reads 1e-3 (no dot) as a string; accept it as the number the user meant
+        if isinstance(value, str):
+            try:
+                value = float(value)
+            except ValueError:
+                raise ParamsError(f"{file}: {key}: expected a number, got {_describe(value)}") from None
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ParamsError(f"{file}: {key}: expected a number, got {_describe(value)}")
+        return float(value)
+    if hint is str:
+        if not isinstance(value, str):
+            raise ParamsError(f"{file}: {key}: expected a string, got {_describe(value)}")
+        return value
+    if hint is Any:
+        return value
+    raise TypeError(f"unsupported schema type {hint!r} for {key}")
+
+
+def _check_limits(limits: Any, value: Any, key: str, file: str) -> None:
+    if not limits:
+        return
+    items = value if isinstance(value, list) else [value]
+    for item in items:
+        if not isinstance(item, (int, float)) or isinstance(item, bool):
+            continue
+        for name, bound in limits.items():
+            ok = {
+                "ge": item >= bound,
+                "gt": item > bound,
+                "le": item <= bound,
+                "lt": item < bound,
+            }[name]
+            if not ok:
+                symbol = {"ge": ">=", "gt": ">", "le": "<=", "lt": "<"}[name]
+                raise ParamsError(f"{file}: {key}: must be {symbol} {bound}, got {item}")
+
+
+def _set_dotted(raw: dict, dotted: str, value: Any) -> None:
+    node = raw
+    parts = dotted.split(".")
+    for part in parts[:-1]:
+        node = node.setdefault(part, {})
+        if not isinstance(node, dict):
+            raise ParamsError(f"override {dotted}: '{part}' is not a section")
+    node[parts[-1]] = value
+
+
+def _join(prefix: str, name: str) -> str:
+    return f"{prefix}.{name}" if prefix else str(name)
+
+
+def _describe(value: Any) -> str:
+    return f"{type(value).__name__} {value!r}"
+
+
+def to_dict(obj: Any) -> Any:
+    """Plain-dict view of a params object (for logging and hashing)."""
+    return dataclasses.asdict(obj)
+
+
+def flatten(data: dict, prefix: str = "") -> dict[str, Any]:
+    """{'a': {'b': 1}} -> {'a.b': 1}; lists become their string form (MLflow params are strings)."""
+    flat: dict[str, Any] = {}
+    for name, value in data.items():
+        dotted = _join(prefix, name)
+        if isinstance(value, dict):
+            flat.update(flatten(value, dotted))
+        else:
+            flat[dotted] = value
+    return flat

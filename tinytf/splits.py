@@ -1,0 +1,59 @@
+"""Deterministic stratified (and optionally grouped) train/validation/test splits.
+
+Grouping matters for review data: two snippets about the same movie share names and
+plot words, so a movie seen in training and again in test inflates test accuracy. Each
+group goes whole to one split; within that constraint, groups are placed greedily so
+every split gets close to its target share of every class.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+SPLITS = ("train", "validation", "test")
+
+
+def stratified_group_split(
+    labels: np.ndarray,
+    groups: np.ndarray | None,
+    validation: float,
+    test: float,
+    seed: int,
+) -> np.ndarray:
+    """Return an array of split names, one per row.
+
+    `labels` may be None-free any hashable values (all one class for unlabelled text);
+    `groups` None means every row is its own group. The result depends only on the
+    inputs and the seed.
+    """
+    labels = np.asarray(labels)
+    n = len(labels)
+    if groups is None:
+        groups = np.arange(n)
+    groups = np.asarray(groups)
+    targets = np.array([1.0 - validation - test, validation, test])
+
+    class_values, class_ids = np.unique(labels, return_inverse=True)
+    group_values, group_ids = np.unique(groups, return_inverse=True)
+    n_groups, n_classes = len(group_values), len(class_values)
+    # rows of each class in each group
+    group_counts = np.zeros((n_groups, n_classes))
+    np.add.at(group_counts, (group_ids, class_ids), 1)
+    class_totals = group_counts.sum(axis=0)
+
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(n_groups)
+    # big groups first (stable, so equal sizes keep the random order): they are the hard
+    # ones to place, and small groups then fill the remaining gaps
+    order = order[np.argsort(-group_counts[order].sum(axis=1), kind="stable")]
+
+    placed = np.zeros((3, n_classes))
+    assignment = np.empty(n_groups, dtype=np.int64)
+    for g in order:
+        counts = group_counts[g]
+        # how far each split is below its target for this group's classes, relative to class size
+        deficit = ((targets[:, None] * class_totals - placed) * counts / class_totals).sum(axis=1)
+        split = int(np.argmax(deficit))
+        assignment[g] = split
+        placed[split] += counts
+    return np.array(SPLITS, dtype=object)[assignment[group_ids]]

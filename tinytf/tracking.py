@@ -1,0 +1,174 @@
+"""MLflow at the edge: every stage run is an MLflow run, and tracking never breaks training.
+
+`stage_run(...)` opens a run with the stage's flattened params and tags (git commit, stage,
+params hash, DVC experiment name). The `Tracker` it yields forwards calls to MLflow; the
+first failure (server down, database locked, disk full) is reported once on stderr and
+tracking is switched off for the rest of the run, so the stage still completes and writes
+its outputs. `tinytf` core code only ever sees a `Tracker`, never mlflow itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from tinytf.config import flatten
+
+DEFAULT_STORE = "mlflow.db"
+ARTIFACT_DIR = "mlartifacts"
+
+
+def project_root() -> Path:
+    return Path(os.environ.get("DVC_ROOT") or os.getcwd()).resolve()
+
+
+def tracking_uri() -> str:
+    """`MLFLOW_TRACKING_URI` if set, else the SQLite store MLflow 3 uses, at the repo root."""
+    return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{project_root() / DEFAULT_STORE}"
+
+
+def git_commit(root: Path) -> str:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10
+        )
+        return out.stdout.strip() if out.returncode == 0 else "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def params_hash(params: dict) -> str:
+    blob = json.dumps(params, sort_keys=True, default=str).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+class Tracker:
+    """Forwards to MLflow while it works; after the first failure, says so once and goes quiet."""
+
+    def __init__(self, mlflow_module: Any | None = None, reason: str | None = None):
+        self._mlflow = mlflow_module
+        self.failure: str | None = reason
+
+    @property
+    def active(self) -> bool:
+        return self._mlflow is not None and self.failure is None
+
+    def _call(self, what: str, fn, *args, **kwargs):
+        """Run `fn` (a callable, or the name of an mlflow function) unless tracking is off."""
+        if not self.active:
+            return None
+        try:
+            if isinstance(fn, str):
+                fn = getattr(self._mlflow, fn)
+            return fn(*args, **kwargs)
+        except Exception as exc:  # any tracking failure must not stop the stage
+            self.disable(f"{what} failed: {type(exc).__name__}: {exc}")
+            return None
+
+    def disable(self, reason: str) -> None:
+        if self.failure is None:
+            self.failure = reason
+            print(
+                f"warning: MLflow tracking off for this run ({reason}); outputs are still written",
+                file=sys.stderr,
+            )
+
+    def log_params(self, params: dict) -> None:
+        flat = {k: json.dumps(v) if isinstance(v, (list, dict)) else v for k, v in flatten(params).items()}
+        self._call("log_params", "log_params", flat)
+
+    def log_metrics(self, metrics: dict[str, float], step: int | None = None) -> None:
+        clean = {k: float(v) for k, v in metrics.items() if v is not None}
+        self._call("log_metrics", "log_metrics", clean, step=step)
+
+    def log_artifact(self, path: str | Path, artifact_path: str | None = None) -> None:
+        if Path(path).exists():
+            self._call("log_artifact", "log_artifact", str(path), artifact_path)
+
+    def log_dataset(self, frame, path: str | Path, name: str, context: str) -> None:
+        """Log a DataFrame as a run input; MLflow records its digest, schema and source."""
+
+        def _log():
+            import warnings
+
+            with warnings.catch_warnings():
+                # mlflow warns that a local path "could be two source types" and that int
+                # columns cannot hold NaN; neither applies to our parquet splits
+                warnings.simplefilter("ignore", UserWarning)
+                dataset = self._mlflow.data.from_pandas(frame, source=str(path), name=name)
+                self._mlflow.log_input(dataset, context=context)
+
+        self._call("log_input", _log)
+
+    def set_tags(self, tags: dict[str, str]) -> None:
+        self._call("set_tags", "set_tags", tags)
+
+
+def _quiet_mlflow_logs() -> None:
+    for name in ("alembic", "mlflow", "mlflow.store.db.utils"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
+def _connect(experiment: str):
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "10")
+    _quiet_mlflow_logs()
+    import mlflow
+
+    mlflow.set_tracking_uri(tracking_uri())
+    if mlflow.get_experiment_by_name(experiment) is None:
+        artifacts = None
+        if not os.environ.get("MLFLOW_TRACKING_URI"):
+            artifacts = (project_root() / ARTIFACT_DIR / experiment).as_uri()
+        try:
+            mlflow.create_experiment(experiment, artifact_location=artifacts)
+        except Exception:
+            # a concurrent stage may have created it between our check and our create
+            if mlflow.get_experiment_by_name(experiment) is None:
+                raise
+    mlflow.set_experiment(experiment)
+    return mlflow
+
+
+@contextlib.contextmanager
+def stage_run(
+    stage: str, params: dict, experiment: str = "tinytf", run_name: str | None = None, nested: bool = False
+) -> Iterator[Tracker]:
+    """One MLflow run around a stage (or a nested child run); FAILED if the block raises."""
+    if os.environ.get("TINYTF_TRACKING", "1") == "0":
+        yield Tracker(None, "disabled by TINYTF_TRACKING=0")
+        return
+    try:
+        mlflow = _connect(experiment)
+        mlflow.start_run(run_name=run_name or stage, nested=nested)
+    except Exception as exc:
+        tracker = Tracker(None)
+        tracker.disable(f"cannot open store {tracking_uri()}: {type(exc).__name__}: {exc}")
+        yield tracker
+        return
+    tracker = Tracker(mlflow)
+    root = project_root()
+    tags = {
+        "tinytf.stage": stage,
+        "tinytf.params_hash": params_hash(params),
+        "mlflow.source.git.commit": git_commit(root),
+    }
+    if os.environ.get("DVC_EXP_NAME"):
+        tags["dvc.exp_name"] = os.environ["DVC_EXP_NAME"]
+    tracker.set_tags(tags)
+    tracker.log_params(params)
+    status = "FAILED"
+    try:
+        yield tracker
+        status = "FINISHED"
+    finally:
+        with contextlib.suppress(Exception):
+            mlflow.end_run(status=status)
