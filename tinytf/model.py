@@ -1,0 +1,399 @@
+"""The tinytf model: token embedding + positional encoding + N blocks (+ final norm) + two heads.
+
+One config (`ModelConfig`), two interchangeable bodies ("bases") and two heads on top:
+
+    arch="tinytf"         blocks written out here (attention in `tinytf.attention`); post-LN by
+                          default, which makes it the seed lab's model with every operation visible
+    arch="torch_encoder"  the seed lab's `nn.TransformerEncoder` model, kept for faithful
+                          reproduction and as a reference the tests check "tinytf" against
+
+    lm_head   Linear(D, vocab), optionally tied to the token embedding (causal LM or masked LM)
+    cls_head  Linear(D, n_classes) on a pooled token (sentiment classification)
+
+Heads live outside `base`, so a classifier is initialised from a pretrained LM by copying
+`base_state_dict()` and nothing else (seed lab question 2: swap the head, keep the body).
+Shapes: B batch, L sequence length, D = d_model, V = vocab_size, H = n_head.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from tinytf.attention import HEAD_MERGES, SelfAttention, build_attention_mask
+
+CHOICES = {
+    "arch": ("tinytf", "torch_encoder"),
+    "pos_encoding": ("sinusoidal", "learned", "none"),
+    "head_merge": HEAD_MERGES,
+    "pooling": ("last", "mean", "first"),
+    "attn_impl": ("manual", "sdpa"),
+    "activation": ("relu", "gelu"),
+}
+
+
+@dataclass
+class ModelConfig:
+    """Every architectural choice; saved as JSON next to each checkpoint. Defaults = the seed lab."""
+
+    arch: str = "tinytf"
+    vocab_size: int = 100
+    block_size: int = 512  # max positions: size of the positional table, longest accepted input
+    n_layer: int = 4
+    n_head: int = 2
+    d_model: int = 200
+    d_ff: int = 200  # the lab passes nhid as dim_feedforward, so the FFN does not widen
+    dropout: float = 0.2
+    pos_encoding: str = "sinusoidal"
+    head_merge: str = "concat"
+    causal: bool = True  # False = bidirectional attention, for masked-LM pretraining
+    tie_weights: bool = False  # lm_head.weight is the token embedding (same storage)
+    n_classes: int = 2
+    pooling: str = "last"  # last non-pad token (causal), mean over non-pad, or first (bidirectional)
+    attn_impl: str = "sdpa"
+    bias: bool = True  # biases in every Linear and LayerNorm, heads included
+    pad_id: int = 0  # recorded with the checkpoint; the model never infers a mask from it implicitly
+    norm_first: bool = False  # False: post-LN like nn.TransformerEncoderLayer; True: pre-LN (GPT-2)
+    activation: str = "relu"
+    scale_embedding: bool = True  # token embedding * sqrt(D) before adding positions (lab, Vaswani)
+    layer_norm_eps: float = 1e-5
+    seed: int = 1337  # seeds the per-layer head permutations of head_merge="shuffle"
+
+    def __post_init__(self) -> None:
+        for name, allowed in CHOICES.items():
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"ModelConfig.{name}={getattr(self, name)!r}; expected one of {allowed}")
+        for name in ("vocab_size", "block_size", "n_layer", "n_head", "d_model", "d_ff", "n_classes"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+                raise ValueError(
+                    f"ModelConfig.{name} must be a positive integer, got {getattr(self, name)!r}"
+                )
+        if self.d_model % self.n_head:
+            raise ValueError(f"ModelConfig: d_model={self.d_model} is not divisible by n_head={self.n_head}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"ModelConfig.dropout must be in [0, 1), got {self.dropout}")
+        if self.arch == "torch_encoder":
+            # nn.TransformerEncoder can only do what the lab did: concat heads, sinusoidal table, post-LN
+            for name, need in (
+                ("head_merge", "concat"),
+                ("pos_encoding", "sinusoidal"),
+                ("norm_first", False),
+            ):
+                if getattr(self, name) != need:
+                    raise ValueError(f"ModelConfig: arch='torch_encoder' requires {name}={need!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ModelConfig:
+        unknown = set(data) - {f.name for f in dataclasses.fields(cls)}
+        if unknown:
+            raise ValueError(f"ModelConfig: unknown keys {sorted(unknown)}")
+        return cls(**data)
+
+
+def sinusoidal_table(max_len: int, d_model: int) -> Tensor:
+    """PE[k, 2m] = sin(k / 10000^(2m/D)), PE[k, 2m+1] = cos(k / 10000^(2m/D)), shape (max_len, D).
+
+    The PyTorch word_language_model / seed-lab formula: a sin/cos pair shares one frequency.
+    """
+    position = torch.arange(max_len, dtype=torch.float).unsqueeze(1)
+    div_term = torch.exp(torch.arange(0, d_model, 2).float() * (-math.log(10000.0) / d_model))
+    pe = torch.zeros(max_len, d_model)
+    pe[:, 0::2] = torch.sin(position * div_term)
+    pe[:, 1::2] = torch.cos(position * div_term[: d_model // 2])  # [: D//2] also handles an odd D
+    return pe
+
+
+class SinusoidalPositions(nn.Module):
+    """Fixed table, no parameters; non-persistent: recomputed from the config, not checkpointed."""
+
+    def __init__(self, max_len: int, d_model: int):
+        super().__init__()
+        self.register_buffer("pe", sinusoidal_table(max_len, d_model), persistent=False)
+
+    def forward(self, pos: Tensor) -> Tensor:
+        return self.pe[pos]
+
+
+class FeedForward(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.fc1 = nn.Linear(cfg.d_model, cfg.d_ff, bias=cfg.bias)
+        self.fc2 = nn.Linear(cfg.d_ff, cfg.d_model, bias=cfg.bias)
+        self.act = nn.ReLU() if cfg.activation == "relu" else nn.GELU()
+        self.drop = nn.Dropout(cfg.dropout)  # same two dropouts as nn.TransformerEncoderLayer
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.drop(self.fc2(self.drop(self.act(self.fc1(x)))))
+
+
+class Block(nn.Module):
+    """Attention and feed-forward sublayers, each wrapped in a residual connection and a LayerNorm.
+
+    post-LN (default, = nn.TransformerEncoderLayer):  x = LN(x + f(x))
+    pre-LN  (norm_first, = GPT-2):                    x = x + f(LN(x)); the stack then needs a final LN
+    """
+
+    def __init__(self, cfg: ModelConfig, head_order: Tensor | None = None):
+        super().__init__()
+        self.norm_first = cfg.norm_first
+        self.ln1 = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps, bias=cfg.bias)
+        self.attn = SelfAttention(
+            cfg.d_model, cfg.n_head, cfg.dropout, cfg.bias, cfg.attn_impl, cfg.head_merge, head_order
+        )
+        self.ln2 = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps, bias=cfg.bias)
+        self.ff = FeedForward(cfg)
+
+    def forward(self, x: Tensor, mask: Tensor | None, causal: bool, need_weights: bool = False):
+        if self.norm_first:
+            a, w = self.attn(self.ln1(x), mask, causal, need_weights)
+            x = x + a
+            return x + self.ff(self.ln2(x)), w
+        a, w = self.attn(x, mask, causal, need_weights)
+        x = self.ln1(x + a)
+        return self.ln2(x + self.ff(x)), w
+
+
+def head_orders(cfg: ModelConfig) -> list[Tensor | None]:
+    """The fixed per-layer head order of each block (None for concat/reweight).
+
+    shuffle: one generator seeded with cfg.seed draws layer 0's permutation, then layer 1's, ...,
+    so the permutations are reproducible from the seed and independent of the global torch RNG.
+    With H=2 a random permutation is the identity half of the time.
+    """
+    if cfg.head_merge == "shift":
+        return [torch.roll(torch.arange(cfg.n_head), -1)] * cfg.n_layer  # (1, 2, ..., H-1, 0)
+    if cfg.head_merge == "shuffle":
+        g = torch.Generator().manual_seed(cfg.seed)
+        return [torch.randperm(cfg.n_head, generator=g) for _ in range(cfg.n_layer)]
+    return [None] * cfg.n_layer
+
+
+class TinyTFBase(nn.Module):
+    """arch="tinytf": (B, L) token ids -> (B, L, D) hidden states."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.tok_emb = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        if cfg.pos_encoding == "sinusoidal":
+            self.pos_emb = SinusoidalPositions(cfg.block_size, cfg.d_model)
+        elif cfg.pos_encoding == "learned":
+            self.pos_emb = nn.Embedding(cfg.block_size, cfg.d_model)
+        else:  # "none": attention alone is permutation-equivariant; only the causal mask orders tokens
+            self.pos_emb = None
+        self.drop = nn.Dropout(cfg.dropout)
+        self.blocks = nn.ModuleList(Block(cfg, order) for order in head_orders(cfg))
+        # post-LN blocks already end in a LayerNorm; pre-LN leaves the residual stream un-normalised
+        self.ln_f = (
+            nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps, bias=cfg.bias) if cfg.norm_first else None
+        )
+        self.apply(self._init_weights)
+        # token embedding std 1/sqrt(D): times sqrt(D) that is unit variance, the sinusoids' scale;
+        # tied to lm_head it gives logits of std ~1 on LayerNorm-ed hidden states
+        nn.init.normal_(self.tok_emb.weight, std=cfg.d_model**-0.5)
+        if cfg.pos_encoding == "learned":
+            # start at the RMS of the sinusoidal table (1/sqrt 2), so learned vs sinusoidal differ
+            # only in whether the table is trained, not in how loud positions are at step 0
+            nn.init.normal_(self.pos_emb.weight, std=0.5**0.5)
+
+    @staticmethod
+    def _init_weights(module: nn.Module) -> None:
+        if isinstance(module, nn.Linear):  # GPT-2 / nanoGPT initialisation
+            nn.init.normal_(module.weight, std=0.02)
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
+
+    @property
+    def token_embedding(self) -> nn.Embedding:
+        return self.tok_emb
+
+    def forward(
+        self, input_ids: Tensor, attention_mask: Tensor | None = None, return_attention: bool = False
+    ):
+        B, L = input_ids.shape
+        if L > self.cfg.block_size:
+            raise ValueError(f"sequence length {L} exceeds block_size {self.cfg.block_size}")
+        x = self.tok_emb(input_ids)
+        if self.cfg.scale_embedding:
+            x = x * math.sqrt(self.cfg.d_model)
+        if self.pos_emb is not None:
+            # absolute positions 0..L-1 whatever the padding: pad on the right so tokens keep theirs
+            x = x + self.pos_emb(torch.arange(L, device=input_ids.device))
+        x = self.drop(x)
+        mask = build_attention_mask(attention_mask, L, self.cfg.causal)
+        attentions = []
+        for block in self.blocks:
+            x, w = block(x, mask, self.cfg.causal, return_attention)
+            attentions.append(w)
+        if self.ln_f is not None:
+            x = self.ln_f(x)
+        return (x, attentions) if return_attention else x
+
+
+class PositionalEncoding(nn.Module):
+    """The seed lab's PositionalEncoding (batch-first): x + PE[:L], then dropout. No parameters."""
+
+    def __init__(self, d_model: int, dropout: float = 0.1, max_len: int = 5000):
+        super().__init__()
+        self.dropout = nn.Dropout(p=dropout)
+        self.register_buffer("pe", sinusoidal_table(max_len, d_model), persistent=False)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.dropout(x + self.pe[: x.size(1)])
+
+
+class TorchEncoderBase(nn.Module):
+    """arch="torch_encoder": the seed lab's TransformerModel. Attribute names are the lab's, so a lab
+    checkpoint's `base.*` keys load as they are (its stored `pos_encoder.pe` table is skipped)."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.encoder = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.pos_encoder = PositionalEncoding(cfg.d_model, cfg.dropout, cfg.block_size)
+        layer = nn.TransformerEncoderLayer(
+            cfg.d_model, cfg.n_head, cfg.d_ff, cfg.dropout, activation=cfg.activation,
+            layer_norm_eps=cfg.layer_norm_eps, batch_first=True, bias=cfg.bias,
+        )  # fmt: skip
+        # padding travels inside `mask` (so padded queries stay finite, as in tinytf), never as
+        # src_key_padding_mask, so the nested-tensor path cannot apply; turning it off skips its warning
+        self.transformer_encoder = nn.TransformerEncoder(layer, cfg.n_layer, enable_nested_tensor=False)
+        nn.init.uniform_(self.encoder.weight, -0.1, 0.1)  # the lab's init_weights(); layers keep torch's
+
+    @property
+    def token_embedding(self) -> nn.Embedding:
+        return self.encoder
+
+    def forward(
+        self, input_ids: Tensor, attention_mask: Tensor | None = None, return_attention: bool = False
+    ):
+        if return_attention:
+            raise ValueError("arch='torch_encoder' cannot return attention weights; use arch='tinytf'")
+        B, L = input_ids.shape
+        if L > self.cfg.block_size:
+            raise ValueError(f"sequence length {L} exceeds block_size {self.cfg.block_size}")
+        x = self.encoder(input_ids)
+        if self.cfg.scale_embedding:
+            x = x * math.sqrt(self.cfg.d_model)
+        x = self.pos_encoder(x)
+        allowed = build_attention_mask(attention_mask, L, self.cfg.causal)  # (B, 1, L, L) or None
+        if allowed is None and self.cfg.causal:
+            allowed = torch.ones(1, 1, L, L, dtype=torch.bool, device=x.device).tril()
+        src_mask = None
+        if allowed is not None:
+            # the lab's float mask (0 = attend, -inf = blocked, its generate_square_subsequent_mask);
+            # with padding it differs per sequence, which nn.MultiheadAttention takes as (B*H, L, L)
+            src_mask = torch.zeros(allowed.shape, dtype=x.dtype, device=x.device)
+            src_mask = src_mask.masked_fill(~allowed, float("-inf"))
+            src_mask = src_mask.expand(B, self.cfg.n_head, L, L).reshape(B * self.cfg.n_head, L, L)
+            if attention_mask is None:
+                src_mask = src_mask[0]  # one (L, L) causal mask for the whole batch
+        return self.transformer_encoder(x, mask=src_mask)
+
+
+def pool(hidden: Tensor, attention_mask: Tensor | None, pooling: str) -> Tensor:
+    """(B, L, D) -> (B, D): one vector per sequence for the classifier.
+
+    last   the last non-padding token: under causal attention the only one that has seen the whole
+           text (seed 002: "only the vector representing the last token"); works with left or right padding
+    mean   the average over non-padding tokens
+    first  the first non-padding token (a [CLS]-like slot; sensible only with bidirectional attention)
+    """
+    B, L, _ = hidden.shape
+    if attention_mask is None:
+        attention_mask = torch.ones(B, L, dtype=torch.long, device=hidden.device)
+    m = attention_mask.long()  # integer index arithmetic: bf16 cannot count past 256 exactly
+    if pooling == "mean":
+        w = m.to(hidden.dtype).unsqueeze(-1)
+        return (hidden * w).sum(1) / w.sum(1).clamp(min=1.0)
+    if pooling == "last":
+        idx = (m * torch.arange(1, L + 1, device=hidden.device)).argmax(1)  # largest position holding a 1
+    elif pooling == "first":
+        idx = m.argmax(1)  # argmax returns the first maximum
+    else:
+        raise ValueError(f"unknown pooling {pooling!r}")
+    return hidden[torch.arange(B, device=hidden.device), idx]
+
+
+class TinyTransformer(nn.Module):
+    """A base (tinytf or torch_encoder) plus an LM head and a classification head."""
+
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.config = cfg
+        self.base = TinyTFBase(cfg) if cfg.arch == "tinytf" else TorchEncoderBase(cfg)
+        self.lm_head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=cfg.bias)
+        self.cls_head = nn.Linear(cfg.d_model, cfg.n_classes, bias=cfg.bias)
+        for head in (self.lm_head, self.cls_head):
+            if cfg.arch == "torch_encoder":
+                nn.init.uniform_(head.weight, -0.1, 0.1)  # the lab's ClassificationHead.init_weights()
+            else:
+                nn.init.normal_(head.weight, std=0.02)
+            if head.bias is not None:
+                nn.init.zeros_(head.bias)
+        if cfg.tie_weights:
+            # one Parameter in two modules: the input embedding is also the output projection
+            self.lm_head.weight = self.base.token_embedding.weight
+
+    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None, head: str = "lm") -> Tensor:
+        if head == "lm":
+            return self.forward_lm(input_ids, attention_mask)
+        if head == "cls":
+            return self.forward_cls(input_ids, attention_mask)
+        raise ValueError(f"unknown head {head!r}; expected 'lm' or 'cls'")
+
+    def forward_lm(self, input_ids: Tensor, attention_mask: Tensor | None = None) -> Tensor:
+        """(B, L) -> (B, L, V) next-token logits (causal) or token logits (masked LM)."""
+        return self.lm_head(self.base(input_ids, attention_mask))
+
+    def forward_cls(self, input_ids: Tensor, attention_mask: Tensor | None = None) -> Tensor:
+        """(B, L) -> (B, n_classes) logits from the pooled hidden state."""
+        pooled = pool(self.base(input_ids, attention_mask), attention_mask, self.config.pooling)
+        return self.cls_head(pooled)
+
+    def attention_weights(self, input_ids: Tensor, attention_mask: Tensor | None = None) -> list[Tensor]:
+        """Per-layer softmax weights (B, H, L, L) from the written-out path (arch="tinytf" only)."""
+        return self.base(input_ids, attention_mask, return_attention=True)[1]
+
+    def make_attention_mask(self, input_ids: Tensor) -> Tensor:
+        """(B, L) mask, 1 where input_ids != pad_id; for callers whose batches carry no mask."""
+        return (input_ids != self.config.pad_id).long()
+
+    def base_state_dict(self) -> dict[str, Tensor]:
+        """The body's weights only (keys without the 'base.' prefix): what transfers between tasks."""
+        return self.base.state_dict()
+
+    def load_base_state_dict(self, state_dict: dict[str, Tensor], strict: bool = True):
+        """Load body weights; accepts `base_state_dict()` output or a full model state dict.
+
+        The heads are left as they are; with tie_weights the LM head follows the loaded embedding.
+        """
+        if any(k.startswith("base.") for k in state_dict):
+            state_dict = {k[5:]: v for k, v in state_dict.items() if k.startswith("base.")}
+        # seed-lab checkpoints store the fixed sinusoidal table; here it is rebuilt from the config
+        state_dict = {k: v for k, v in state_dict.items() if k != "pos_encoder.pe"}
+        return self.base.load_state_dict(state_dict, strict=strict)
+
+
+def lm_loss(logits: Tensor, targets: Tensor, ignore_index: int = -100) -> Tensor:
+    """Mean token cross-entropy. Logits are upcast to fp32: a bf16/fp16 log-softmax over a large
+    vocabulary loses the small probabilities the loss is made of."""
+    return F.cross_entropy(logits.float().flatten(0, -2), targets.flatten(), ignore_index=ignore_index)
+
+
+def cls_loss(logits: Tensor, labels: Tensor) -> Tensor:
+    return F.cross_entropy(logits.float(), labels)
+
+
+def perplexity(mean_nll: float) -> float:
+    """exp(mean token negative log-likelihood, in nats); inf instead of an OverflowError."""
+    return math.exp(mean_nll) if mean_nll < 709.0 else float("inf")
