@@ -43,3 +43,16 @@ def test_preset_merges_and_keeps_comments(tmp_path):
     text = target.read_text()
     assert "vocab_size: 400" in text and "# Every knob of the pipeline" in text
     assert main(["preset", "nope", "--params", str(target), "--presets-dir", str(REPO / "presets")]) == 2
+
+
+def test_count_params_prints_the_seed_lab_figures(capsys):
+    assert main(["count-params", "--seed-lab"]) == 0
+    out = capsys.readouterr().out
+    for figure in ("988,000", "10,968,200", "402", "20,100", "10,050,201"):
+        assert figure in out
+    assert "the report equates it with the base's 10,968,200" in out
+
+
+def test_score_names_a_missing_checkpoint(tmp_path, capsys):
+    assert main(["score", "--model", str(tmp_path / "none.pt"), "hello"]) == 2
+    assert "config file missing beside the checkpoint" in capsys.readouterr().err

@@ -13,7 +13,11 @@ import pytest
 from .conftest import REPO
 
 pytestmark = pytest.mark.slow
-STAGES = ["prepare", "tokenize"]
+# stage -> MLflow runs it makes on the tiny preset (variants: 1 pos x 2 merges x 2 seeds)
+RUNS = {"prepare": 1, "tokenize": 1, "pretrain": 1, "variants": 4, "variants_table": 1}
+DVC_STAGES = ["prepare", "tokenize", "pretrain", "variants_table"] + [
+    f"variants@learned-{merge}-{seed}" for merge in ("concat", "reweight") for seed in (1, 2)
+]
 
 
 def repo_files() -> list[str]:
@@ -66,11 +70,21 @@ def test_repro_writes_every_output(workspace):
     assert (workspace / "data/tokenizer.json").exists()
     assert "## sentiment: `rotten_tomatoes`" in (workspace / "reports/data.md").read_text()
     assert (workspace / "dvc.lock").exists()
+    import json
+
+    metrics = json.loads((workspace / "reports/pretrain/metrics.json").read_text())
+    assert metrics["steps"] == 8 and metrics["validation_perplexity"] > 1
+    assert set(metrics["samples"]) == {"normal", "weird", "long"}
+    assert (workspace / "data/models/pretrained.pt").exists()
+    epochs = pd.read_csv(workspace / "reports/pretrain/epochs.csv")
+    assert epochs["epoch"].tolist() == [1, 2]
+    table = (workspace / "reports/variants/variants.md").read_text()
+    assert "| learned" in table and "reweight" in table and " ± " in table
 
 
 def test_second_repro_does_nothing(workspace):
     out = dvc(workspace, "repro").stdout
-    for stage in STAGES:
+    for stage in DVC_STAGES:
         assert f"Stage '{stage}' didn't change, skipping" in out
     assert "Running stage" not in out
 
@@ -80,7 +94,7 @@ def test_mlflow_store_holds_one_run_per_stage(workspace):
 
     mlflow.set_tracking_uri(f"sqlite:///{workspace / 'mlflow.db'}")
     runs = mlflow.search_runs(experiment_names=["tinytf"])
-    assert sorted(runs["tags.tinytf.stage"]) == sorted(STAGES)
+    assert runs["tags.tinytf.stage"].value_counts().to_dict() == RUNS
     assert set(runs["status"]) == {"FINISHED"}
     prepare = runs[runs["tags.tinytf.stage"] == "prepare"].iloc[0]
     assert prepare["params.prepare.corpus.max_rows"] == "2000"

@@ -19,6 +19,9 @@ from tinytf.errors import ParamsError, TinyTFError
 STAGE_HELP = {
     "prepare": "download/verify the corpus and sentiment sources, split, write parquet + data card",
     "tokenize": "train the BPE tokenizer and encode the prepared splits",
+    "pretrain": "pretrain the transformer as a (causal or masked) language model",
+    "variants": "one cell of the positional-encoding x head-merge study (a short pretraining)",
+    "variants-table": "the variants study's perplexity table, mean ± std over seeds",
 }
 
 
@@ -54,6 +57,33 @@ def build_parser() -> argparse.ArgumentParser:
             metavar="KEY=VALUE",
             help="override a params key for this run, e.g. --set prepare.sentiment.source=sst2",
         )
+        if name == "variants":
+            stage.add_argument("--pos", required=True, help="positional encoding of this cell")
+            stage.add_argument("--merge", required=True, help="head merge of this cell")
+            stage.add_argument("--seed", required=True, type=int, help="seed of this cell")
+    count = sub.add_parser(
+        "count-params",
+        help="print parameter counts (per component, counted and analytic)",
+        description="Parameter counts of the model in params.yaml (or the seed lab's), counted from "
+        "the module and from the closed-form formula, plus the seed reports' claims checked.",
+    )
+    count.add_argument("--params", default="params.yaml", help="params file (default: params.yaml)")
+    count.add_argument("--vocab-size", type=int, help="vocabulary size (default: the trained tokenizer's)")
+    count.add_argument(
+        "--seed-lab",
+        action="store_true",
+        help="the seed lab's model (nn.TransformerEncoder, nhid=200, 4 layers, 2 heads) "
+        "for vocabularies 100 and 50,001, and the seed reports' claims",
+    )
+    score = sub.add_parser(
+        "score",
+        help="loss and perplexity of text under a pretrained model",
+        description="Score text with a causal LM checkpoint: mean loss per token "
+        "(nats) and perplexity, each token predicted from the ones before it.",
+    )
+    score.add_argument("text", nargs="+", help="one or more texts to score")
+    score.add_argument("--model", default="data/models/pretrained.pt", help="model checkpoint (.pt)")
+    score.add_argument("--tokenizer", default="data/tokenizer.json", help="tokenizer file")
     preset = sub.add_parser(
         "preset",
         help="merge a named preset (presets/NAME.yaml) into params.yaml",
@@ -65,12 +95,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def run_stage(name: str, params_file: str = "params.yaml", overrides: dict | None = None) -> None:
+def run_stage(
+    name: str,
+    params_file: str = "params.yaml",
+    overrides: dict | None = None,
+    args: argparse.Namespace | None = None,
+) -> None:
     from tinytf.config import load_params
-    from tinytf.pipeline import STAGES
+    from tinytf.pipeline import STAGES, variants_cell_stage
 
     params = load_params(params_file, overrides)
-    STAGES[name](params)
+    if name == "variants":
+        variants_cell_stage(params, args.pos, args.merge, args.seed)
+    else:
+        STAGES[name](params)
 
 
 def guarded(fn: Callable[[], None]) -> int:
@@ -86,7 +124,15 @@ def guarded(fn: Callable[[], None]) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command in STAGE_HELP:
-        return guarded(lambda: run_stage(args.command, args.params, parse_overrides(args.overrides)))
+        return guarded(lambda: run_stage(args.command, args.params, parse_overrides(args.overrides), args))
+    if args.command == "count-params":
+        from tinytf.tools import count_params_command
+
+        return guarded(lambda: count_params_command(args.params, args.vocab_size, args.seed_lab))
+    if args.command == "score":
+        from tinytf.tools import score_command
+
+        return guarded(lambda: score_command(args.model, args.tokenizer, args.text))
     if args.command == "preset":
         from tinytf.presets import apply_preset
 

@@ -105,10 +105,110 @@ class TokenizeParams:
 
 
 @dataclass
+class ModelParams:
+    """The architecture (tinytf.model.ModelConfig fields); vocab size comes from the tokenizer."""
+
+    arch: Literal["tinytf", "torch_encoder"] = "tinytf"
+    d_model: int = bounded(200, ge=1)
+    n_layer: int = bounded(4, ge=1)
+    n_head: int = bounded(2, ge=1)
+    d_ff: int = bounded(200, ge=1)
+    dropout: float = bounded(0.1, ge=0, lt=1)
+    block_size: int = bounded(128, ge=2)
+    pos_encoding: Literal["sinusoidal", "learned", "none"] = "sinusoidal"
+    head_merge: Literal["concat", "shuffle", "shift", "reweight"] = "concat"
+    norm_first: bool = True
+    tie_weights: bool = True
+    pooling: Literal["last", "mean", "first"] = "last"
+    attn_impl: Literal["manual", "sdpa"] = "sdpa"
+    activation: Literal["relu", "gelu"] = "gelu"
+
+    def validate(self, key: str, file: str) -> None:
+        if self.d_model % self.n_head:
+            raise ParamsError(
+                f"{file}: {key}.n_head: {self.n_head} heads do not divide {key}.d_model={self.d_model}"
+            )
+
+
+@dataclass
+class SampleText:
+    name: str
+    text: str
+
+
+# Seed 004's three samples: the demo sentence, the "weird" one, and a long sentence from Saramago.
+SEED_SAMPLES = [
+    {"name": "normal", "text": "Thank you so much Liwei and Taylor for all your help with this!"},
+    {"name": "weird", "text": "After learning language models model natural language."},
+    {
+        "name": "long",
+        "text": (
+            "On offering to help the blind man, the man who then stole his car, had not, at that "
+            "precise moment, had any evil intention, quite the contrary, what he did was nothing "
+            "more than obey those feelings of generosity and altruism which, as everyone knows, are "
+            "the two best traits of human nature and to be found in much more hardened criminals "
+            "than this one, a simple car-thief without any hope of advancing in his profession, "
+            "exploited by the real owners of this enterprise, for it is they who take advantage of "
+            "the needs of the poor."
+        ),
+    },
+]
+
+
+@dataclass
+class PretrainParams:
+    objective: Literal["causal", "masked"] = "causal"
+    batch_size: int = bounded(32, ge=1)
+    grad_accum: int = bounded(1, ge=1)
+    # an epoch is one pass over the train tokens unless steps_per_epoch > 0 caps it
+    epochs: int = bounded(1, ge=1)
+    steps_per_epoch: int = bounded(0, ge=0)
+    lr: float = bounded(1e-3, gt=0)
+    weight_decay: float = bounded(0.1, ge=0)
+    warmup_steps: int = bounded(100, ge=0)
+    min_lr_ratio: float = bounded(0.1, ge=0, le=1)
+    grad_clip: float = bounded(1.0, ge=0)
+    mask_prob: float = bounded(0.15, gt=0, lt=1)
+    eval_batches: int = bounded(0, ge=0)  # 0: whole split; >0 caps batches per split (tiny runs)
+    log_every: int = bounded(10, ge=1)
+    checkpoint_every: int = bounded(200, ge=1)
+    resume: bool = True
+    device: str = "auto"  # auto | cpu | cuda | cuda:N
+    precision: Literal["auto", "fp32", "bf16"] = "auto"
+    compile: Literal["auto"] | bool = "auto"  # auto: on for runs long enough to repay compiling
+    samples: list[SampleText] = field(default_factory=lambda: [SampleText(**s) for s in SEED_SAMPLES])
+
+
+@dataclass
+class VariantsParams:
+    """Seed 004's grid: every positional encoding x head merge x seed, one short pretraining each."""
+
+    pos_encodings: list[Literal["sinusoidal", "learned", "none"]] = bounded(["learned", "sinusoidal"])
+    head_merges: list[Literal["concat", "shuffle", "shift", "reweight"]] = bounded(
+        ["concat", "shuffle", "shift", "reweight"]
+    )
+    seeds: list[int] = bounded([1, 2], ge=0)
+    steps: int = bounded(60, ge=1)  # the same optimizer-step budget for every cell
+    batch_size: int = bounded(16, ge=1)
+    eval_batches: int = bounded(20, ge=0)  # batches per split for the table; 0 = whole splits
+
+    def validate(self, key: str, file: str) -> None:
+        for name in ("pos_encodings", "head_merges", "seeds"):
+            values = getattr(self, name)
+            if not values:
+                raise ParamsError(f"{file}: {key}.{name}: the grid needs at least one value")
+            if len(set(values)) != len(values):
+                raise ParamsError(f"{file}: {key}.{name}: repeated values {values}")
+
+
+@dataclass
 class Params:
     base: BaseParams = field(default_factory=BaseParams)
     prepare: PrepareParams = field(default_factory=PrepareParams)
     tokenize: TokenizeParams = field(default_factory=TokenizeParams)
+    model: ModelParams = field(default_factory=ModelParams)
+    pretrain: PretrainParams = field(default_factory=PretrainParams)
+    variants: VariantsParams = field(default_factory=VariantsParams)
 
 
 # --------------------------------------------------------------------------- loading

@@ -1,0 +1,50 @@
+"""A tiny tokenized corpus on disk, shaped like the tokenize stage's output."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import numpy as np
+
+from tinytf.config import ModelParams, PretrainParams, TokenizeParams
+from tinytf.io import write_npy
+from tinytf.tokenizer import encode_stream, train_tokenizer
+
+WORDS = "the a cat dog sat ran on under mat log big small red blue and then".split()
+
+
+def make_corpus_dir(root: Path, lines: int = 400, seed: int = 0) -> Path:
+    rng = random.Random(seed)
+    texts = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(4, 12))) for _ in range(lines)]
+    tokenizer = train_tokenizer(texts, TokenizeParams(vocab_size=100, min_frequency=1))
+    tokenizer.save(str(root / "tokenizer.json"))
+    for split, part in (("train", texts), ("validation", texts[:60]), ("test", texts[60:120])):
+        write_npy(root / "tokens" / "corpus" / f"{split}.npy", encode_stream(tokenizer, part))
+    return root
+
+
+def tiny_model() -> ModelParams:
+    return ModelParams(d_model=32, n_layer=2, n_head=2, d_ff=64, block_size=16, dropout=0.1)
+
+
+def tiny_pretrain(**overrides) -> PretrainParams:
+    base = dict(
+        batch_size=8,
+        epochs=2,
+        steps_per_epoch=6,
+        warmup_steps=2,
+        log_every=2,
+        checkpoint_every=4,
+        eval_batches=2,
+        precision="fp32",
+        compile=False,
+        device="cpu",
+        lr=3e-3,
+    )
+    base.update(overrides)
+    return PretrainParams(**base)
+
+
+def token_count(root: Path, split: str) -> int:
+    return int(np.load(root / "tokens" / "corpus" / f"{split}.npy").size)

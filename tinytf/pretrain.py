@@ -1,0 +1,182 @@
+"""Stage `pretrain`: train the transformer as a language model on the tokenized corpus.
+
+Per epoch it evaluates loss and perplexity on train (the first validation-sized slice, so
+the number is comparable and cheap), validation and test, plus word-level perplexity when
+the corpus is PTB (total NLL over the words, end-of-sentence included, that the literature
+divides by), and scores the sample sentences of params (seed 004's normal / weird / long).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from tinytf import lm
+from tinytf.batching import load_tokens
+from tinytf.checkpoint import save_model
+from tinytf.config import ModelParams, PretrainParams
+from tinytf.io import write_json, write_text
+from tinytf.model import ModelConfig, TinyTransformer
+from tinytf.runtime import Runtime, maybe_compile, resolve_runtime, seed_everything
+from tinytf.splits import SPLITS
+from tinytf.tokenizer import load_tokenizer
+from tinytf.training import Callback, LoopConfig, run_loop
+
+
+def model_config(model: ModelParams, vocab_size: int, objective: str, seed: int, **overrides) -> ModelConfig:
+    fields = {k: getattr(model, k) for k in (
+        "arch", "d_model", "n_layer", "n_head", "d_ff", "dropout", "block_size", "pos_encoding",
+        "head_merge", "norm_first", "tie_weights", "pooling", "attn_impl", "activation",
+    )}  # fmt: skip
+    fields.update(vocab_size=vocab_size, causal=objective == "causal", seed=seed)
+    if fields["arch"] == "torch_encoder":
+        # nn.TransformerEncoder is the seed lab's post-LN model; its other choices are fixed
+        fields.update(norm_first=False, head_merge="concat", pos_encoding="sinusoidal", tie_weights=False)
+    fields.update(overrides)
+    return ModelConfig(**fields)
+
+
+class BlockSource:
+    """Random blocks from the train stream; the data position is the generator state."""
+
+    def __init__(self, tokens: np.ndarray, objective: lm.Objective, block: int, batch: int, seed: int):
+        self.tokens, self.objective, self.block, self.batch = tokens, objective, block, batch
+        self.generator = torch.Generator().manual_seed(seed)
+
+    def next_batch(self):
+        return self.objective.train_batch(self.tokens, self.block, self.batch, self.generator)
+
+    def state(self) -> dict:
+        return {"generator": self.generator.get_state()}
+
+    def load_state(self, state: dict) -> None:
+        self.generator.set_state(state["generator"])
+
+
+@dataclass
+class PretrainResult:
+    model: TinyTransformer
+    history: list[dict]
+    final: dict
+    samples: list[dict]
+    runtime: Runtime
+
+
+def words_with_eos(stats_path: Path) -> dict[str, int] | None:
+    """Word counts for word-level perplexity, only for PTB (one sentence a line, <unk> a word)."""
+    if not stats_path.exists():
+        return None
+    corpus = json.loads(stats_path.read_text()).get("corpus", {})
+    if corpus.get("source") != "ptb":
+        return None
+    return {s: v["words"] + v["rows"] for s, v in corpus["splits"].items()}
+
+
+def pretrain(
+    model_params: ModelParams,
+    params: PretrainParams,
+    seed: int,
+    data_dir: str | Path = "data",
+    state_path: str | Path | None = None,
+    params_hash: str = "",
+    callbacks: list[Callback] = (),
+    stats_path: str | Path = "reports/data.json",
+) -> PretrainResult:
+    data_dir = Path(data_dir)
+    tokenizer = load_tokenizer(data_dir / "tokenizer.json")
+    tokens = {s: load_tokens(data_dir / "tokens" / "corpus" / f"{s}.npy") for s in SPLITS}
+    seed_everything(seed)
+    config = model_config(model_params, tokenizer.get_vocab_size(), params.objective, seed)
+    model = TinyTransformer(config)
+    objective = lm.Objective(params.objective, config.vocab_size, lm.mask_id_of(tokenizer), params.mask_prob)
+    block, batch = config.block_size, params.batch_size
+    tokens_per_step = block * batch * params.grad_accum
+    steps_per_epoch = params.steps_per_epoch or max(len(tokens["train"]) // tokens_per_step, 1)
+    total_steps = steps_per_epoch * params.epochs
+
+    probe_x, probe_y = objective.train_batch(tokens["train"], block, batch, torch.Generator().manual_seed(0))
+
+    def probe():
+        objective.loss(model, probe_x, probe_y).backward()
+
+    shape = (
+        f"{config.arch}|{config.d_model}|{config.n_layer}|{config.d_ff}|{config.vocab_size}|{block}x{batch}"
+    )
+    runtime = resolve_runtime(params.device, params.precision, params.compile, total_steps, probe, shape)
+    model.zero_grad(set_to_none=True)
+    seed_everything(seed)  # the probe used the global RNG (dropout); start training from the seed
+    model.to(runtime.device)
+    forward = maybe_compile(model.forward_lm, runtime)
+
+    def loss_fn(batch_xy):
+        x, y = (t.to(runtime.device, non_blocking=True) for t in batch_xy)
+        return lm.lm_loss(forward(x), y, ignore_index=lm.IGNORE)
+
+    words = words_with_eos(Path(stats_path))
+    eval_tokens = params.eval_batches * block * batch
+
+    def evaluate_all(epoch: int, step: int) -> dict[str, float]:
+        metrics = {}
+        for split in SPLITS:
+            limit = eval_tokens or (len(tokens["validation"]) if split == "train" else 0)
+            result = lm.evaluate(model, tokens[split], objective, block, batch, runtime, limit)
+            metrics[f"{split}_loss"] = result["loss"]
+            metrics[f"{split}_perplexity"] = result["perplexity"]
+            if words and not limit and params.objective == "causal":
+                metrics[f"{split}_word_perplexity"] = float(np.exp(result["nll_sum"] / words[split]))
+        return metrics
+
+    loop = LoopConfig(
+        total_steps=total_steps, steps_per_epoch=steps_per_epoch, lr=params.lr,
+        weight_decay=params.weight_decay, warmup_steps=params.warmup_steps,
+        min_lr_ratio=params.min_lr_ratio, grad_clip=params.grad_clip, grad_accum=params.grad_accum,
+        log_every=params.log_every, checkpoint_every=params.checkpoint_every,
+        tokens_per_step=tokens_per_step, desc="pretrain",
+    )  # fmt: skip
+    print(f"pretrain: {total_steps} steps ({steps_per_epoch}/epoch), {runtime.describe()}")
+    source = BlockSource(tokens["train"], objective, block, batch, seed)
+    out = run_loop(model, source, loss_fn, loop, runtime, evaluate_all, list(callbacks), state_path,
+                   params_hash, params.resume)  # fmt: skip
+    samples = []
+    if params.objective == "causal":
+        for sample in params.samples:
+            scored = lm.score_text(model, tokenizer, sample.text, runtime)
+            samples.append({"name": sample.name, **scored})
+    model.to("cpu")
+    return PretrainResult(model, out["history"], out["history"][-1], samples, runtime)
+
+
+def sample_table(final: dict, samples: list[dict]) -> str:
+    """Seed 004's table: rows Loss and Perplexity; columns train, dev and the samples."""
+    columns = ["train", "dev"] + [s["name"] for s in samples]
+    loss = [final["train_loss"], final["validation_loss"]] + [s["loss"] for s in samples]
+    ppl = [final["train_perplexity"], final["validation_perplexity"]] + [s["perplexity"] for s in samples]
+    lines = ["| | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"]
+    lines.append("| Loss | " + " | ".join(f"{v:.3f}" for v in loss) + " |")
+    lines.append("| Perplexity | " + " | ".join(f"{v:.2f}" for v in ppl) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def write_outputs(result: PretrainResult, model_path: Path, report_dir: Path, extra: dict) -> dict:
+    """Model + config JSON, per-epoch CSV for DVC plots, metrics JSON, the sample table."""
+    import pandas as pd
+
+    save_model(model_path, result.model, extra)
+    report_dir.mkdir(parents=True, exist_ok=True)
+    epochs = pd.DataFrame(result.history)
+    write_text(report_dir / "epochs.csv", epochs.to_csv(index=False))
+    metrics = {
+        **{k: v for k, v in result.final.items() if k not in ("epoch", "step")},
+        "epochs": result.final["epoch"],
+        "steps": result.final["step"],
+        "samples": {s["name"]: {"loss": s["loss"], "perplexity": s["perplexity"]} for s in result.samples},
+        "precision": result.runtime.precision,
+    }
+    write_json(report_dir / "metrics.json", metrics)
+    if result.samples:
+        write_text(report_dir / "samples.md", sample_table(result.final, result.samples))
+    return metrics

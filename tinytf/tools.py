@@ -1,0 +1,52 @@
+"""Commands that need no pipeline run: parameter counts and scoring text."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tinytf.errors import DataError
+
+
+def count_params_command(params_file: str, vocab_size: int | None, seed_lab: bool) -> None:
+    from tinytf.param_count import format_counts, format_seed_claims, seed_lab_config
+
+    if seed_lab:
+        for vocab in (100, 50_001):
+            print(f"## seed lab model, vocabulary {vocab:,}\n")
+            print(format_counts(seed_lab_config(vocab)))
+            print()
+        print("## the seed reports' claims, checked\n")
+        print(format_seed_claims())
+        return
+    from tinytf.config import load_params
+    from tinytf.pretrain import model_config
+
+    params = load_params(params_file)
+    if vocab_size is None:
+        tokenizer_file = Path("data/tokenizer.json")
+        if tokenizer_file.exists():
+            from tinytf.tokenizer import load_tokenizer
+
+            vocab_size = load_tokenizer(tokenizer_file).get_vocab_size()
+        else:
+            vocab_size = params.tokenize.vocab_size
+    config = model_config(params.model, vocab_size, params.pretrain.objective, params.base.seed)
+    print(f"## model of {params_file}, vocabulary {vocab_size:,}\n")
+    print(format_counts(config))
+
+
+def score_command(model_path: str, tokenizer_path: str, texts: list[str]) -> None:
+    from tinytf.checkpoint import load_model
+    from tinytf.lm import score_text
+    from tinytf.tokenizer import load_tokenizer
+
+    model = load_model(model_path)
+    if not model.config.causal:
+        raise DataError(f"{model_path}: a masked-LM checkpoint cannot score text left to right")
+    tokenizer = load_tokenizer(tokenizer_path)
+    for text in texts:
+        result = score_text(model, tokenizer, text)
+        print(
+            f"loss {result['loss']:.4f}  perplexity {result['perplexity']:.2f}  "
+            f"({result['tokens']} tokens)  {text[:60]}{'...' if len(text) > 60 else ''}"
+        )

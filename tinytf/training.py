@@ -1,0 +1,227 @@
+"""The training loop shared by pretraining and fine-tuning.
+
+It owns what every run needs and nothing task-specific: AdamW with linear warmup and cosine
+decay, gradient accumulation and clipping, autocast, epoch boundaries, periodic training
+-state checkpoints (weights, optimizer, step, RNG, data position, history) and resuming
+from them, a stop on the first non-finite loss, and a clean stop on SIGINT. Events go to
+callbacks (minGPT style), so MLflow stays outside. Task code supplies a `BatchSource`
+(where batches come from, and how to save/restore its position) and a loss function.
+"""
+
+from __future__ import annotations
+
+import math
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import torch
+from tqdm import tqdm
+
+from tinytf.checkpoint import load_training_state, save_training_state
+from tinytf.errors import TinyTFError
+from tinytf.runtime import Runtime, rng_state, set_rng_state
+
+
+class TrainingDiverged(TinyTFError):
+    """The loss became NaN or infinite; the last good checkpoint is kept."""
+
+
+class TrainingInterrupted(TinyTFError):
+    exit_code = 130
+
+
+class BatchSource(Protocol):
+    def next_batch(self) -> Any: ...
+    def state(self) -> dict: ...
+    def load_state(self, state: dict) -> None: ...
+
+
+class Callback:
+    """Subclass and override what you need; the loop calls these in order."""
+
+    def on_step(self, step: int, metrics: dict[str, float]) -> None: ...
+    def on_epoch(self, epoch: int, metrics: dict[str, float]) -> None: ...
+
+
+@dataclass
+class LoopConfig:
+    total_steps: int
+    steps_per_epoch: int
+    lr: float
+    weight_decay: float = 0.0
+    warmup_steps: int = 0
+    min_lr_ratio: float = 0.1
+    grad_clip: float = 1.0
+    grad_accum: int = 1
+    log_every: int = 10
+    checkpoint_every: int = 200
+    optimizer: str = "AdamW"
+    optimizer_kwargs: dict = field(default_factory=dict)
+    schedule: str = "cosine"  # "cosine" (warmup + cosine decay) | "constant"
+    tokens_per_step: int = 0  # for the tokens/s readout; 0 = not a token-counting task
+    desc: str = "train"
+
+
+def lr_at(step: int, cfg: LoopConfig) -> float:
+    """Linear warmup to cfg.lr, then cosine decay to cfg.lr * min_lr_ratio at the last step."""
+    if cfg.schedule == "constant":
+        return cfg.lr
+    if step < cfg.warmup_steps:
+        return cfg.lr * (step + 1) / cfg.warmup_steps
+    span = max(cfg.total_steps - cfg.warmup_steps, 1)
+    progress = min((step - cfg.warmup_steps) / span, 1.0)
+    floor = cfg.lr * cfg.min_lr_ratio
+    return floor + 0.5 * (cfg.lr - floor) * (1 + math.cos(math.pi * progress))
+
+
+def build_optimizer(model: torch.nn.Module, cfg: LoopConfig) -> torch.optim.Optimizer:
+    """Any `torch.optim` class by name. With weight decay, only matrices decay (not biases,
+    norms): decaying a LayerNorm gain towards 0 fights the normalisation it exists for."""
+    if not hasattr(torch.optim, cfg.optimizer):
+        raise TinyTFError(f"optimizer '{cfg.optimizer}' is not in torch.optim")
+    params = [p for p in model.parameters() if p.requires_grad]
+    groups: Any = params
+    if cfg.weight_decay:
+        groups = [
+            {"params": [p for p in params if p.dim() >= 2], "weight_decay": cfg.weight_decay},
+            {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0},
+        ]
+    return getattr(torch.optim, cfg.optimizer)(groups, lr=cfg.lr, **cfg.optimizer_kwargs)
+
+
+class _StopFlag:
+    """SIGINT sets a flag the loop checks between steps, so a stop never lands mid-update."""
+
+    def __init__(self):
+        self.raised = False
+        self._previous = None
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def _handle(self, signum, frame):
+        if self.raised:  # a second Ctrl-C means "now"
+            raise KeyboardInterrupt
+        self.raised = True
+        print("\ninterrupt: stopping after this step and saving a checkpoint", file=sys.stderr)
+
+    def __exit__(self, *exc):
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+
+
+def run_loop(
+    model: torch.nn.Module,
+    source: BatchSource,
+    loss_fn: Callable[[Any], torch.Tensor],
+    cfg: LoopConfig,
+    runtime: Runtime,
+    on_epoch_end: Callable[[int, int], dict[str, float]],
+    callbacks: list[Callback] = (),
+    state_path: str | Path | None = None,
+    params_hash: str = "",
+    resume: bool = True,
+    extra_state: dict | None = None,
+) -> dict:
+    """Train for cfg.total_steps optimizer steps; returns {"history": [...], "step": n, ...}.
+
+    `on_epoch_end(epoch, step)` evaluates and returns that epoch's metrics; they are added to
+    the history and passed to callbacks. `extra_state` is stored in every checkpoint (e.g. the
+    resolved precision, so a resumed run uses what the first run chose).
+    """
+    optimizer = build_optimizer(model, cfg)
+    history: list[dict] = []
+    step = 0
+    saved = load_training_state(state_path, params_hash) if (state_path and resume) else None
+    if saved is not None:
+        model.load_state_dict(saved["model"])
+        optimizer.load_state_dict(saved["optimizer"])
+        source.load_state(saved["source"])
+        set_rng_state(saved["rng"])
+        history, step = saved["history"], saved["step"]
+        print(f"resuming {cfg.desc} from step {step} ({state_path})", file=sys.stderr)
+    last_good = step
+
+    def checkpoint():
+        nonlocal last_good
+        if state_path is None:
+            return
+        save_training_state(state_path, {
+            "model": model.state_dict(), "optimizer": optimizer.state_dict(), "source": source.state(),
+            "rng": rng_state(), "history": history, "step": step, "params_hash": params_hash,
+            **(extra_state or {}),
+        })  # fmt: skip
+        last_good = step
+
+    model.train()
+    bar = tqdm(total=cfg.total_steps, initial=step, desc=cfg.desc, unit="step", file=sys.stderr,
+               mininterval=1.0, disable=None, dynamic_ncols=True)  # fmt: skip
+    window_started, window_steps = time.perf_counter(), 0
+    with _StopFlag() as stop:
+        while step < cfg.total_steps:
+            lr = lr_at(step, cfg)
+            for group in optimizer.param_groups:
+                group["lr"] = lr
+            loss_value = 0.0
+            for _ in range(cfg.grad_accum):
+                batch = source.next_batch()
+                with runtime.autocast():
+                    loss = loss_fn(batch) / cfg.grad_accum
+                loss.backward()
+                loss_value += float(loss.detach())
+            if not math.isfinite(loss_value):
+                optimizer.zero_grad(set_to_none=True)
+                bar.close()
+                where = f"{state_path} (step {last_good})" if state_path and last_good else "none saved yet"
+                raise TrainingDiverged(
+                    f"{cfg.desc}: loss is {loss_value} at step {step + 1}; stopped. Last good checkpoint: "
+                    f"{where}. Lower the learning rate or enable gradient clipping."
+                )
+            grad_norm = None
+            if cfg.grad_clip:
+                grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip))
+            optimizer.step()
+            optimizer.zero_grad(set_to_none=True)
+            step += 1
+            window_steps += 1
+            bar.update(1)
+            if step % cfg.log_every == 0 or step == cfg.total_steps:
+                elapsed = max(time.perf_counter() - window_started, 1e-9)
+                metrics = {"train_loss": loss_value, "lr": lr}
+                if grad_norm is not None:
+                    metrics["grad_norm"] = grad_norm
+                if cfg.tokens_per_step:
+                    metrics["tokens_per_s"] = cfg.tokens_per_step * window_steps / elapsed
+                postfix = {"loss": f"{loss_value:.3f}", "lr": f"{lr:.2e}"}
+                if cfg.tokens_per_step:
+                    postfix["tok/s"] = f"{metrics['tokens_per_s']:,.0f}"
+                bar.set_postfix(postfix, refresh=False)
+                for cb in callbacks:
+                    cb.on_step(step, metrics)
+                window_started, window_steps = time.perf_counter(), 0
+            if step % cfg.steps_per_epoch == 0 or step == cfg.total_steps:
+                epoch = math.ceil(step / cfg.steps_per_epoch)
+                metrics = {"epoch": epoch, "step": step, **on_epoch_end(epoch, step)}
+                history.append(metrics)
+                for cb in callbacks:
+                    cb.on_epoch(epoch, metrics)
+                checkpoint()
+            elif step % cfg.checkpoint_every == 0:
+                checkpoint()
+            if stop.raised:
+                checkpoint()
+                bar.close()
+                raise TrainingInterrupted(
+                    f"{cfg.desc}: interrupted at step {step}; checkpoint saved to {state_path}. "
+                    f"Run again to resume."
+                )
+    bar.close()
+    return {"history": history, "step": step}
