@@ -17,7 +17,7 @@ WORDS = "the a cat dog sat ran on under mat log big small red blue and then".spl
 def make_corpus_dir(root: Path, lines: int = 400, seed: int = 0) -> Path:
     rng = random.Random(seed)
     texts = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(4, 12))) for _ in range(lines)]
-    tokenizer = train_tokenizer(texts, TokenizeParams(vocab_size=100, min_frequency=1))
+    tokenizer = train_tokenizer(texts, TokenizeParams(vocab_size=400, min_frequency=1))
     tokenizer.save(str(root / "tokenizer.json"))
     for split, part in (("train", texts), ("validation", texts[:60]), ("test", texts[60:120])):
         write_npy(root / "tokens" / "corpus" / f"{split}.npy", encode_stream(tokenizer, part))

@@ -39,3 +39,38 @@ def test_strided_blocks_cover_every_target_once():
     tokens = np.arange(50, dtype=np.uint16)
     targets = torch.cat([y.flatten() for _, y in strided_blocks(tokens, block_size=7, batch_size=3)])
     assert targets.tolist() == list(range(1, 50))
+
+
+def test_length_grouped_batches_cover_every_text_once_with_little_padding():
+    import random
+
+    from tinytf.batching import LengthGroupedBatches
+
+    rng = random.Random(0)
+    lengths = [rng.randint(1, 64) for _ in range(1000)]
+    sampler = LengthGroupedBatches(lengths, 32, shuffle=True, generator=torch.Generator().manual_seed(0))
+    batches = list(sampler)
+    assert sorted(i for b in batches for i in b) == list(range(1000)) and len(batches) == len(sampler)
+    padded = sum(len(b) * max(lengths[i] for i in b) for b in batches)
+    plain = sum(32 * max(lengths[i] for i in range(s, min(s + 32, 1000))) for s in range(0, 1000, 32))
+    assert padded < 0.7 * plain  # grouping removes most of the padding of random batches
+    assert list(sampler) != batches  # a new order each epoch
+
+
+def test_grouped_evaluation_predictions_come_back_in_file_order():
+    from tinytf.classify import predict
+    from tinytf.model import ModelConfig, TinyTransformer
+    from tinytf.runtime import Runtime
+
+    torch.manual_seed(0)
+    model = TinyTransformer(
+        ModelConfig(vocab_size=50, d_model=16, n_layer=1, n_head=2, d_ff=16, block_size=40)
+    )
+    ids = [[5 + (i % 7)] * (1 + (i * 13) % 30) for i in range(64)]
+    data = SentimentDataset(ids, [i % 2 for i in range(64)])
+    preds, labels, _ = predict(model, data, 8, 32, Runtime(torch.device("cpu"), "fp32", False), None)
+    assert labels.tolist() == [i % 2 for i in range(64)]
+    model.eval()
+    with torch.no_grad():
+        one_by_one = [int(model.forward_cls(torch.tensor([x[:32]])).argmax()) for x in ids]
+    assert preds.tolist() == one_by_one

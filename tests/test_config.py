@@ -43,6 +43,14 @@ def test_unknown_key_suggests_the_close_one(tmp_path):
         ("tokenize", "kind", "bpee", "did you mean 'bpe'"),
         ("base", "seed", -1, "base.seed: must be >= 0"),
         ("base", "seed", True, "base.seed: expected an integer"),
+        ("tokenize", "vocab_size", 200, "byte-level BPE needs more than 261"),
+        ("model", "n_head", 3, "model.n_head: 3 heads do not divide model.d_model=128"),
+        ("model", "dropout", 1.0, "model.dropout: must be < 1"),
+        ("pretrain", "lr", -0.1, "pretrain.lr: must be > 0"),
+        ("pretrain", "batch_size", 0, "pretrain.batch_size: must be >= 1"),
+        ("grid", "optimizers", ["Adamw"], "'Adamw' is not a torch.optim optimizer .did you mean 'AdamW'"),
+        ("grid", "lrs", [], "grid.lrs: empty"),
+        ("finetune", "arms", ["pretrained"], "finetune.arms: needs 'scratch'"),
     ],
 )
 def test_bad_values_name_the_key(tmp_path, section, key, value, message):

@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -14,10 +15,37 @@ from .conftest import REPO
 
 pytestmark = pytest.mark.slow
 # stage -> MLflow runs it makes on the tiny preset (variants: 1 pos x 2 merges x 2 seeds)
-RUNS = {"prepare": 1, "tokenize": 1, "pretrain": 1, "variants": 4, "variants_table": 1}
-DVC_STAGES = ["prepare", "tokenize", "pretrain", "variants_table"] + [
-    f"variants@learned-{merge}-{seed}" for merge in ("concat", "reweight") for seed in (1, 2)
-]
+# grid: AdamW and SGD at one lr / batch size / epochs; finetune: 1 stage run + 3 arms x 2 seeds
+RUNS = {
+    "prepare": 1,
+    "tokenize": 1,
+    "pretrain": 1,
+    "variants": 4,
+    "variants (parent)": 1,
+    "variants_table": 1,
+    "finetune": 7,
+    "grid": 2,
+    "grid (parent)": 1,
+    "evaluate": 1,
+    "probes": 1,
+    "complexity": 1,
+    "report": 1,
+}
+DVC_STAGES = (
+    [
+        "prepare",
+        "tokenize",
+        "pretrain",
+        "variants_table",
+        "finetune",
+        "evaluate",
+        "probes",
+        "complexity",
+        "report",
+    ]
+    + [f"variants@learned-{merge}-{seed}" for merge in ("concat", "reweight") for seed in (1, 2)]
+    + ["grid@AdamW-0.001-16-1", "grid@SGD-0.001-16-1"]
+)
 
 
 def repo_files() -> list[str]:
@@ -80,6 +108,18 @@ def test_repro_writes_every_output(workspace):
     assert epochs["epoch"].tolist() == [1, 2]
     table = (workspace / "reports/variants/variants.md").read_text()
     assert "| learned" in table and "reweight" in table and " ± " in table
+    summary = json.loads((workspace / "reports/finetune/summary.json").read_text())
+    assert set(summary["arms"]) == {"pretrained", "scratch", "frozen"}
+    assert (workspace / "reports/finetune/curves.png").stat().st_size > 10_000
+    final = json.loads((workspace / "reports/metrics.json").read_text())
+    assert 0 <= final["test_accuracy"] <= 1
+    assert final["best"]["optimizer"] in {"AdamW", "SGD"}
+    assert set(final["pretrained_vs_scratch"]) >= {"pretrained", "scratch"}
+    readme = (workspace / "reports/README.md").read_text()
+    assert f"Test accuracy {final['test_accuracy']:.1%}" in readme
+    for png in ("pretrain_loss", "finetune_curves", "grid_heatmaps", "optimizer_curves", "attention_layer0"):
+        assert (workspace / f"reports/plots/{png}.png").stat().st_size > 5_000, png
+    assert "Missing inputs" not in readme, readme[:2000]
 
 
 def test_second_repro_does_nothing(workspace):
@@ -100,3 +140,75 @@ def test_mlflow_store_holds_one_run_per_stage(workspace):
     assert prepare["params.prepare.corpus.max_rows"] == "2000"
     inputs = mlflow.get_run(prepare["run_id"]).inputs.dataset_inputs
     assert len(inputs) == 6 and all(d.dataset.digest for d in inputs)
+    parent = runs[runs["tags.tinytf.stage"] == "grid (parent)"].iloc[0]["run_id"]
+    cells = runs[runs["tags.tinytf.stage"] == "grid"]
+    assert set(cells["tags.mlflow.parentRunId"]) == {parent}
+    champion = mlflow.MlflowClient().get_model_version_by_alias("tinytf-sentiment", "champion")
+    assert champion.run_id == runs[runs["tags.tinytf.stage"] == "evaluate"].iloc[0]["run_id"]
+
+
+def test_mlflow_ui_lists_runs_and_renders_a_metric_chart(workspace, tmp_path):
+    from .mlflow_ui import browser_available, chromium, mlflow_server, wait_for
+
+    if not browser_available():
+        pytest.skip("chromium / chromedriver / selenium not installed (.ci/run installs them)")
+    import mlflow
+
+    mlflow.set_tracking_uri(f"sqlite:///{workspace / 'mlflow.db'}")
+    experiment = mlflow.get_experiment_by_name("tinytf")
+    pretrain = mlflow.search_runs([experiment.experiment_id], "tags.`tinytf.stage` = 'pretrain'").iloc[0]
+    from selenium.webdriver.common.by import By
+
+    with mlflow_server(workspace / "mlflow.db") as url, chromium(tmp_path / "profile") as driver:
+        driver.get(f"{url}/#/experiments/{experiment.experiment_id}")
+        for name in ("prepare", "tokenize", "pretrain", "evaluate"):
+            wait_for(
+                driver, lambda d, n=name: n in d.find_element(By.TAG_NAME, "body").text, what=f"run '{name}'"
+            )
+        driver.save_screenshot(str(workspace / "mlflow-runs.png"))
+        driver.get(f"{url}/#/experiments/{experiment.experiment_id}/runs/{pretrain['run_id']}/model-metrics")
+
+        def chart(d):
+            return d.find_elements(By.CSS_SELECTOR, ".js-plotly-plot, svg.main-svg, canvas")
+
+        wait_for(driver, chart, what="a metric chart on the pretrain run page")
+        wait_for(
+            driver,
+            lambda d: "train_loss" in d.find_element(By.TAG_NAME, "body").text,
+            what="train_loss chart",
+        )
+        driver.save_screenshot(str(workspace / "mlflow-chart.png"))
+
+
+def test_queued_experiments_run_two_at_once_and_both_reach_mlflow(workspace):
+    git = ["git", "-c", "user.name=tinytf-test", "-c", "user.email=test@example.invalid"]
+    subprocess.run([*git, "add", "-A"], cwd=workspace, check=True, capture_output=True)
+    subprocess.run([*git, "commit", "-qm", "tiny pipeline"], cwd=workspace, check=True, capture_output=True)
+    # a change that re-runs only evaluate and report, so the two experiments overlap in time
+    for resamples in (300, 400):
+        dvc(
+            workspace,
+            "exp",
+            "run",
+            "--queue",
+            "-n",
+            f"boot{resamples}",
+            "-S",
+            f"evaluate.bootstrap_resamples={resamples}",
+        )
+    dvc(workspace, "queue", "start", "-j", "2")
+    deadline = time.monotonic() + 600
+    while True:
+        status = dvc(workspace, "queue", "status").stdout
+        if "Queued" not in status and "Running" not in status:
+            break
+        assert time.monotonic() < deadline, status
+        time.sleep(3)
+    assert status.count("Success") == 2, status
+    import mlflow
+
+    mlflow.set_tracking_uri(f"sqlite:///{workspace / 'mlflow.db'}")
+    runs = mlflow.search_runs(experiment_names=["tinytf"])
+    evaluated = runs[runs["tags.tinytf.stage"] == "evaluate"]
+    assert {"boot300", "boot400"} <= set(evaluated["tags.dvc.exp_name"].dropna())
+    assert set(evaluated["status"]) == {"FINISHED"}

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader, Dataset, Sampler
 
 from tinytf.errors import DataError
 
@@ -78,6 +78,41 @@ class PadCollate:
         return {"input_ids": input_ids, "attention_mask": attention_mask, "labels": labels}
 
 
+class LengthGroupedBatches(Sampler[list[int]]):
+    """Batches of similar-length texts, so padding (wasted compute) stays small.
+
+    Training (shuffle=True): a random permutation is cut into pools of `pool` batches; each
+    pool is sorted by length and cut into batches, and the batch order is shuffled. Every
+    epoch differs, every text appears once, and a batch holds neighbours in length only
+    within its pool (the "group by length" of HF Trainer). Evaluation (shuffle=False):
+    batches in order of length; `order` maps back to file order.
+    """
+
+    def __init__(
+        self, lengths: list[int], batch_size: int, shuffle: bool, generator: torch.Generator, pool: int = 50
+    ):
+        self.lengths = torch.tensor(lengths)
+        self.batch_size, self.shuffle, self.generator, self.pool = batch_size, shuffle, generator, pool
+
+    def __len__(self) -> int:
+        return (len(self.lengths) + self.batch_size - 1) // self.batch_size
+
+    def __iter__(self):
+        n, size = len(self.lengths), self.batch_size
+        if not self.shuffle:
+            order = torch.argsort(self.lengths, stable=True)
+            yield from (order[i : i + size].tolist() for i in range(0, n, size))
+            return
+        perm = torch.randperm(n, generator=self.generator)
+        batches = []
+        for start in range(0, n, size * self.pool):
+            chunk = perm[start : start + size * self.pool]
+            chunk = chunk[torch.argsort(self.lengths[chunk], descending=True, stable=True)]
+            batches += [chunk[i : i + size].tolist() for i in range(0, len(chunk), size)]
+        for index in torch.randperm(len(batches), generator=self.generator).tolist():
+            yield batches[index]
+
+
 def sentiment_loader(
     dataset: SentimentDataset,
     batch_size: int,
@@ -85,16 +120,24 @@ def sentiment_loader(
     shuffle: bool,
     seed: int,
     prefix_id: int | None = None,
+    group_by_length: bool = False,
 ) -> DataLoader:
     """Training loaders shuffle (a fresh order each epoch from a seeded generator);
-    evaluation loaders keep file order. Workers stay at 0: batches are tiny and a worker
-    process costs more than it saves on two cores."""
+    evaluation loaders keep file order, or length order with `group_by_length`. Workers stay
+    at 0: batches are tiny and a worker process costs more than it saves on two cores."""
     generator = torch.Generator().manual_seed(seed)
+    collate = PadCollate(max_length, prefix_id=prefix_id)
+    if group_by_length:
+        lengths = [min(len(ids), max_length) for ids in dataset.input_ids]
+        batches = LengthGroupedBatches(lengths, batch_size, shuffle, generator)
+        return DataLoader(
+            dataset, batch_sampler=batches, collate_fn=collate, generator=generator, num_workers=0
+        )
     return DataLoader(
         dataset,
         batch_size=batch_size,
         shuffle=shuffle,
-        collate_fn=PadCollate(max_length, prefix_id=prefix_id),
+        collate_fn=collate,
         generator=generator,
         num_workers=0,
     )

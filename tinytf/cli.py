@@ -22,6 +22,12 @@ STAGE_HELP = {
     "pretrain": "pretrain the transformer as a (causal or masked) language model",
     "variants": "one cell of the positional-encoding x head-merge study (a short pretraining)",
     "variants-table": "the variants study's perplexity table, mean ± std over seeds",
+    "finetune": "train the classifier from pretrained, scratch and frozen starts over several seeds",
+    "grid": "one cell of the optimizer x lr x batch size x epochs grid",
+    "evaluate": "pick the best grid cell by validation accuracy and evaluate it once on test",
+    "probes": "seed 004 §1: construct queries/keys that make attention select or average, and verify",
+    "complexity": "seed 003: measure time and memory of attention vs length and width, fit exponents",
+    "report": "render reports/README.md, tables and plots from the upstream outputs (no training)",
 }
 
 
@@ -61,6 +67,12 @@ def build_parser() -> argparse.ArgumentParser:
             stage.add_argument("--pos", required=True, help="positional encoding of this cell")
             stage.add_argument("--merge", required=True, help="head merge of this cell")
             stage.add_argument("--seed", required=True, type=int, help="seed of this cell")
+        if name == "grid":
+            stage.add_argument("--optimizer", required=True, help="torch.optim class name")
+            stage.add_argument("--lr", required=True, type=float, help="learning rate")
+            stage.add_argument("--batch-size", required=True, type=int, help="batch size")
+            stage.add_argument("--epochs", required=True, type=int, help="epochs")
+            stage.add_argument("--out", help="output path without suffix (default: data/grid/<cell key>)")
     count = sub.add_parser(
         "count-params",
         help="print parameter counts (per component, counted and analytic)",
@@ -102,11 +114,13 @@ def run_stage(
     args: argparse.Namespace | None = None,
 ) -> None:
     from tinytf.config import load_params
-    from tinytf.pipeline import STAGES, variants_cell_stage
+    from tinytf.pipeline import STAGES, grid_cell_stage, variants_cell_stage
 
     params = load_params(params_file, overrides)
     if name == "variants":
         variants_cell_stage(params, args.pos, args.merge, args.seed)
+    elif name == "grid":
+        grid_cell_stage(params, args.optimizer, args.lr, args.batch_size, args.epochs, args.out)
     else:
         STAGES[name](params)
 

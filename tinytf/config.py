@@ -103,6 +103,15 @@ class TokenizeParams:
     include_sentiment: bool = True
     max_length: int = bounded(64, ge=2)
 
+    def validate(self, key: str, file: str) -> None:
+        # byte-level BPE starts from all 256 bytes plus our 5 special tokens; below that there
+        # is no room for a single merge and HF tokenizers silently returns a larger vocabulary
+        if self.kind == "bpe" and self.vocab_size <= 261:
+            raise ParamsError(
+                f"{file}: {key}.vocab_size: byte-level BPE needs more than 261 "
+                f"(256 bytes + 5 special tokens), got {self.vocab_size}"
+            )
+
 
 @dataclass
 class ModelParams:
@@ -194,11 +203,118 @@ class VariantsParams:
 
     def validate(self, key: str, file: str) -> None:
         for name in ("pos_encodings", "head_merges", "seeds"):
+            _check_distinct(getattr(self, name), f"{key}.{name}", file)
+
+
+InitName = Literal["pretrained", "scratch", "frozen"]
+
+
+@dataclass
+class FinetuneParams:
+    """Pretrained vs scratch vs frozen (linear probe): the same classifier, several seeds each."""
+
+    arms: list[InitName] = bounded(["pretrained", "scratch", "frozen"])
+    seeds: list[int] = bounded([1, 2, 3], ge=0)
+    epochs: int = bounded(3, ge=1)
+    batch_size: int = bounded(32, ge=1)
+    optimizer: str = "AdamW"
+    lr: float = bounded(5e-4, gt=0)
+    frozen_lr: float = bounded(5e-3, gt=0)  # a probe moves only the head, which takes bigger steps
+    weight_decay: float = bounded(0.01, ge=0)
+    warmup_ratio: float = bounded(0.1, ge=0, lt=1)
+    dropout: float = bounded(0.1, ge=0, lt=1)
+    device: str = "auto"
+    precision: Literal["auto", "fp32", "bf16"] = "auto"
+
+    def validate(self, key: str, file: str) -> None:
+        _check_optimizers([self.optimizer], f"{key}.optimizer", file)
+        for name in ("arms", "seeds"):
+            _check_distinct(getattr(self, name), f"{key}.{name}", file)
+        if "scratch" not in self.arms or not ({"pretrained", "frozen"} & set(self.arms)):
+            raise ParamsError(f"{file}: {key}.arms: needs 'scratch' and at least one of pretrained/frozen")
+
+
+@dataclass
+class GridParams:
+    """optimizer x lr x batch size x epochs, a DVC matrix: every cell cached on its own."""
+
+    optimizers: list[str] = bounded(["AdamW", "SGD", "Adagrad"])
+    lrs: list[float] = bounded([1e-3, 1e-2], gt=0)
+    batch_sizes: list[int] = bounded([32, 64], ge=1)
+    epochs: list[int] = bounded([2], ge=1)
+    init: InitName = "pretrained"
+    seed: int = bounded(1, ge=0)
+    weight_decay: float = bounded(0.0, ge=0)
+
+    def validate(self, key: str, file: str) -> None:
+        _check_optimizers(self.optimizers, f"{key}.optimizers", file)
+        for name in ("optimizers", "lrs", "batch_sizes", "epochs"):
+            _check_distinct(getattr(self, name), f"{key}.{name}", file)
+
+
+@dataclass
+class EvaluateParams:
+    bootstrap_resamples: int = bounded(1000, ge=100)
+    registry_name: str = "tinytf-sentiment"
+
+
+@dataclass
+class ProbesParams:
+    """Seed 004 §1: queries and keys that make attention select or average (closed form)."""
+
+    seed: int = bounded(0, ge=0)
+    n: int = bounded(4, ge=2)  # keys and values
+    d: int = bounded(3, ge=1)  # their dimension
+    scale: float = bounded(1.0, gt=0)  # score scale; the seed uses 1 (no 1/sqrt(d))
+    tolerance: float = bounded(1e-3, gt=0, lt=1)
+
+
+@dataclass
+class ComplexityParams:
+    """Seed 003: time and memory of attention over lengths and hidden sizes, fitted in log-log."""
+
+    lengths: list[int] = bounded([768, 1024, 1280, 1536], ge=2)
+    hidden_sizes: list[int] = bounded([64, 256, 1024], ge=1)
+    fixed_length: int = bounded(768, ge=2)  # the other side of cross attention
+    batch: int = bounded(2, ge=1)
+    heads: int = bounded(8, ge=1)
+    repeats: int = bounded(3, ge=1)
+    device: str = "cpu"
+
+    def validate(self, key: str, file: str) -> None:
+        for name in ("lengths", "hidden_sizes"):
             values = getattr(self, name)
-            if not values:
-                raise ParamsError(f"{file}: {key}.{name}: the grid needs at least one value")
-            if len(set(values)) != len(values):
-                raise ParamsError(f"{file}: {key}.{name}: repeated values {values}")
+            _check_distinct(values, f"{key}.{name}", file)
+            if len(values) < 3:
+                raise ParamsError(f"{file}: {key}.{name}: a slope needs at least 3 values, got {values}")
+        bad = [h for h in self.hidden_sizes if h % self.heads]
+        if bad:
+            raise ParamsError(f"{file}: {key}.heads: {self.heads} heads do not divide hidden sizes {bad}")
+
+
+def _check_distinct(values: list, key: str, file: str) -> None:
+    if not values:
+        raise ParamsError(f"{file}: {key}: empty; list at least one value")
+    if len(set(values)) != len(values):
+        raise ParamsError(f"{file}: {key}: repeated values in {values}")
+
+
+def _check_optimizers(names: list[str], key: str, file: str) -> None:
+    import torch.optim
+
+    known = [
+        n
+        for n in dir(torch.optim)
+        if isinstance(getattr(torch.optim, n), type)
+        and issubclass(getattr(torch.optim, n), torch.optim.Optimizer)
+        and n != "Optimizer"
+    ]
+    for name in names:
+        if name not in known:
+            by_lower = {k.lower(): k for k in known}  # "adamw" should suggest AdamW, not Adam
+            guess = difflib.get_close_matches(name.lower(), list(by_lower), n=1)
+            hint = f" (did you mean '{by_lower[guess[0]]}'?)" if guess else ""
+            raise ParamsError(f"{file}: {key}: '{name}' is not a torch.optim optimizer{hint}")
 
 
 @dataclass
@@ -209,6 +325,11 @@ class Params:
     model: ModelParams = field(default_factory=ModelParams)
     pretrain: PretrainParams = field(default_factory=PretrainParams)
     variants: VariantsParams = field(default_factory=VariantsParams)
+    finetune: FinetuneParams = field(default_factory=FinetuneParams)
+    grid: GridParams = field(default_factory=GridParams)
+    evaluate: EvaluateParams = field(default_factory=EvaluateParams)
+    probes: ProbesParams = field(default_factory=ProbesParams)
+    complexity: ComplexityParams = field(default_factory=ComplexityParams)
 
 
 # --------------------------------------------------------------------------- loading

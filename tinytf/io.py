@@ -15,6 +15,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
 
 def sha256_file(path: str | Path, chunk_size: int = 1 << 20) -> str:
     digest = hashlib.sha256()
@@ -34,6 +37,8 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     tmp = Path(tmp_name)
     try:
         yield tmp
+        # mkstemp makes the file 0600; give it the permissions a plain open() would have
+        os.chmod(tmp, 0o666 & ~_UMASK)
         os.replace(tmp, target)
     finally:
         tmp.unlink(missing_ok=True)

@@ -61,6 +61,7 @@ class BlockSource:
 class PretrainResult:
     model: TinyTransformer
     history: list[dict]
+    step_log: list[dict]
     final: dict
     samples: list[dict]
     runtime: Runtime
@@ -147,7 +148,7 @@ def pretrain(
             scored = lm.score_text(model, tokenizer, sample.text, runtime)
             samples.append({"name": sample.name, **scored})
     model.to("cpu")
-    return PretrainResult(model, out["history"], out["history"][-1], samples, runtime)
+    return PretrainResult(model, out["history"], out["step_log"], out["history"][-1], samples, runtime)
 
 
 def sample_table(final: dict, samples: list[dict]) -> str:
@@ -169,6 +170,7 @@ def write_outputs(result: PretrainResult, model_path: Path, report_dir: Path, ex
     report_dir.mkdir(parents=True, exist_ok=True)
     epochs = pd.DataFrame(result.history)
     write_text(report_dir / "epochs.csv", epochs.to_csv(index=False))
+    write_text(report_dir / "steps.csv", pd.DataFrame(result.step_log).to_csv(index=False))
     metrics = {
         **{k: v for k, v in result.final.items() if k not in ("epoch", "step")},
         "epochs": result.final["epoch"],

@@ -16,6 +16,7 @@ import logging
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,18 @@ ARTIFACT_DIR = "mlartifacts"
 
 
 def project_root() -> Path:
-    return Path(os.environ.get("DVC_ROOT") or os.getcwd()).resolve()
+    """The repository whose mlflow.db records this run.
+
+    `dvc exp run --queue` runs each experiment in a temporary copy under
+    `<repo>/.dvc/tmp/exps/`; its runs belong in the store of <repo>, not of the copy that
+    DVC deletes afterwards.
+    """
+    root = Path(os.environ.get("DVC_ROOT") or os.getcwd()).resolve()
+    marker = f"{os.sep}.dvc{os.sep}tmp{os.sep}exps{os.sep}"
+    text = str(root)
+    if marker in text:
+        return Path(text.split(marker, 1)[0])
+    return root
 
 
 def tracking_uri() -> str:
@@ -50,6 +62,25 @@ def params_hash(params: dict) -> str:
     return hashlib.sha256(blob).hexdigest()[:16]
 
 
+LOCK_RETRIES = 20
+
+
+def retry_locked(fn, *args, **kwargs):
+    """Call fn, retrying while SQLite says "database is locked".
+
+    Two experiments of `dvc queue start -j 2` write to one mlflow.db; SQLite lets one writer
+    in at a time and the other gets this error after its busy timeout. Waiting and retrying
+    (for up to about a minute) turns a lost metric into a short delay.
+    """
+    for attempt in range(LOCK_RETRIES):
+        try:
+            return fn(*args, **kwargs)
+        except Exception as exc:
+            if "database is locked" not in str(exc) or attempt == LOCK_RETRIES - 1:
+                raise
+            time.sleep(min(0.2 * 2**attempt, 5.0))
+
+
 class Tracker:
     """Forwards to MLflow while it works; after the first failure, says so once and goes quiet."""
 
@@ -68,7 +99,7 @@ class Tracker:
         try:
             if isinstance(fn, str):
                 fn = getattr(self._mlflow, fn)
-            return fn(*args, **kwargs)
+            return retry_locked(fn, *args, **kwargs)
         except Exception as exc:  # any tracking failure must not stop the stage
             self.disable(f"{what} failed: {type(exc).__name__}: {exc}")
             return None
@@ -138,17 +169,70 @@ def _connect(experiment: str):
     return mlflow
 
 
+class TrackerCallback:
+    """Training events -> MLflow: per-step metrics at their step, per-epoch metrics at their epoch."""
+
+    def __init__(self, tracker: Tracker, prefix: str = ""):
+        self.tracker, self.prefix = tracker, prefix
+
+    def on_step(self, step: int, metrics: dict) -> None:
+        self.tracker.log_metrics({f"{self.prefix}{k}": v for k, v in metrics.items()}, step=step)
+
+    def on_epoch(self, epoch: int, metrics: dict) -> None:
+        values = {f"{self.prefix}epoch_{k}": v for k, v in metrics.items() if k not in ("epoch", "step")}
+        self.tracker.log_metrics(values, step=epoch)
+
+
+def _group_parent(mlflow, experiment: str, group: str, group_key: str) -> str:
+    """Find or create the parent run that groups the cells of one DVC matrix.
+
+    Cells run as separate processes (and, under `dvc queue start -j N`, at the same time), so
+    the lookup and creation happen under a file lock beside the store.
+    """
+    import fcntl
+
+    lock_path = project_root() / ".mlflow-parent.lock"
+    with open(lock_path, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        exp = mlflow.get_experiment_by_name(experiment)
+        found = mlflow.search_runs(
+            [exp.experiment_id],
+            filter_string=f"tags.`tinytf.group` = '{group}' and tags.`tinytf.group_key` = '{group_key}'",
+            max_results=1,
+            output_format="list",
+        )
+        if found:
+            return found[0].info.run_id
+        client = mlflow.MlflowClient()
+        tags = {"tinytf.group": group, "tinytf.group_key": group_key, "tinytf.stage": f"{group} (parent)"}
+        run = client.create_run(exp.experiment_id, run_name=group, tags=tags)
+        client.set_terminated(run.info.run_id, "FINISHED")
+        return run.info.run_id
+
+
 @contextlib.contextmanager
 def stage_run(
-    stage: str, params: dict, experiment: str = "tinytf", run_name: str | None = None, nested: bool = False
+    stage: str,
+    params: dict,
+    experiment: str = "tinytf",
+    run_name: str | None = None,
+    nested: bool = False,
+    group_key: str | None = None,
 ) -> Iterator[Tracker]:
-    """One MLflow run around a stage (or a nested child run); FAILED if the block raises."""
+    """One MLflow run around a stage (or a nested child run); FAILED if the block raises.
+
+    `group_key` makes the run a child of the parent run of that group (one per DVC matrix
+    and its params), so the cells of a grid appear together in the UI.
+    """
     if os.environ.get("TINYTF_TRACKING", "1") == "0":
         yield Tracker(None, "disabled by TINYTF_TRACKING=0")
         return
     try:
-        mlflow = _connect(experiment)
-        mlflow.start_run(run_name=run_name or stage, nested=nested)
+        mlflow = retry_locked(_connect, experiment)
+        tags = {}
+        if group_key is not None:
+            tags["mlflow.parentRunId"] = retry_locked(_group_parent, mlflow, experiment, stage, group_key)
+        retry_locked(mlflow.start_run, run_name=run_name or stage, nested=nested, tags=tags or None)
     except Exception as exc:
         tracker = Tracker(None)
         tracker.disable(f"cannot open store {tracking_uri()}: {type(exc).__name__}: {exc}")
@@ -171,4 +255,4 @@ def stage_run(
         status = "FINISHED"
     finally:
         with contextlib.suppress(Exception):
-            mlflow.end_run(status=status)
+            retry_locked(mlflow.end_run, status=status)

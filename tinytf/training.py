@@ -139,6 +139,7 @@ def run_loop(
     """
     optimizer = build_optimizer(model, cfg)
     history: list[dict] = []
+    step_log: list[dict] = []  # the deterministic per-step values (no timings), for loss curves
     step = 0
     saved = load_training_state(state_path, params_hash) if (state_path and resume) else None
     if saved is not None:
@@ -146,7 +147,7 @@ def run_loop(
         optimizer.load_state_dict(saved["optimizer"])
         source.load_state(saved["source"])
         set_rng_state(saved["rng"])
-        history, step = saved["history"], saved["step"]
+        history, step, step_log = saved["history"], saved["step"], saved.get("step_log", [])
         print(f"resuming {cfg.desc} from step {step} ({state_path})", file=sys.stderr)
     last_good = step
 
@@ -156,7 +157,8 @@ def run_loop(
             return
         save_training_state(state_path, {
             "model": model.state_dict(), "optimizer": optimizer.state_dict(), "source": source.state(),
-            "rng": rng_state(), "history": history, "step": step, "params_hash": params_hash,
+            "rng": rng_state(), "history": history, "step_log": step_log, "step": step,
+            "params_hash": params_hash,
             **(extra_state or {}),
         })  # fmt: skip
         last_good = step
@@ -198,6 +200,7 @@ def run_loop(
                 metrics = {"train_loss": loss_value, "lr": lr}
                 if grad_norm is not None:
                     metrics["grad_norm"] = grad_norm
+                step_log.append({"step": step, **metrics})
                 if cfg.tokens_per_step:
                     metrics["tokens_per_s"] = cfg.tokens_per_step * window_steps / elapsed
                 postfix = {"loss": f"{loss_value:.3f}", "lr": f"{lr:.2e}"}
@@ -224,4 +227,4 @@ def run_loop(
                     f"Run again to resume."
                 )
     bar.close()
-    return {"history": history, "step": step}
+    return {"history": history, "step_log": step_log, "step": step}

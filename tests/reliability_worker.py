@@ -1,0 +1,27 @@
+"""A tiny pretraining run in its own process, for the kill/interrupt tests.
+
+usage: python -m tests.reliability_worker CORPUS_DIR STATE_PATH RESULT_JSON
+"""
+
+import json
+import sys
+from pathlib import Path
+
+from tinytf.pretrain import pretrain
+
+from .lm_fixtures import tiny_model, tiny_pretrain
+
+if __name__ == "__main__":
+    corpus, state, result_path = (Path(a) for a in sys.argv[1:4])
+    params = tiny_pretrain(epochs=2, steps_per_epoch=15, checkpoint_every=3, log_every=1, eval_batches=2)
+    result = pretrain(
+        tiny_model(),
+        params,
+        seed=5,
+        data_dir=corpus,
+        state_path=state,
+        params_hash="w",
+        stats_path=corpus / "none.json",
+    )
+    weights = {k: v.double().sum().item() for k, v in result.model.state_dict().items()}
+    result_path.write_text(json.dumps({"history": result.history, "weights": weights}, sort_keys=True))

@@ -1,0 +1,165 @@
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from tinytf.checkpoint import save_model
+from tinytf.classify import (
+    SentimentData,
+    build_classifier,
+    classifier_config,
+    evaluate_test_split,
+    train_classifier,
+)
+from tinytf.config import GridParams
+from tinytf.evaluation import classification_report, paired_comparison
+from tinytf.grid import best_cell, cell_key, load_cells
+from tinytf.model import ModelConfig, TinyTransformer
+from tinytf.runtime import Runtime
+from tinytf.training import Callback
+
+from .lm_fixtures import WORDS, make_corpus_dir
+
+CPU = Runtime(torch.device("cpu"), "fp32", False)
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+    """Tokenizer + sentiment token files + a 'pretrained' checkpoint, like the pipeline makes."""
+    root = make_corpus_dir(tmp_path_factory.mktemp("cls"))
+    from tinytf.tokenizer import encode, load_tokenizer
+
+    tokenizer = load_tokenizer(root / "tokenizer.json")
+    rng = np.random.default_rng(0)
+    for split, n in (("train", 96), ("validation", 32), ("test", 32)):
+        labels = rng.integers(0, 2, n)
+        texts = [" ".join(rng.choice(WORDS, 5)) + (" red red" if y else " blue blue") for y in labels]
+        frame = pd.DataFrame({"input_ids": encode(tokenizer, texts), "label": labels})
+        (root / "tokens" / "sentiment").mkdir(parents=True, exist_ok=True)
+        frame.to_parquet(root / "tokens" / "sentiment" / f"{split}.parquet")
+    (root / "tokens" / "sentiment" / "labels.json").write_text(json.dumps({"classes": ["neg", "pos"]}))
+    config = ModelConfig(
+        vocab_size=tokenizer.get_vocab_size(),
+        d_model=32,
+        n_layer=2,
+        n_head=2,
+        d_ff=64,
+        block_size=32,
+        dropout=0.1,
+    )
+    torch.manual_seed(0)
+    save_model(root / "models" / "pretrained.pt", TinyTransformer(config))
+    return root
+
+
+def train(workdir, init, state=None, callbacks=(), epochs=3, seed=1):
+    data = SentimentData.load(workdir)
+    pretrained = workdir / "models" / "pretrained.pt"
+    model = build_classifier(init, classifier_config(pretrained, 2), pretrained, seed)
+    run = train_classifier(
+        model,
+        data,
+        init=init,
+        optimizer="AdamW",
+        lr=3e-3,
+        batch_size=16,
+        epochs=epochs,
+        max_length=32,
+        seed=seed,
+        runtime=CPU,
+        callbacks=list(callbacks),
+        state_path=state,
+    )
+    return data, run
+
+
+def test_pretrained_arm_starts_from_the_checkpoint_body(workdir):
+    pretrained = workdir / "models" / "pretrained.pt"
+    model = build_classifier("pretrained", classifier_config(pretrained, 2), pretrained, seed=1)
+    saved = torch.load(pretrained, weights_only=True)
+    for name, tensor in model.base.state_dict().items():
+        assert torch.equal(tensor, saved[f"base.{name}"]), name
+    scratch = build_classifier("scratch", classifier_config(pretrained, 2), pretrained, seed=1)
+    assert not torch.equal(scratch.base.tok_emb.weight, model.base.tok_emb.weight)
+    assert torch.equal(scratch.cls_head.weight, model.cls_head.weight)  # same seed, same head
+
+
+def test_frozen_arm_trains_only_the_head(workdir):
+    pretrained = workdir / "models" / "pretrained.pt"
+    before = torch.load(pretrained, weights_only=True)
+    _, run = train(workdir, "frozen", epochs=1)
+    for name, tensor in run.model.base.state_dict().items():
+        assert torch.equal(tensor, before[f"base.{name}"]), name
+    assert not torch.equal(run.model.cls_head.weight, before["cls_head.weight"])
+
+
+def test_classifier_learns_and_reports_each_epoch(workdir):
+    data, run = train(workdir, "scratch", epochs=4)
+    assert [h["epoch"] for h in run.history] == [1, 2, 3, 4]
+    assert run.history[-1]["validation_accuracy"] > 0.8
+    assert set(run.history[0]) >= {"train_loss", "train_accuracy", "validation_loss", "validation_accuracy"}
+    test = evaluate_test_split(run.model, data, 32, CPU)
+    assert test["test_accuracy"] > 0.8 and len(test["predictions"]) == 32
+
+
+class Crash(Callback):
+    def on_step(self, step, metrics):
+        if step == 9:
+            raise RuntimeError("killed")
+
+
+def test_classifier_resumes_mid_epoch_to_the_same_result(workdir, tmp_path):
+    _, reference = train(workdir, "pretrained")
+    with pytest.raises(RuntimeError):
+        train(workdir, "pretrained", tmp_path / "s.pt", [Crash()])  # 6 steps/epoch: dies in epoch 2
+    _, resumed = train(workdir, "pretrained", tmp_path / "s.pt")
+    assert resumed.history == reference.history
+
+
+def test_classification_report_on_a_known_case():
+    labels = np.array([0, 0, 0, 1, 1, 2])
+    preds = np.array([0, 0, 1, 1, 1, 0])
+    report = classification_report(preds, labels, ["a", "b", "c"], resamples=500)
+    assert report["accuracy"] == pytest.approx(4 / 6)
+    assert report["confusion_matrix"] == [[2, 1, 0], [0, 2, 0], [1, 0, 0]]
+    assert report["per_class"]["a"]["precision"] == pytest.approx(2 / 3)
+    assert report["per_class"]["b"]["recall"] == pytest.approx(1.0)
+    assert report["per_class"]["c"]["f1"] == 0.0
+    low, high = report["accuracy_ci95"]
+    assert low <= report["accuracy"] <= high
+
+
+def test_paired_comparison_sign_and_p_value():
+    result = paired_comparison([0.80, 0.82, 0.81], [0.70, 0.71, 0.72])
+    assert result["mean_difference"] == pytest.approx(0.1, abs=1e-9)
+    assert result["p_value"] < 0.01
+
+
+def test_best_cell_breaks_ties_on_validation_loss():
+    table = pd.DataFrame(
+        [
+            {"key": "a", "validation_accuracy": 0.8, "validation_loss": 0.5},
+            {"key": "b", "validation_accuracy": 0.8, "validation_loss": 0.4},
+            {"key": "c", "validation_accuracy": 0.7, "validation_loss": 0.1},
+        ]
+    )
+    assert best_cell(table)["key"] == "b"
+
+
+def test_grid_cells_are_found_by_content_and_missing_ones_named(tmp_path):
+    params = GridParams(optimizers=["SGD"], lrs=[0.001], batch_sizes=[8], epochs=[1])
+    cell = {"optimizer": "SGD", "lr": 0.001, "batch_size": 8, "epochs": 1}
+    final = {"validation_accuracy": 0.6, "validation_loss": 0.7}
+    (tmp_path / "SGD-lr1e-3-bs8-ep1.result.json").write_text(
+        json.dumps({"cell": cell, "final": final, "history": [], "checkpoint": "x.pt"})
+    )
+    stale = {**cell, "lr": 0.5}
+    (tmp_path / "stale.result.json").write_text(
+        json.dumps({"cell": stale, "final": final, "history": [], "checkpoint": "y.pt"})
+    )
+    table = load_cells(params, tmp_path)
+    assert table["key"].tolist() == [cell_key(**cell)] and table["checkpoint"].tolist() == ["x.pt"]
+    with pytest.raises(FileNotFoundError, match="no result for grid cell SGD-lr0.01-bs8-ep1"):
+        load_cells(GridParams(optimizers=["SGD"], lrs=[0.01], batch_sizes=[8], epochs=[1]), tmp_path)

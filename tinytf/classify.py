@@ -1,0 +1,224 @@
+"""Sentiment classification on top of the transformer: build, initialise, train, evaluate.
+
+Three initialisations of the same classifier (seeds 000/002):
+    pretrained  base weights from the pretrained LM, a new classification head, all trained
+    scratch     the same architecture from a random init
+    frozen      the pretrained base frozen (and in eval mode, so no dropout), only the head
+                trained: a linear probe of what pretraining put in the representation
+Training reuses `tinytf.training.run_loop`; the train loss/accuracy of an epoch are running
+averages over its batches (what the seed reports plot), validation is a separate pass.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from tinytf.batching import SentimentDataset, sentiment_loader
+from tinytf.checkpoint import read_config, safe_load
+from tinytf.errors import DataError
+from tinytf.model import ModelConfig, TinyTransformer, cls_loss
+from tinytf.runtime import Runtime, seed_everything
+from tinytf.splits import SPLITS
+from tinytf.tokenizer import CLS
+from tinytf.training import Callback, LoopConfig, run_loop
+
+INITS = ("pretrained", "scratch", "frozen")
+
+
+@dataclass
+class SentimentData:
+    splits: dict[str, SentimentDataset]
+    classes: list[str]
+    cls_id: int
+
+    @classmethod
+    def load(cls, data_dir: str | Path = "data") -> SentimentData:
+        root = Path(data_dir) / "tokens" / "sentiment"
+        labels = root / "labels.json"
+        if not labels.exists():
+            raise DataError(f"{labels}: not found; run the prepare and tokenize stages first")
+        classes = json.loads(labels.read_text())["classes"]
+        splits = {s: SentimentDataset.from_parquet(root / f"{s}.parquet") for s in SPLITS}
+        from tinytf.tokenizer import load_tokenizer
+
+        cls_id = load_tokenizer(Path(data_dir) / "tokenizer.json").token_to_id(CLS)
+        return cls(splits, classes, cls_id)
+
+
+def classifier_config(
+    pretrained_path: str | Path, n_classes: int, dropout: float | None = None
+) -> ModelConfig:
+    """The pretrained model's architecture with a head for `n_classes`."""
+    config = read_config(pretrained_path)["model"]
+    config["n_classes"] = n_classes
+    if dropout is not None:
+        config["dropout"] = dropout
+    return ModelConfig.from_dict(config)
+
+
+def build_classifier(
+    init: str, config: ModelConfig, pretrained_path: str | Path, seed: int
+) -> TinyTransformer:
+    if init not in INITS:
+        raise DataError(f"unknown initialisation '{init}'; expected one of {INITS}")
+    seed_everything(seed)  # the head (and for scratch the whole model) starts from this seed
+    model = TinyTransformer(config)
+    if init in ("pretrained", "frozen"):
+        model.load_base_state_dict(safe_load(pretrained_path))
+    if init == "frozen":
+        for p in model.base.parameters():
+            p.requires_grad_(False)
+    return model
+
+
+class LoaderSource:
+    """Epoch-wise batches from a shuffling DataLoader, with a resumable position.
+
+    The loader draws each epoch's order from its generator when iterated, so the position is
+    (generator state at the start of the epoch, batches consumed); the running train
+    statistics of the epoch travel with it.
+    """
+
+    def __init__(self, loader):
+        self.loader = loader
+        self.epoch_state = loader.generator.get_state()
+        self.consumed = 0
+        self.iterator = iter(loader)
+        self.stats = {"loss_sum": 0.0, "correct": 0, "count": 0}
+
+    def next_batch(self):
+        try:
+            batch = next(self.iterator)
+        except StopIteration:
+            self.epoch_state = self.loader.generator.get_state()
+            self.iterator, self.consumed = iter(self.loader), 0
+            self.stats = {"loss_sum": 0.0, "correct": 0, "count": 0}
+            batch = next(self.iterator)
+        self.consumed += 1
+        return batch
+
+    def take_epoch_stats(self) -> dict[str, float]:
+        count = max(self.stats["count"], 1)
+        return {"train_loss": self.stats["loss_sum"] / count, "train_accuracy": self.stats["correct"] / count}
+
+    def state(self) -> dict:
+        return {"epoch_state": self.epoch_state, "consumed": self.consumed, "stats": dict(self.stats)}
+
+    def load_state(self, state: dict) -> None:
+        self.loader.generator.set_state(state["epoch_state"])
+        self.epoch_state = state["epoch_state"]
+        self.iterator = iter(self.loader)
+        for _ in range(state["consumed"]):
+            next(self.iterator)
+        self.consumed = state["consumed"]
+        self.stats = dict(state["stats"])
+
+
+@torch.no_grad()
+def predict(
+    model: TinyTransformer,
+    dataset: SentimentDataset,
+    batch_size: int,
+    max_length: int,
+    runtime: Runtime,
+    prefix_id: int | None,
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """(predicted labels, true labels, mean loss) over a split, in file order."""
+    was_training = model.training
+    model.eval()
+    loader = sentiment_loader(dataset, batch_size, max_length, shuffle=False, seed=0, prefix_id=prefix_id,
+                              group_by_length=True)  # fmt: skip
+    order = [i for batch in loader.batch_sampler for i in batch]
+    preds, labels, loss_sum = [], [], 0.0
+    for batch in loader:
+        ids, mask, y = (batch[k].to(runtime.device) for k in ("input_ids", "attention_mask", "labels"))
+        with runtime.autocast():
+            logits = model.forward_cls(ids, mask)
+        loss_sum += float(cls_loss(logits, y)) * len(y)
+        preds.append(logits.argmax(-1).cpu())
+        labels.append(y.cpu())
+    model.train(was_training)
+    # batches came in length order; put predictions back in file order
+    inverse = np.argsort(np.asarray(order))
+    y_true, y_pred = torch.cat(labels).numpy()[inverse], torch.cat(preds).numpy()[inverse]
+    return y_pred, y_true, loss_sum / max(len(y_true), 1)
+
+
+@dataclass
+class ClassifierRun:
+    model: TinyTransformer
+    history: list[dict]
+    test: dict = field(default_factory=dict)
+
+
+def train_classifier(
+    model: TinyTransformer,
+    data: SentimentData,
+    *,
+    init: str,
+    optimizer: str,
+    lr: float,
+    batch_size: int,
+    epochs: int,
+    max_length: int,
+    seed: int,
+    runtime: Runtime,
+    weight_decay: float = 0.0,
+    warmup_ratio: float = 0.1,
+    grad_clip: float = 1.0,
+    schedule: str = "cosine",
+    callbacks: list[Callback] = (),
+    state_path: str | Path | None = None,
+    params_hash: str = "",
+    desc: str = "finetune",
+) -> ClassifierRun:
+    prefix = data.cls_id if model.config.pooling == "first" else None
+    loader = sentiment_loader(data.splits["train"], batch_size, max_length, shuffle=True, seed=seed,
+                              prefix_id=prefix, group_by_length=True)  # fmt: skip
+    source = LoaderSource(loader)
+    model.to(runtime.device)
+    if init == "frozen":
+        model.base.eval()  # a probe reads fixed features: no dropout in the frozen body
+
+    def loss_fn(batch):
+        if init == "frozen" and model.base.training:
+            model.base.eval()  # run_loop and predict() put the whole model back in train mode
+        ids, mask, y = (batch[k].to(runtime.device) for k in ("input_ids", "attention_mask", "labels"))
+        logits = model.forward_cls(ids, mask)
+        loss = cls_loss(logits, y)
+        source.stats["loss_sum"] += float(loss.detach()) * len(y)
+        source.stats["correct"] += int((logits.argmax(-1) == y).sum())
+        source.stats["count"] += len(y)
+        return loss
+
+    def on_epoch_end(epoch: int, step: int) -> dict[str, float]:
+        metrics = source.take_epoch_stats()
+        preds, labels, val_loss = predict(model, data.splits["validation"], 256, max_length, runtime, prefix)
+        metrics.update(validation_loss=val_loss, validation_accuracy=float((preds == labels).mean()))
+        return metrics
+
+    steps_per_epoch = len(loader)
+    loop = LoopConfig(
+        total_steps=steps_per_epoch * epochs, steps_per_epoch=steps_per_epoch, lr=lr,
+        weight_decay=weight_decay, warmup_steps=int(warmup_ratio * steps_per_epoch * epochs),
+        grad_clip=grad_clip, log_every=max(steps_per_epoch // 10, 1), checkpoint_every=steps_per_epoch,
+        optimizer=optimizer, schedule=schedule, desc=desc,
+    )  # fmt: skip
+    out = run_loop(
+        model, source, loss_fn, loop, runtime, on_epoch_end, list(callbacks), state_path, params_hash
+    )
+    if init == "frozen":
+        model.base.eval()
+    return ClassifierRun(model, out["history"])
+
+
+def evaluate_test_split(model, data: SentimentData, max_length: int, runtime: Runtime) -> dict:
+    prefix = data.cls_id if model.config.pooling == "first" else None
+    preds, labels, loss = predict(model, data.splits["test"], 256, max_length, runtime, prefix)
+    return {"test_accuracy": float((preds == labels).mean()), "test_loss": loss,
+            "predictions": preds.tolist(), "labels": labels.tolist()}  # fmt: skip

@@ -1,0 +1,124 @@
+"""Matplotlib figures for reports/: every plot has a title, labelled axes with units and a legend."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only; never needs a display
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from tinytf.io import atomic_path  # noqa: E402
+
+
+def _save(fig, path: str | Path) -> Path:
+    path = Path(path)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=110, bbox_inches="tight", format="png")
+    plt.close(fig)
+    return path
+
+
+def _band(ax, frame: pd.DataFrame, x: str, y: str, label: str) -> None:
+    """Mean line over seeds with a ±1 std band."""
+    stats = frame.groupby(x)[y].agg(["mean", "std"]).reset_index()
+    line = ax.plot(stats[x], stats["mean"], marker="o", label=label)[0]
+    if stats["std"].notna().any():
+        ax.fill_between(stats[x], stats["mean"] - stats["std"].fillna(0), stats["mean"] + stats["std"].fillna(0),
+                        color=line.get_color(), alpha=0.2)  # fmt: skip
+
+
+def plot_finetune_curves(curves: pd.DataFrame, path: str | Path) -> Path:
+    """Seed 000's figure: accuracy and loss vs epoch per initialisation, train dashed, validation solid."""
+    fig, (acc_ax, loss_ax) = plt.subplots(1, 2, figsize=(11, 4))
+    for arm, frame in curves.groupby("arm", sort=False):
+        _band(acc_ax, frame, "epoch", "validation_accuracy", f"{arm} (validation)")
+        _band(loss_ax, frame, "epoch", "validation_loss", f"{arm} (validation)")
+    acc_ax.set_prop_cycle(None)
+    loss_ax.set_prop_cycle(None)
+    for arm, frame in curves.groupby("arm", sort=False):
+        means = frame.groupby("epoch")[["train_accuracy", "train_loss"]].mean()
+        acc_ax.plot(means.index, means["train_accuracy"], linestyle="--", alpha=0.7, label=f"{arm} (train)")
+        loss_ax.plot(means.index, means["train_loss"], linestyle="--", alpha=0.7, label=f"{arm} (train)")
+    n_seeds = curves["seed"].nunique()
+    acc_ax.set(title=f"Accuracy per epoch (mean ± std over {n_seeds} seeds)", xlabel="epoch",
+               ylabel="accuracy (fraction correct)")  # fmt: skip
+    loss_ax.set(title="Cross-entropy loss per epoch", xlabel="epoch", ylabel="loss (nats per text)")
+    for ax in (acc_ax, loss_ax):
+        ax.legend(fontsize=8)
+        ax.grid(alpha=0.3)
+        ax.xaxis.get_major_locator().set_params(integer=True)
+    return _save(fig, path)
+
+
+def plot_pretrain_curves(steps: pd.DataFrame, epochs: pd.DataFrame, path: str | Path) -> Path:
+    """Training loss per logged step and validation loss per epoch (step on the x axis)."""
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.plot(steps["step"], steps["train_loss"], label="train (per logged step)", alpha=0.8)
+    ax.plot(epochs["step"], epochs["validation_loss"], marker="o", label="validation (per epoch)")
+    ax.set(title="Pretraining loss", xlabel="optimizer step", ylabel="cross-entropy (nats per token)")
+    ax.legend()
+    ax.grid(alpha=0.3)
+    return _save(fig, path)
+
+
+def plot_optimizer_curves(curves: pd.DataFrame, lr: float, batch_size: int, path: str | Path) -> Path:
+    """Seed 004's optimizer comparison: same lr and batch size, one line per optimizer."""
+    chosen = curves[(curves["lr"] == lr) & (curves["batch_size"] == batch_size)]
+    chosen = chosen[chosen["epochs"] == chosen["epochs"].max()]
+    fig, (loss_ax, acc_ax) = plt.subplots(1, 2, figsize=(11, 4))
+    for optimizer, frame in chosen.groupby("optimizer", sort=False):
+        line = loss_ax.plot(frame["epoch"], frame["train_loss"], marker="o", label=f"{optimizer} train")[0]
+        loss_ax.plot(frame["epoch"], frame["validation_loss"], marker="s", linestyle="--",
+                     color=line.get_color(), label=f"{optimizer} validation")  # fmt: skip
+        acc_ax.plot(frame["epoch"], frame["train_accuracy"], marker="o", color=line.get_color(),
+                    label=f"{optimizer} train")  # fmt: skip
+        acc_ax.plot(frame["epoch"], frame["validation_accuracy"], marker="s", linestyle="--",
+                    color=line.get_color(), label=f"{optimizer} validation")  # fmt: skip
+    loss_ax.set(title=f"Loss by optimizer (lr={lr:g}, batch {batch_size})", xlabel="epoch",
+                ylabel="cross-entropy (nats per text)")  # fmt: skip
+    acc_ax.set(title=f"Accuracy by optimizer (lr={lr:g}, batch {batch_size})", xlabel="epoch",
+               ylabel="accuracy (fraction correct)")  # fmt: skip
+    for ax in (loss_ax, acc_ax):
+        ax.legend(fontsize=8)
+        ax.grid(alpha=0.3)
+        ax.xaxis.get_major_locator().set_params(integer=True)
+    return _save(fig, path)
+
+
+def plot_grid_heatmaps(table: pd.DataFrame, path: str | Path) -> Path:
+    """Validation accuracy over learning rate x batch size, one panel per optimizer (best epochs value)."""
+    optimizers = list(dict.fromkeys(table["optimizer"]))
+    fig, axes = plt.subplots(1, len(optimizers), figsize=(4.2 * len(optimizers), 3.6), squeeze=False)
+    for ax, optimizer in zip(axes[0], optimizers, strict=True):
+        frame = table[table["optimizer"] == optimizer]
+        pivot = frame.pivot_table(
+            index="batch_size", columns="lr", values="validation_accuracy", aggfunc="max"
+        )
+        image = ax.imshow(pivot.to_numpy(), cmap="viridis", vmin=table["validation_accuracy"].min(),
+                          vmax=table["validation_accuracy"].max(), aspect="auto")  # fmt: skip
+        ax.set_xticks(range(len(pivot.columns)), [f"{v:g}" for v in pivot.columns])
+        ax.set_yticks(range(len(pivot.index)), [str(v) for v in pivot.index])
+        for (i, j), value in np.ndenumerate(pivot.to_numpy()):
+            ax.text(j, i, f"{value:.3f}", ha="center", va="center", color="white", fontsize=9)
+        ax.set(title=f"{optimizer}: validation accuracy", xlabel="learning rate", ylabel="batch size")
+        fig.colorbar(image, ax=ax, label="accuracy (fraction)")
+    return _save(fig, path)
+
+
+def plot_attention_maps(weights: np.ndarray, tokens: list[str], layer: int, path: str | Path) -> Path:
+    """One heatmap per head of a layer's attention weights (H, L, L) for one sentence."""
+    heads = weights.shape[0]
+    fig, axes = plt.subplots(1, heads, figsize=(5.2 * heads, 4.6), squeeze=False)
+    for h, ax in enumerate(axes[0]):
+        image = ax.imshow(weights[h], cmap="Blues", vmin=0, vmax=1)
+        ax.set_xticks(range(len(tokens)), tokens, rotation=90, fontsize=7)
+        ax.set_yticks(range(len(tokens)), tokens, fontsize=7)
+        ax.set(title=f"layer {layer}, head {h}", xlabel="key (attended-to token)", ylabel="query token")
+        fig.colorbar(image, ax=ax, fraction=0.046, label="attention weight")
+    fig.tight_layout()  # keeps each colorbar label clear of the next panel's axis label
+    return _save(fig, path)

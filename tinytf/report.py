@@ -1,0 +1,329 @@
+"""The report stage's core: render reports/README.md, reports/tables/*.{md,csv} and reports/plots/*.png.
+
+Reads only what the upstream stages wrote (no training): the data card, the tokenizer, the
+pretrained model, pretraining metrics and curves, the variants cells, the fine-tuning summary and
+curves, the grid cells, the evaluation, and (if present) the probes and the attention-cost fits.
+A missing input is listed in the README with the command that makes it; a malformed one raises
+`DataError` naming the file. Output depends only on the inputs (no timestamps), and every file is
+written atomically.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pandas as pd
+
+from tinytf import report_tables as rt
+from tinytf.config import Params
+from tinytf.errors import DataError
+from tinytf.io import write_text
+from tinytf.param_count import analytic_counts, seed_lab_config
+from tinytf.report_text import render_readme
+
+
+class _Report:
+    def __init__(self, params: Params, root: Path, out: Path):
+        self.params, self.root, self.out = params, root, out
+        self.inputs = rt.Inputs(root)
+        self.pending: list[tuple[Path, object, tuple]] = []  # (path, writer, args), written at the end
+        self.tables: list[tuple[str, str]] = []  # (link, sentence)
+        self.plots: list[tuple[str, str]] = []
+        self.notes: list[str] = []  # skipped parts that are not missing files
+        self.f: dict = {}  # facts the README quotes
+
+    # ------------------------------------------------------------------------------ writing
+    def table(self, name: str, title: str, sentence: str, frame: pd.DataFrame, md: pd.DataFrame | None = None,
+              floatfmt: str | tuple[str, ...] = ".4g") -> None:  # fmt: skip
+        shown = (frame if md is None else md).map(
+            lambda v: v.replace("|", "\\|") if isinstance(v, str) else v
+        )
+        shown = shown.astype(object).where(shown.notna(), None)  # blank cells, not "nan"
+        table = shown.to_markdown(index=False, floatfmt=floatfmt, intfmt=",", missingval="")
+        text = f"# {title}\n\n{sentence}\n\n{table}\n"
+        for path, content in ((f"tables/{name}.md", text), (f"tables/{name}.csv", frame.to_csv(index=False))):
+            self.pending.append((self.out / path, write_text, (content,)))
+        self.tables.append((f"tables/{name}.md", f"**{title}** — {sentence}"))
+
+    def plot(self, name: str, sentence: str, draw, *args) -> None:
+        self.pending.append((self.out / "plots" / f"{name}.png", lambda path, a=args: draw(*a, path), ()))
+        self.plots.append((f"plots/{name}.png", sentence))
+
+    def link(self, rel: str) -> str:
+        """Relative link from the README to a file under root (it exists: callers check)."""
+        return Path(os.path.relpath(self.root / rel, self.out)).as_posix()
+
+    # ----------------------------------------------------------------------------- sections
+    def data(self) -> None:
+        stats = self.inputs.json("data card", "reports/data.json", "dvc repro prepare")
+        if stats is None:
+            return
+        self.f["data"] = stats
+        self.table("data_card", "Data card", "Rows, words and label balance of every split the pipeline "
+                   "trained and evaluated on (from `reports/data.json`).", rt.data_card_table(stats))  # fmt: skip
+        self.f["majority_test"] = rt.majority_share(stats, "test")
+        self.f["majority_val"] = rt.majority_share(stats, "validation")
+
+    def parameters(self) -> None:
+        from tinytf.pretrain import model_config
+        from tinytf.tokenizer import load_tokenizer
+
+        tok = self.inputs.exists("tokenizer (vocabulary size)", "data/tokenizer.json", "dvc repro tokenize")
+        vocab = load_tokenizer(tok).get_vocab_size() if tok else self.params.tokenize.vocab_size
+        if not tok:
+            self.notes.append(
+                f"Parameter counts use `tokenize.vocab_size` = {vocab} (no tokenizer built yet)."
+            )
+        classes = len(self.f.get("data", {}).get("sentiment", {}).get("classes", [])) or 2
+        p = self.params
+        ours = model_config(p.model, vocab, p.pretrain.objective, p.base.seed, n_classes=classes)
+        self.f["counts"], self.f["vocab"] = analytic_counts(ours), vocab
+        self.f["lab100"] = analytic_counts(seed_lab_config(100))
+        self.table("parameters", "Parameter counts", f"Trainable parameters per component of our model "
+                   f"(`params.yaml: model`, vocabulary {vocab:,}, {classes} classes) and of the seed lab's "
+                   "nn.TransformerEncoder model at the same vocabulary, in closed form and counted from the "
+                   "built module.", rt.parameter_table(ours, seed_lab_config(vocab, classes)))  # fmt: skip
+        self.table("seed_claims", "Seed parameter arithmetic", "Every count seeds 000 (vocab 100) and 002 "
+                   "(vocab 50,001) state, their own expression evaluated, and PyTorch's count.",
+                   rt.seed_claims_table())  # fmt: skip
+        checks = rt.pytorch_checks()
+        self.f["checks"] = checks
+        self.table("pytorch_checks", "Seed claims checked in PyTorch", "Claims about modules and head "
+                   "merges, each measured on a small seeded model.", checks)  # fmt: skip
+
+    def pretrain(self) -> None:
+        from tinytf.plots import plot_pretrain_curves
+
+        m = self.inputs.json("pretraining metrics", "reports/pretrain/metrics.json", "dvc repro pretrain",
+                             keys=("validation_loss", "validation_perplexity", "steps"))  # fmt: skip
+        self.f["objective"] = self.objective()
+        if m is not None:
+            self.f["pretrain"] = m
+            self.table("pretrain", "Pretraining loss and perplexity", f"The {self.f['objective']} language model "
+                       f"after {m['steps']} steps: loss and perplexity per split and per sample sentence "
+                       "(seed 004's baseline table).", rt.pretrain_table(m, [x.name for x in self.params.pretrain.samples]), floatfmt=("", ".3f", ",.1f", ",.1f"))  # fmt: skip
+        steps = self.inputs.csv("pretraining step log", "reports/pretrain/steps.csv", "dvc repro pretrain",
+                                ("step", "train_loss"))  # fmt: skip
+        epochs = self.inputs.csv("pretraining epochs", "reports/pretrain/epochs.csv", "dvc repro pretrain",
+                                 ("step", "validation_loss"))  # fmt: skip
+        if steps is not None and epochs is not None:
+            self.plot("pretrain_loss", "Pretraining loss: train per logged step, validation per epoch.",
+                      plot_pretrain_curves, steps, epochs)  # fmt: skip
+
+    def objective(self) -> str:
+        meta = self.root / "data/models/pretrained.json"
+        if meta.exists():
+            try:
+                return "causal" if json.loads(meta.read_text())["model"]["causal"] else "masked"
+            except (json.JSONDecodeError, KeyError, TypeError):
+                raise DataError(
+                    f"{meta}: not a model config (expected {{'model': {{'causal': ...}}}})"
+                ) from None
+        return self.params.pretrain.objective
+
+    def variants(self) -> None:
+        cells = self.inputs.csv("variants (positional encoding × head merge)", "reports/variants/cells.csv",
+                                "dvc repro variants_table", rt.ID_COLUMNS + ("train", "dev"))  # fmt: skip
+        if cells is None:
+            return
+        first = [
+            *rt.ID_COLUMNS,
+            "train",
+            "dev",
+            *(x.name for x in self.params.pretrain.samples if x.name in cells),
+        ]
+        cells = cells[first + [c for c in cells.columns if c not in first]]  # seed 004's column order
+        stats = rt.variants_stats(cells)
+        self.f["variants"] = stats
+        self.table("variants", "Positional encoding × head merge", f"Perplexity per BPE token after "
+                   f"{self.params.variants.steps} pretraining steps, mean ± std over seeds "
+                   f"{sorted(cells['seed'].unique().tolist())} (seed 004 §2.2).", stats,
+                   rt.variants_markdown_frame(stats))  # fmt: skip
+
+    def finetune(self) -> None:
+        from tinytf.plots import plot_finetune_curves
+
+        s = self.inputs.json("fine-tuning summary", "reports/finetune/summary.json", "dvc repro finetune",
+                             keys=("arms",))  # fmt: skip
+        if s is not None:
+            arms = self.params.finetune.arms
+            order = [a for a in arms if a in s["arms"]] + sorted(set(s["arms"]) - set(arms))
+            s = {
+                **s,
+                "arms": {arm: s["arms"][arm] for arm in order},
+            }  # params order, not the file's sorted keys
+            self.f["finetune"] = s
+            path = self.root / "reports/finetune/summary.json"
+            self.table("finetune", "Pretrained vs scratch vs frozen", f"Test accuracy of the same classifier from "
+                       f"three starts, {s.get('epochs', '?')} epoch(s), per seed and mean ± std.",
+                       rt.finetune_table(s, path))  # fmt: skip
+            self.table(
+                "finetune_tests",
+                "Paired tests",
+                "Paired t-test over seeds of each start against "
+                "scratch (same seed = same head init and batch order).",
+                rt.paired_tests_table(s, path),
+            )
+        curves = self.inputs.csv("fine-tuning curves", "reports/finetune/curves.csv", "dvc repro finetune",
+                                 ("arm", "seed", "epoch", "train_accuracy", "validation_accuracy", "train_loss",
+                                  "validation_loss"))  # fmt: skip
+        if curves is not None:
+            self.f["curves"] = curves
+            self.plot("finetune_curves", "Accuracy and loss per epoch for each start (mean ± std over seeds; "
+                      "seed 000's figure).", plot_finetune_curves, curves)  # fmt: skip
+
+    def grid(self) -> None:
+        from tinytf.grid import best_cell, cell_key, load_cells, load_curves
+        from tinytf.plots import plot_grid_heatmaps, plot_optimizer_curves
+
+        grid_dir = self.inputs.exists("grid cells", "data/grid", "dvc repro grid")
+        metrics = self.inputs.json("evaluation metrics", "reports/metrics.json", "dvc repro evaluate",
+                                   keys=("test_accuracy", "test_accuracy_ci95", "test_macro_f1", "best.optimizer",
+                                         "best.lr", "best.batch_size", "best.epochs", "best.validation_accuracy",
+                                         "best.validation_loss"))  # fmt: skip
+        report = self.inputs.json("test report", "reports/evaluate/test_report.json", "dvc repro evaluate",
+                                  keys=("accuracy", "per_class", "confusion_matrix", "classes", "n"))  # fmt: skip
+        if metrics is not None:
+            self.f["metrics"] = metrics
+            self.table("best", "Best grid cell on test", "The cell with the highest validation accuracy and its "
+                       "test metrics, with the 95% percentile-bootstrap interval of test accuracy.",
+                       rt.best_table(metrics), rt.best_table(metrics).assign(
+                           value=lambda t: [rt.fmt_num(v, 4) for v in t["value"]]))  # fmt: skip
+        if report is not None:
+            self.f["test_report"] = report
+            path = self.root / "reports/evaluate/test_report.json"
+            self.table("per_class", "Per-class test metrics", "Precision, recall, F1 and support of the best "
+                       "cell on the test split.", rt.per_class_table(report, path))  # fmt: skip
+            self.table("confusion", "Confusion matrix", "Test counts of the best cell: rows the true class, "
+                       "columns the predicted one.", rt.confusion_table(report, path))  # fmt: skip
+        if grid_dir is None:
+            return
+        for path in sorted(grid_dir.glob("*.result.json")):  # the cell results (not the model configs)
+            try:
+                result = json.loads(path.read_text(encoding="utf-8"))
+            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                raise DataError(f"{path}: not valid JSON ({exc})") from None
+            if isinstance(result, dict) and "cell" in result:
+                rt.require(
+                    result,
+                    path,
+                    "history",
+                    "final",
+                    "checkpoint",
+                    *(f"final.{k}" for k in rt.GRID_COLUMNS[4:]),
+                )
+        try:
+            cells, curves = load_cells(self.params.grid, grid_dir), load_curves(self.params.grid, grid_dir)
+        except FileNotFoundError as exc:  # a cell of the current params has no result yet
+            key = re.search(r"grid cell (\S+?);", str(exc))
+            self.inputs.missing.append(
+                ("grid cell", f"data/grid/{key.group(1) if key else '*'}.result.json", "dvc repro grid")
+            )
+            return
+        except KeyError as exc:
+            raise DataError(f"{grid_dir}: a grid cell result lacks {exc}") from None
+        if metrics is not None:
+            b = metrics["best"]
+            best = {k: b[k] for k in ("optimizer", "lr", "batch_size", "epochs")}
+        else:
+            best = best_cell(cells)[["optimizer", "lr", "batch_size", "epochs"]].to_dict()
+        best_key = cell_key(**best)
+        if best_key not in set(cells["key"]):
+            self.notes.append(f"`reports/metrics.json` names best cell {best_key}, which is not in the current grid: "
+                              "re-run `dvc repro evaluate`.")  # fmt: skip
+        self.f["grid"], self.f["best"] = cells, best
+        self.table("grid", "Optimizer × learning rate × batch size × epochs", "Final train and validation "
+                   f"metrics of every grid cell (init `{self.params.grid.init}`, seed {self.params.grid.seed}); "
+                   "the best by validation accuracy is marked.", rt.grid_table(cells, best_key))  # fmt: skip
+        self.plot("grid_heatmaps", "Validation accuracy over learning rate × batch size, one panel per optimizer.",
+                  plot_grid_heatmaps, cells)  # fmt: skip
+        self.plot("optimizer_curves", f"Loss and accuracy per epoch of every optimizer at the best cell's lr "
+                  f"{best['lr']:g} and batch size {best['batch_size']} (seed 004's optimizer figures).",
+                  plot_optimizer_curves, curves, best["lr"], best["batch_size"])  # fmt: skip
+
+    def extras(self) -> None:
+        probes = self.inputs.csv("probes (seed 004 §1)", "reports/probes/probes.csv", "dvc repro probes",
+                                 ("exercise", "weight_err", "pass"))  # fmt: skip
+        if probes is not None:
+            self.f["probes"] = probes
+            self.table(
+                "probes",
+                "Attention as selection and averaging",
+                "Seed 004 §1: each constructed query or "
+                "key, the weights it achieves, and the error against the target.",
+                probes,
+                floatfmt=".3g",
+            )
+        fits = self.inputs.csv("attention cost (seed 003)", "reports/complexity/fits.csv", "dvc repro complexity",
+                               ("kind", "variable", "time_exponent"))  # fmt: skip
+        if fits is not None:
+            self.f["fits"] = fits
+            self.table("complexity", "Cost of attention", "Fitted log-log exponents of attention time and memory "
+                       "against sequence length and width (seed 003 Q3), beside the operation-count "
+                       "prediction.", rt.complexity_table(fits), floatfmt=".3g")  # fmt: skip
+
+    def attention(self) -> None:
+        import torch
+
+        from tinytf.checkpoint import load_model
+        from tinytf.plots import plot_attention_maps
+        from tinytf.tokenizer import load_tokenizer
+
+        model_path = self.inputs.exists("pretrained model", "data/models/pretrained.pt", "dvc repro pretrain")
+        tok_path = self.root / "data/tokenizer.json"
+        samples = {s.name: s.text for s in self.params.pretrain.samples}
+        if model_path is None or not tok_path.exists() or not samples:
+            return
+        model = load_model(model_path).eval()
+        if model.config.arch != "tinytf":
+            self.notes.append(
+                f"Attention maps skipped: arch '{model.config.arch}' does not expose its weights."
+            )
+            return
+        name = "normal" if "normal" in samples else next(iter(samples))
+        enc = load_tokenizer(tok_path).encode(samples[name], add_special_tokens=False)
+        ids = enc.ids[: model.config.block_size]
+        if len(ids) < 2:
+            self.notes.append(f"Attention maps skipped: the '{name}' sample is under two tokens long.")
+            return
+        tokens = [t.replace("Ġ", "") or "␣" for t in enc.tokens[: len(ids)]]
+        with torch.no_grad():
+            weights = [w[0].float().numpy() for w in model.attention_weights(torch.tensor([ids]))]
+        heads = rt.attention_head_table(weights, model.config.causal)
+        self.f["heads"], self.f["sample"] = heads, (name, samples[name])
+        self.table(
+            "attention_heads",
+            "Where each head looks",
+            f"For the '{name}' sample, the mean attention "
+            "weight (over query positions 1..L-1) on the token itself, the previous token and the first "
+            "token, the mean largest weight (1 = hard selection), and the weight uniform averaging over the "
+            "visible keys would give each.",
+            heads,
+            floatfmt=".3f",
+        )
+        for layer, w in enumerate(weights):
+            self.plot(f"attention_layer{layer}", f"Pretrained model, layer {layer}: attention weights of every "
+                      f"head on the '{name}' sample.", plot_attention_maps, w, tokens, layer)  # fmt: skip
+
+
+def build_report(params: Params, root: str | Path = ".", out_dir: str | Path = "reports") -> list[Path]:
+    """Write the README, tables and plots under `out_dir` (relative to `root`); returns the paths written."""
+    root = Path(root)
+    out = Path(out_dir) if Path(out_dir).is_absolute() else root / out_dir
+    report = _Report(params, root, out)
+    # read and check every input first: a malformed file stops the build before anything is written
+    for section in (report.data, report.parameters, report.pretrain, report.variants, report.finetune,
+                    report.grid, report.extras, report.attention):  # fmt: skip
+        section()
+    report.pending.append((out / "README.md", write_text, (render_readme(report),)))
+    for path, writer, args in report.pending:
+        writer(path, *args)
+    written = [path for path, _, _ in report.pending]
+    for folder in ("tables", "plots"):  # outputs of an earlier build whose inputs are gone now
+        for path in sorted((out / folder).glob("*")):
+            if path.suffix in (".md", ".csv", ".png") and path not in written:
+                path.unlink()
+    return written

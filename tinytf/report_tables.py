@@ -1,0 +1,427 @@
+"""The report's inputs and tables: read upstream outputs, check their shape, build DataFrames.
+
+`Inputs` reads only what the upstream stages wrote. A file that is absent is recorded in
+`Inputs.missing` (what, path, the command that makes it) and its section is skipped; a file that
+is there but malformed (not JSON / CSV, or missing a key or column the report reads) raises
+`DataError` naming the file. Every table here is plain data; `tinytf.report` renders them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from torch import nn
+
+from tinytf.errors import DataError
+from tinytf.model import ModelConfig, TinyTransformer
+from tinytf.param_count import SEED_CLAIMS, analytic_counts, count_parameters
+from tinytf.splits import SPLITS
+
+ID_COLUMNS = ("pos_encoding", "head_merge", "seed")
+
+
+@dataclass
+class Inputs:
+    """Reads files under `root`; absent ones are listed in `missing` instead of raising."""
+
+    root: Path
+    missing: list[tuple[str, str, str]] = field(default_factory=list)  # (what, path, how to make it)
+
+    def exists(self, what: str, rel: str, how: str) -> Path | None:
+        path = self.root / rel
+        if path.exists():
+            return path
+        self.missing.append((what, rel, how))
+        return None
+
+    def json(self, what: str, rel: str, how: str, keys: tuple[str, ...] = ()) -> dict | None:
+        path = self.exists(what, rel, how)
+        if path is None:
+            return None
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise DataError(f"{path}: not valid JSON ({exc})") from None
+        if not isinstance(data, dict):
+            raise DataError(f"{path}: expected a JSON object, got {type(data).__name__}")
+        require(data, path, *keys)
+        return data
+
+    def csv(self, what: str, rel: str, how: str, columns: tuple[str, ...] = ()) -> pd.DataFrame | None:
+        path = self.exists(what, rel, how)
+        if path is None:
+            return None
+        try:
+            frame = pd.read_csv(path)
+        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+            raise DataError(f"{path}: not a readable CSV ({exc})") from None
+        absent = [c for c in columns if c not in frame.columns]
+        if absent:
+            raise DataError(f"{path}: missing column(s) {absent}; has {list(frame.columns)}")
+        if frame.empty:
+            raise DataError(f"{path}: no rows")
+        return frame
+
+
+def require(data: dict, path: Path | str, *dotted: str) -> None:
+    """Raise DataError naming `path` unless every dotted key ('best.lr') is present."""
+    for key in dotted:
+        node = data
+        for part in key.split("."):
+            if not isinstance(node, dict) or part not in node:
+                raise DataError(f"{path}: missing key '{key}'")
+            node = node[part]
+
+
+# ----------------------------------------------------------------------------------------- data
+
+
+def majority_share(stats: dict, split: str) -> float | None:
+    """Share of the most frequent class in a sentiment split: the accuracy of always guessing it."""
+    labels = stats.get("sentiment", {}).get("splits", {}).get(split, {}).get("labels")
+    if not labels:
+        return None
+    return max(labels.values()) / max(sum(labels.values()), 1)
+
+
+def ordered_splits(splits: dict) -> dict:
+    """train, validation, test first (JSON files store keys sorted), then anything else."""
+    return {k: splits[k] for k in [*[s for s in SPLITS if s in splits], *sorted(set(splits) - set(SPLITS))]}
+
+
+def data_card_table(stats: dict, path: Path | str = "reports/data.json") -> pd.DataFrame:
+    rows = []
+    for name, entry in stats.items():
+        require(entry, path, "source", "splits")
+        for split, s in ordered_splits(entry["splits"]).items():
+            require(
+                s, path, "rows", "words", "words_per_text.p50", "words_per_text.p99", "words_per_text.p100"
+            )
+            total = max(s["rows"], 1)
+            counts = s.get("labels", {})
+            names = [c for c in entry.get("classes", []) if c in counts] + sorted(
+                set(counts) - set(entry.get("classes", []))
+            )
+            labels = ", ".join(f"{k} {counts[k]:,} ({counts[k] / total:.1%})" for k in names)
+            rows.append({
+                "dataset": name, "source": entry["source"], "split": split, "rows": s["rows"],
+                "words": s["words"], "words/text p50": s["words_per_text"]["p50"],
+                "p99": s["words_per_text"]["p99"], "max": s["words_per_text"]["p100"],
+                "duplicate texts": s.get("duplicate_texts", ""), "labels": labels,
+            })  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+# ------------------------------------------------------------------------------------ parameters
+
+
+def parameter_table(ours: ModelConfig, lab: ModelConfig) -> pd.DataFrame:
+    """Per component: closed form and counted from a built model, for our model and the seed lab's."""
+    ours_a, ours_c = analytic_counts(ours), count_parameters(TinyTransformer(ours))
+    lab_a, lab_c = analytic_counts(lab), count_parameters(TinyTransformer(lab))
+    return pd.DataFrame(
+        {"component": k, "ours analytic": ours_a[k], "ours counted": ours_c[k], "seed lab analytic": lab_a[k],
+         "seed lab counted": lab_c[k],
+         "analytic = counted": "yes" if ours_a[k] == ours_c[k] and lab_a[k] == lab_c[k] else "NO"}
+        for k in ours_a
+    )  # fmt: skip
+
+
+def claim_verdict(claim) -> str:
+    if claim.difference:
+        return f"wrong number ({claim.difference:+,})"
+    return "right" if claim.note.startswith("correct") else "right number, wrong reasoning"
+
+
+def seed_claims_table() -> pd.DataFrame:
+    return pd.DataFrame(
+        {"seed": c.report, "quantity": c.quantity, "expression as written": c.expression,
+         "evaluates to": c.as_written, "claimed": c.claimed, "PyTorch": c.true, "claimed - PyTorch": c.difference,
+         "verdict": claim_verdict(c), "note": c.note}
+        for c in SEED_CLAIMS
+    )  # fmt: skip
+
+
+# ----------------------------------------------------------------------------------- pretraining
+
+
+def pretrain_table(metrics: dict, order: list[str] = ()) -> pd.DataFrame:
+    """Loss and perplexity per split and per sample sentence (seed 004's baseline table, transposed)."""
+    rows = []
+    for split, label in (("train", "train"), ("validation", "dev"), ("test", "test")):
+        if f"{split}_loss" in metrics:
+            rows.append({"text": label, "loss (nats/token)": metrics[f"{split}_loss"],
+                         "perplexity (per token)": metrics[f"{split}_perplexity"],
+                         "perplexity (per word)": metrics.get(f"{split}_word_perplexity", np.nan)})  # fmt: skip
+    samples = metrics.get("samples", {})
+    for name in [n for n in order if n in samples] + sorted(set(samples) - set(order)):
+        s = samples[name]
+        rows.append({"text": f"sample: {name}", "loss (nats/token)": s["loss"],
+                     "perplexity (per token)": s["perplexity"], "perplexity (per word)": np.nan})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def variants_stats(cells: pd.DataFrame) -> pd.DataFrame:
+    """Mean and std over seeds per (pos_encoding, head_merge): columns <metric> and <metric>_std."""
+    metrics = [c for c in cells.columns if c not in ID_COLUMNS]
+    grouped = cells.groupby(["pos_encoding", "head_merge"], sort=False)
+    mean, std = grouped[metrics].mean(), grouped[metrics].std(ddof=1)
+    out = mean.join(std.add_suffix("_std")).join(grouped["seed"].nunique().rename("seeds"))
+    return out[["seeds"] + [c for m in metrics for c in (m, f"{m}_std")]].reset_index()
+
+
+def variants_markdown_frame(stats: pd.DataFrame) -> pd.DataFrame:
+    metrics = [c for c in stats.columns if f"{c}_std" in stats.columns]
+    out = stats[["pos_encoding", "head_merge", "seeds"]].copy()
+    for m in metrics:
+        out[m] = [pm(v, s, 1) for v, s in zip(stats[m], stats[f"{m}_std"], strict=True)]
+    return out
+
+
+def pm(mean: float, std: float, digits: int) -> str:
+    return f"{mean:,.{digits}f}" if pd.isna(std) else f"{mean:,.{digits}f} ± {std:,.{digits}f}"
+
+
+# -------------------------------------------------------------------------------------- finetune
+
+
+def finetune_table(summary: dict, path: Path | str) -> pd.DataFrame:
+    rows = []
+    for arm, a in summary["arms"].items():
+        require(a, f"{path} (arm {arm})", "test_accuracy_mean", "test_accuracy_std", "test_accuracy_by_seed")
+        row = {"arm": arm, "test accuracy mean": a["test_accuracy_mean"], "std": a["test_accuracy_std"],
+               "seeds": len(a["test_accuracy_by_seed"])}  # fmt: skip
+        row.update({f"seed {s}": v for s, v in a["test_accuracy_by_seed"].items()})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def paired_tests_table(summary: dict, path: Path | str) -> pd.DataFrame:
+    rows = []
+    for key, test in summary.items():
+        if key.endswith("_vs_scratch") and isinstance(test, dict):
+            require(test, f"{path} ({key})", "mean_difference", "n")
+            rows.append({"comparison": key.replace("_vs_", " − "), "mean difference": test["mean_difference"],
+                         "t": test.get("t"), "p value": test.get("p_value"), "paired seeds": test["n"]})  # fmt: skip
+    return pd.DataFrame(rows, columns=["comparison", "mean difference", "t", "p value", "paired seeds"])
+
+
+# ------------------------------------------------------------------------------- grid, evaluation
+
+
+GRID_COLUMNS = ("optimizer", "lr", "batch_size", "epochs", "train_loss", "train_accuracy",
+                "validation_loss", "validation_accuracy")  # fmt: skip
+
+
+def grid_table(cells: pd.DataFrame, best_key: str) -> pd.DataFrame:
+    out = cells[list(GRID_COLUMNS)].copy()
+    out["best"] = np.where(cells["key"] == best_key, "best", "")
+    return out
+
+
+def best_table(metrics: dict) -> pd.DataFrame:
+    b, (low, high) = metrics["best"], metrics["test_accuracy_ci95"]
+    rows = [("optimizer", b["optimizer"]), ("learning rate", b["lr"]), ("batch size", b["batch_size"]),
+            ("epochs", b["epochs"]), ("validation accuracy", b["validation_accuracy"]),
+            ("validation loss", b["validation_loss"]), ("test accuracy", metrics["test_accuracy"]),
+            ("test accuracy 95% CI low", low), ("test accuracy 95% CI high", high),
+            ("test macro F1", metrics["test_macro_f1"])]  # fmt: skip
+    return pd.DataFrame(rows, columns=["quantity", "value"]).astype({"value": object})
+
+
+def per_class_table(report: dict, path: Path | str) -> pd.DataFrame:
+    rows = []
+    for name, c in report["per_class"].items():
+        require(c, f"{path} (class {name})", "precision", "recall", "f1", "support")
+        rows.append({"class": name, **{k: c[k] for k in ("precision", "recall", "f1", "support")}})
+    return pd.DataFrame(rows)
+
+
+def confusion_table(report: dict, path: Path | str) -> pd.DataFrame:
+    classes, matrix = report["classes"], report["confusion_matrix"]
+    if len(matrix) != len(classes) or any(len(row) != len(classes) for row in matrix):
+        raise DataError(
+            f"{path}: confusion_matrix is not {len(classes)} x {len(classes)} (classes {classes})"
+        )
+    frame = pd.DataFrame(matrix, columns=[f"predicted {c}" for c in classes])
+    frame.insert(0, "true class", classes)
+    return frame
+
+
+# ---------------------------------------------------------------------------------- attention
+
+
+def attention_head_table(weights: list[np.ndarray], causal: bool) -> pd.DataFrame:
+    """Where each head looks, averaged over query positions 1..L-1: itself, the previous token, the first
+    token, its largest single weight (1 = a hard selection), and the share uniform averaging would give
+    any one visible key (1/(i+1) at query i when causal, 1/L otherwise)."""
+    rows = []
+    for layer, w in enumerate(weights):  # w: (H, L, L)
+        q = np.arange(1, w.shape[-1])
+        uniform = float(np.mean(1.0 / (q + 1))) if causal else 1.0 / w.shape[-1]
+        for h in range(w.shape[0]):
+            rows.append({"layer": layer, "head": h, "self": w[h, q, q].mean(), "previous token": w[h, q, q - 1].mean(),
+                         "first token": w[h, q, 0].mean(), "max weight": w[h, q].max(-1).mean(), "uniform": uniform})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def complexity_table(fits: pd.DataFrame) -> pd.DataFrame:
+    expected = {"length": "2", "length_k": "1", "length_q": "1", "hidden": "≤1"}
+    out = fits.copy()
+    out.insert(out.columns.get_loc("time_exponent") + 1, "expected time exponent",
+               out["variable"].map(expected).fillna(""))  # fmt: skip
+    return out
+
+
+# ------------------------------------------------------------------------ claims checked in PyTorch
+
+
+def _tiny(**kw) -> ModelConfig:
+    base = dict(vocab_size=50, block_size=8, n_layer=2, n_head=4, d_model=16, d_ff=32, dropout=0.0,
+                norm_first=True)  # fmt: skip
+    return ModelConfig(**{**base, **kw})
+
+
+def pytorch_checks() -> pd.DataFrame:
+    """Seed claims that PyTorch settles, each measured on a small seeded model (CPU, deterministic).
+    The caller's random state is left as it was."""
+    with torch.random.fork_rng(), torch.no_grad():
+        torch.manual_seed(0)
+        return pd.DataFrame(_checks(), columns=["seed", "claim", "check", "measured", "verdict"])
+
+
+def _checks() -> list[tuple[str, ...]]:
+    rows = []
+    # seed 000: "nn.TransformerEncoder ... doesn't allow peeking ahead"
+    layer = nn.TransformerEncoderLayer(16, 2, 16, dropout=0.0, batch_first=True)
+    enc = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False).eval()
+    x = torch.randn(1, 6, 16)
+    x2 = x.clone()
+    x2[0, -1] += 1.0
+    mask = nn.Transformer.generate_square_subsequent_mask(6)
+    free = (enc(x) - enc(x2))[0, :-1].abs().max().item()
+    masked = (enc(x, mask=mask) - enc(x2, mask=mask))[0, :-1].abs().max().item()
+    rows.append(("000", "nn.TransformerEncoder itself keeps a token from peeking ahead",
+                 "change the last input; max |Δ| of the earlier positions' outputs",
+                 f"no mask: {free:.3g}; with generate_square_subsequent_mask: {masked:.3g}",
+                 "wrong: the module is bidirectional; causality comes only from the mask passed in"
+                 if free > 0 and masked == 0 else "inconclusive"))  # fmt: skip
+    # seed 004: shuffle / shift merges test whether heads are "experts"
+    shift = TinyTransformer(_tiny(head_merge="shift")).eval()
+    concat = TinyTransformer(_tiny(head_merge="concat")).eval()
+    state = {k: v.clone() for k, v in shift.state_dict().items() if not k.endswith("head_order")}
+    hd = 16 // 4
+    for i, block in enumerate(shift.base.blocks):
+        w, order = state[f"base.blocks.{i}.attn.proj.weight"], block.attn.head_order.tolist()
+        permuted = torch.empty_like(w)
+        for j, h in enumerate(order):  # slot j of the shifted merge holds head h
+            permuted[:, h * hd : (h + 1) * hd] = w[:, j * hd : (j + 1) * hd]
+        state[f"base.blocks.{i}.attn.proj.weight"] = permuted
+    concat.load_state_dict(state)
+    ids = torch.randint(5, 50, (2, 8))
+    gap = (shift.forward_lm(ids) - concat.forward_lm(ids)).abs().max().item()
+    rows.append(("004", "shuffle / shift head merges change what the model can learn",
+                 "shift model vs concat model with the output projection's column blocks permuted: max |Δ logits|",
+                 f"{gap:.2g} (float32 rounding)",
+                 "wrong: a fixed permutation is a reparametrisation of concat, the same functions relabelled"))  # fmt: skip
+    # seed 004: re-weighting by each head's matrix norm; ours is per token
+    reweight = TinyTransformer(_tiny(head_merge="reweight")).eval()
+    ids2 = ids.clone()
+    ids2[:, -1] = (ids[:, -1] + 1 - 5) % 45 + 5
+    ours = (reweight.forward_lm(ids) - reweight.forward_lm(ids2))[:, :-1].abs().max().item()
+    y = torch.randn(1, 4, 8, 4)
+    y2 = y.clone()
+    y2[:, :, -1] *= 3.0
+
+    def seq_w(t):  # the seed's weights: each head's norm over all positions and features
+        norms = t.flatten(2).norm(dim=-1)
+        return norms / norms.sum(1, keepdim=True)
+
+    leak = (seq_w(y) - seq_w(y2)).abs().max().item()
+    rows.append(("004", "re-weight heads by their output matrix norm",
+                 "change the last token; max |Δ| at earlier positions: our per-token weights vs a norm over "
+                 "the whole (L × head size) output",
+                 f"ours: {ours:.3g}; whole-sequence norm: head weights change by {leak:.3g}",
+                 "a norm over the sequence lets position t see later tokens (a causal leak); ours is causal"))  # fmt: skip
+    return rows
+
+
+# ------------------------------------------------------------------- numbers quoted in the README
+
+
+def pct(x: float) -> str:
+    return f"{x:.1%}"
+
+
+def pp(x: float) -> str:
+    return f"{x * 100:+.1f} pp"
+
+
+def arms_text(summary: dict) -> str:
+    arms = summary["arms"]
+    return ", ".join(f"{arm} {pct(a['test_accuracy_mean'])} ± {a['test_accuracy_std'] * 100:.1f} pp"
+                     for arm, a in arms.items())  # fmt: skip
+
+
+def paired_text(test: dict) -> str:
+    t, p = test.get("t"), test.get("p_value")
+    stats = f"t = {t:.2f}, p = {p:.3g}" if t is not None and p is not None else "no spread: t-test undefined"
+    return f"{pp(test['mean_difference'])} ({stats}, {test['n']} paired seeds)"
+
+
+def first_epoch(c: pd.DataFrame | None) -> pd.DataFrame | None:
+    """Mean over seeds of each arm's first-epoch accuracies."""
+    if c is None:
+        return None
+    return (
+        c[c["epoch"] == c["epoch"].min()]
+        .groupby("arm", sort=False)[["train_accuracy", "validation_accuracy"]]
+        .mean()
+    )
+
+
+def variant(stats: pd.DataFrame, pos: str, merge: str, col: str = "dev") -> tuple[float, float] | None:
+    row = stats[(stats["pos_encoding"] == pos) & (stats["head_merge"] == merge)]
+    if row.empty or col not in row:
+        return None
+    return float(row[col].iloc[0]), float(row[f"{col}_std"].iloc[0])
+
+
+def spread_text(stats: pd.DataFrame, pairs: list[tuple[str, str]], col: str = "dev") -> str:
+    """'gap G, within/beyond twice the largest seed std S' over (pos, merge) pairs against (pos, concat)."""
+    gaps, stds = [], []
+    for pos, merge in pairs:
+        a, b = variant(stats, pos, merge, col), variant(stats, pos, "concat", col)
+        if a and b:
+            gaps.append(abs(a[0] - b[0]))
+            stds += [a[1], b[1]]
+    if not gaps:
+        return ""
+    if any(np.isnan(stds)):
+        return f"largest gap to concat {max(gaps):,.1f}; one seed only, so no spread to compare it with"
+    gap, sd = max(gaps), max(stds)
+    if gap <= 2 * sd:
+        return f"largest gap to concat {gap:,.1f}, within twice the largest seed std ({sd:,.1f}): seed noise"
+    return (f"largest gap to concat {gap:,.1f}, beyond twice the largest seed std ({sd:,.1f}); since the merge "
+            "expresses the same functions, that is optimisation noise the seeds do not average out")  # fmt: skip
+
+
+def variants_text(stats: pd.DataFrame, merges: tuple[str, ...], col: str = "dev") -> str:
+    parts = []
+    for pos in dict.fromkeys(stats["pos_encoding"]):
+        cells = [f"{m} {pm(*variant(stats, pos, m, col), 1)}" for m in merges if variant(stats, pos, m, col)]
+        if cells:
+            parts.append(f"{pos} positions: " + ", ".join(cells))
+    return "; ".join(parts)
+
+
+def fmt_num(value, digits: int = 3) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    return f"{value:.{digits}g}" if isinstance(value, float) else str(value)
