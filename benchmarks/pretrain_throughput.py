@@ -2,8 +2,8 @@
 
 Both models have the shape of `model:` in params.yaml and train the same way (AdamW, the same
 batches of real corpus tokens, gradient clipping, fp32 loss). The peer is the seed lab's
-`nn.TransformerEncoder` model in eager fp32; tinytf runs as `pretrain:` resolves it (precision
-and compile as the stage would choose, or as forced by --precision/--compile). Rounds alternate
+`nn.TransformerEncoder` model in eager fp32; tinytf runs as the pretrain stage resolves it
+(device, precision and compile from `pretrain:`, or as forced by --precision/--compile). Rounds alternate
 between the two so that load on the machine hits both alike; the ratio is of medians.
 
     python benchmarks/pretrain_throughput.py [--steps 20] [--rounds 3]
@@ -21,7 +21,7 @@ import torch
 from tinytf.batching import load_tokens, random_blocks
 from tinytf.config import load_params
 from tinytf.model import TinyTransformer, lm_loss
-from tinytf.pretrain import model_config
+from tinytf.pretrain import model_config, runtime_key
 from tinytf.runtime import Runtime, maybe_compile, resolve_runtime
 from tinytf.tokenizer import load_tokenizer
 
@@ -71,15 +71,14 @@ def main() -> None:
     block, batch = ours.config.block_size, p.batch_size
     probe_batches = batch_stream(tokens, block, batch, 1)
     px, py = next(probe_batches)
+    tokens_per_step = block * batch * p.grad_accum
+    steps = p.epochs * (p.steps_per_epoch or max(len(tokens) // tokens_per_step, 1))
+    compile_mode = {"on": True, "off": False}.get(args.compile, p.compile)
+    # resolved exactly as the pretrain stage resolves it (same probe, same cache key)
     runtime = resolve_runtime(
-        "cpu" if p.device == "auto" and not torch.cuda.is_available() else p.device,
-        args.precision or p.precision,
-        {"on": True, "off": False}.get(args.compile, p.compile),
-        10**6,
-        lambda: lm_loss(ours.forward_lm(px), py).backward(),
-    )
-    if (args.compile or p.compile) == "auto":
-        runtime.compile = True  # the default run is long enough for "auto" to compile
+        p.device, args.precision or p.precision, compile_mode, steps,
+        lambda: lm_loss(ours.forward_lm(px), py).backward(), runtime_key(ours.config, batch),
+    )  # fmt: skip
     ours.zero_grad(set_to_none=True)
     peer_runtime = Runtime(runtime.device, "fp32", False)
     steppers = {

@@ -160,7 +160,7 @@ def test_mlflow_ui_lists_runs_and_renders_a_metric_chart(workspace, tmp_path):
     from selenium.webdriver.common.by import By
 
     with mlflow_server(workspace / "mlflow.db") as url, chromium(tmp_path / "profile") as driver:
-        driver.get(f"{url}/#/experiments/{experiment.experiment_id}")
+        driver.get(f"{url}/#/experiments/{experiment.experiment_id}/runs")
         for name in ("prepare", "tokenize", "pretrain", "evaluate"):
             wait_for(
                 driver, lambda d, n=name: n in d.find_element(By.TAG_NAME, "body").text, what=f"run '{name}'"

@@ -78,8 +78,25 @@ def test_state_from_other_params_is_not_resumed(corpus, tmp_path, capsys):
         params_hash="other",
         stats_path=corpus / "none.json",
     )
-    assert "made with other params; starting fresh" in capsys.readouterr().out
+    assert "made with other params or data; starting fresh" in capsys.readouterr().out
     assert len(other.history) == 2
+
+
+def test_state_from_other_data_is_not_resumed(corpus, tmp_path, capsys):
+    state = tmp_path / "state.pt"
+    run(corpus, state)
+    (tmp_path / "other").mkdir()
+    other_corpus = make_corpus_dir(tmp_path / "other", seed=1)  # same params, other tokens
+    pretrain(
+        tiny_model(),
+        tiny_pretrain(),
+        seed=3,
+        data_dir=other_corpus,
+        state_path=state,
+        params_hash="h",
+        stats_path=corpus / "none.json",
+    )
+    assert "made with other params or data; starting fresh" in capsys.readouterr().out
 
 
 def test_non_finite_loss_stops_naming_the_step(corpus, tmp_path):

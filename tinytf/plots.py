@@ -93,7 +93,7 @@ def plot_optimizer_curves(curves: pd.DataFrame, lr: float, batch_size: int, path
 def plot_grid_heatmaps(table: pd.DataFrame, path: str | Path) -> Path:
     """Validation accuracy over learning rate x batch size, one panel per optimizer (best epochs value)."""
     optimizers = list(dict.fromkeys(table["optimizer"]))
-    fig, axes = plt.subplots(1, len(optimizers), figsize=(4.2 * len(optimizers), 3.6), squeeze=False)
+    fig, axes = plt.subplots(1, len(optimizers), figsize=(5.0 * len(optimizers), 3.8), squeeze=False)
     for ax, optimizer in zip(axes[0], optimizers, strict=True):
         frame = table[table["optimizer"] == optimizer]
         pivot = frame.pivot_table(
@@ -107,6 +107,7 @@ def plot_grid_heatmaps(table: pd.DataFrame, path: str | Path) -> Path:
             ax.text(j, i, f"{value:.3f}", ha="center", va="center", color="white", fontsize=9)
         ax.set(title=f"{optimizer}: validation accuracy", xlabel="learning rate", ylabel="batch size")
         fig.colorbar(image, ax=ax, label="accuracy (fraction)")
+    fig.tight_layout()  # keeps each colorbar label clear of the next panel's axis label
     return _save(fig, path)
 
 

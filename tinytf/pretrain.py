@@ -67,6 +67,25 @@ class PretrainResult:
     runtime: Runtime
 
 
+def data_fingerprint(data_dir: Path) -> str:
+    """sha256 over the tokenizer and the train token ids (a few MB: well under a second)."""
+    import hashlib
+
+    from tinytf.io import sha256_file
+
+    parts = [
+        sha256_file(data_dir / "tokenizer.json"),
+        sha256_file(data_dir / "tokens" / "corpus" / "train.npy"),
+    ]
+    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
+
+
+def runtime_key(config: ModelConfig, batch: int) -> str:
+    """What the bf16-vs-fp32 measurement depends on: the model's shape and the batch."""
+    c = config
+    return f"{c.arch}|{c.d_model}|{c.n_layer}|{c.d_ff}|{c.vocab_size}|{c.block_size}x{batch}"
+
+
 def words_with_eos(stats_path: Path) -> dict[str, int] | None:
     """Word counts for word-level perplexity, only for PTB (one sentence a line, <unk> a word)."""
     if not stats_path.exists():
@@ -104,10 +123,8 @@ def pretrain(
     def probe():
         objective.loss(model, probe_x, probe_y).backward()
 
-    shape = (
-        f"{config.arch}|{config.d_model}|{config.n_layer}|{config.d_ff}|{config.vocab_size}|{block}x{batch}"
-    )
-    runtime = resolve_runtime(params.device, params.precision, params.compile, total_steps, probe, shape)
+    runtime = resolve_runtime(params.device, params.precision, params.compile, total_steps, probe,
+                              runtime_key(config, batch))  # fmt: skip
     model.zero_grad(set_to_none=True)
     seed_everything(seed)  # the probe used the global RNG (dropout); start training from the seed
     model.to(runtime.device)
@@ -140,8 +157,11 @@ def pretrain(
     )  # fmt: skip
     print(f"pretrain: {total_steps} steps ({steps_per_epoch}/epoch), {runtime.describe()}")
     source = BlockSource(tokens["train"], objective, block, batch, seed)
+    # a saved state may only be resumed on the same data: the params alone do not say which
+    # tokenizer and token ids it was trained on
+    resume_key = f"{params_hash}:{data_fingerprint(data_dir)}"
     out = run_loop(model, source, loss_fn, loop, runtime, evaluate_all, list(callbacks), state_path,
-                   params_hash, params.resume)  # fmt: skip
+                   resume_key, params.resume)  # fmt: skip
     samples = []
     if params.objective == "causal":
         for sample in params.samples:

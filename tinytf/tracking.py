@@ -160,7 +160,13 @@ def _connect(experiment: str):
         if not os.environ.get("MLFLOW_TRACKING_URI"):
             artifacts = (project_root() / ARTIFACT_DIR / experiment).as_uri()
         try:
-            mlflow.create_experiment(experiment, artifact_location=artifacts)
+            # "custom_model_development" makes the MLflow 3 UI open the experiment in its
+            # model-training view (runs table, metric charts) instead of the GenAI overview
+            mlflow.create_experiment(
+                experiment,
+                artifact_location=artifacts,
+                tags={"mlflow.experimentKind": "custom_model_development"},
+            )
         except Exception:
             # a concurrent stage may have created it between our check and our create
             if mlflow.get_experiment_by_name(experiment) is None:
