@@ -65,6 +65,7 @@ def test_sigkill_at_any_point_resumes_to_the_uninterrupted_result(
     process = start(corpus, state, result)
     wait_until(lambda: saved_step(state) >= after_step or process.poll() is not None)
     time.sleep(extra_delay)  # land anywhere: mid-step, mid-evaluation or mid-checkpoint-write
+    assert process.poll() is None, "the run ended before the kill; the test needs a slower worker"
     process.send_signal(signal.SIGKILL)
     process.wait()
     assert not result.exists()
