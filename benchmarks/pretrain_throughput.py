@@ -18,12 +18,13 @@ import time
 
 import torch
 
-from tinytf.batching import load_tokens, random_blocks
 from tinytf.config import load_params
-from tinytf.model import TinyTransformer, lm_loss
-from tinytf.pretrain import model_config, runtime_key
-from tinytf.runtime import Runtime, maybe_compile, resolve_runtime
-from tinytf.tokenizer import load_tokenizer
+from tinytf.data.batching import load_tokens, random_blocks
+from tinytf.data.tokenizer import load_tokenizer
+from tinytf.model.architecture import model_config
+from tinytf.model.transformer import TinyTransformer, lm_loss
+from tinytf.train.pretrain import runtime_key
+from tinytf.train.runtime import Runtime, maybe_compile, resolve_runtime
 
 
 def make_stepper(model: TinyTransformer, runtime: Runtime, batches, lr: float):

@@ -1,8 +1,70 @@
-"""DVC stage(s) `grid`: see `tinytf.pipeline` and the `grid:` section of params.yaml."""
+"""Stage `grid` (one cell of a DVC matrix): the classifier trained with one optimizer x lr x
+batch size x epochs, from grid.init, with grid.seed. Writes the trained model (<out>.pt and
+<out>.json) and the cell's curves and final validation metrics (<out>.result.json); `evaluate`
+picks the best cell. Adding a value to a list in params.yaml runs only the new cells.
+
+params: grid.init, grid.seed, grid.weight_decay, finetune.dropout, finetune.warmup_ratio,
+        finetune.device, finetune.precision, tokenize.max_length
+"""
 
 import sys
+from pathlib import Path
 
-from tinytf.cli import main
+import common
+
+from tinytf.io import write_json
+from tinytf.model.checkpoint import save_model
+from tinytf.tracking import TrackerCallback, params_hash, stage_run
+from tinytf.train.classify import (
+    SentimentData,
+    build_classifier,
+    classifier_config,
+    classifier_runtime,
+    train_classifier,
+)
+from tinytf.train.grid import cell_key
+
+
+def main() -> None:
+    parser = common.stage_parser("grid", __doc__)
+    parser.add_argument("--optimizer", required=True, help="torch.optim class name")
+    parser.add_argument("--lr", required=True, type=float, help="learning rate")
+    parser.add_argument("--batch-size", required=True, type=int, help="batch size")
+    parser.add_argument("--epochs", required=True, type=int, help="epochs")
+    parser.add_argument("--data", required=True, help="folder holding tokenizer.json and tokens/sentiment/")
+    parser.add_argument("--pretrained", required=True, help="the pretrained model (.pt)")
+    parser.add_argument("--out", required=True, help="output path without suffix")
+    args = parser.parse_args()
+    params = common.load_params("grid", args)
+    g, f = params.grid, params.finetune
+
+    cell = {"optimizer": args.optimizer, "lr": args.lr, "batch_size": args.batch_size, "epochs": args.epochs}
+    key = cell_key(**cell)
+    logged = {
+        "grid": {**cell, "init": g.init, "seed": g.seed, "weight_decay": g.weight_decay},
+        "tokenize": {"max_length": params.tokenize.max_length},
+    }
+    group = params_hash(params.as_dict())  # one MLflow parent run per matrix and its params
+    with stage_run("grid", logged, run_name=f"grid-{key}", group_key=group) as tracker:
+        data = SentimentData.load(args.data)
+        config = classifier_config(args.pretrained, len(data.classes), f.dropout)
+        model = build_classifier(g.init, config, args.pretrained, g.seed)
+        run = train_classifier(
+            model, data, init=g.init, **cell,
+            max_length=params.tokenize.max_length, seed=g.seed, runtime=classifier_runtime(f),
+            weight_decay=g.weight_decay, warmup_ratio=f.warmup_ratio,
+            callbacks=[TrackerCallback(tracker)], desc=f"grid {key}",
+        )  # fmt: skip
+        final = {k: v for k, v in run.history[-1].items() if k not in ("epoch", "step")}
+        # suffixes are appended, not swapped: the stem holds the lr's dot ("lr0.001")
+        checkpoint = Path(f"{args.out}.pt")
+        save_model(checkpoint, run.model)
+        write_json(
+            Path(f"{args.out}.result.json"),
+            {"cell": cell, "history": run.history, "final": final, "checkpoint": checkpoint.name},
+        )
+        print(f"grid {key}: validation accuracy {final['validation_accuracy']:.4f}", file=sys.stderr)
+
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    common.run(main)

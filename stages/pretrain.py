@@ -1,8 +1,61 @@
-"""DVC stage `pretrain`: see `tinytf.pipeline.pretrain_stage` and the `model:` / `pretrain:` sections."""
+"""Stage `pretrain`: train the transformer as a causal (or masked) language model on the
+tokenized corpus; evaluate loss and perplexity per split every epoch (word-level perplexity on
+PTB), score the sample sentences (seed 004's table), and write the model for the fine-tuning
+stages. A killed run started again resumes from --state.
+
+params: base.seed, model, pretrain
+"""
 
 import sys
+from pathlib import Path
 
-from tinytf.cli import main
+import common
+
+from tinytf.tracking import TrackerCallback, params_hash, stage_run
+from tinytf.train.pretrain import pretrain, write_outputs
+
+
+def main() -> None:
+    parser = common.stage_parser("pretrain", __doc__)
+    parser.add_argument("--data", required=True, help="folder holding tokenizer.json and tokens/corpus/")
+    parser.add_argument("--data-card", required=True, help="data.json of prepare (word counts for PTB)")
+    parser.add_argument("--model", required=True, help="the pretrained model to write (.pt; .json beside it)")
+    parser.add_argument("--reports", required=True, help="folder for metrics, curves and the sample table")
+    parser.add_argument("--state", required=True, help="training-state checkpoint, for resuming")
+    args = parser.parse_args()
+    params = common.load_params("pretrain", args)
+    logged = params.as_dict()
+
+    with stage_run("pretrain", logged) as tracker:
+        result = pretrain(
+            params.model,
+            params.pretrain,
+            params.base.seed,
+            data_dir=args.data,
+            stats_path=args.data_card,
+            state_path=args.state,
+            params_hash=params_hash(logged),
+            callbacks=[TrackerCallback(tracker)],
+        )
+        reports = Path(args.reports)
+        metrics = write_outputs(result, Path(args.model), reports, {"params_hash": params_hash(logged)})
+        for sample, values in metrics["samples"].items():
+            tracker.log_metrics(
+                {f"sample_{sample}_loss": values["loss"], f"sample_{sample}_perplexity": values["perplexity"]}
+            )
+        tracker.set_tags(
+            {"tinytf.precision": result.runtime.precision, "tinytf.compile": str(result.runtime.compile)}
+        )
+        for name in ("metrics.json", "epochs.csv", "samples.md"):
+            tracker.log_artifact(reports / name)
+        tracker.log_artifact(Path(args.model).with_suffix(".json"))
+        word = metrics.get("validation_word_perplexity")
+        print(
+            f"pretrain: validation perplexity {metrics['validation_perplexity']:.2f}"
+            + (f" (per word {word:.1f})" if word is not None else ""),
+            file=sys.stderr,
+        )
+
 
 if __name__ == "__main__":
-    sys.exit(main(["pretrain", *sys.argv[1:]]))
+    common.run(main)

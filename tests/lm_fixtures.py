@@ -7,10 +7,12 @@ from pathlib import Path
 
 import numpy as np
 
-from tinytf.config import ModelParams, PretrainParams, TokenizeParams
+from tinytf.config import ModelParams, PretrainParams, TokenizeParams, load_params
+from tinytf.data.tokenizer import encode_stream, train_tokenizer
 from tinytf.io import write_npy
-from tinytf.tokenizer import encode_stream, train_tokenizer
 
+# the sample sentences of params.yaml (seed 004's normal / weird / long): one source of truth
+SAMPLES = load_params(Path(__file__).resolve().parents[1] / "params.yaml").pretrain.samples
 WORDS = "the a cat dog sat ran on under mat log big small red blue and then".split()
 
 
@@ -41,6 +43,7 @@ def tiny_pretrain(**overrides) -> PretrainParams:
         compile=False,
         device="cpu",
         lr=3e-3,
+        samples=SAMPLES,
     )
     base.update(overrides)
     return PretrainParams(**base)

@@ -8,8 +8,8 @@ import sys
 import time
 from pathlib import Path
 
-from tinytf.pretrain import pretrain
-from tinytf.training import Callback
+from tinytf.train.loop import Callback
+from tinytf.train.pretrain import pretrain
 
 from .lm_fixtures import tiny_model, tiny_pretrain
 

@@ -1,7 +1,7 @@
 import numpy as np
 import torch
 
-from tinytf.batching import PadCollate, SentimentDataset, random_blocks, sentiment_loader, strided_blocks
+from tinytf.data.batching import PadCollate, SentimentDataset, random_blocks, sentiment_loader, strided_blocks
 
 
 def test_collate_pads_to_longest_truncates_and_masks():
@@ -44,7 +44,7 @@ def test_strided_blocks_cover_every_target_once():
 def test_length_grouped_batches_cover_every_text_once_with_little_padding():
     import random
 
-    from tinytf.batching import LengthGroupedBatches
+    from tinytf.data.batching import LengthGroupedBatches
 
     rng = random.Random(0)
     lengths = [rng.randint(1, 64) for _ in range(1000)]
@@ -58,13 +58,23 @@ def test_length_grouped_batches_cover_every_text_once_with_little_padding():
 
 
 def test_grouped_evaluation_predictions_come_back_in_file_order():
-    from tinytf.classify import predict
-    from tinytf.model import ModelConfig, TinyTransformer
-    from tinytf.runtime import Runtime
+    from tinytf.model.transformer import ModelConfig, TinyTransformer
+    from tinytf.train.classify import predict
+    from tinytf.train.runtime import Runtime
 
     torch.manual_seed(0)
     model = TinyTransformer(
-        ModelConfig(vocab_size=50, d_model=16, n_layer=1, n_head=2, d_ff=16, block_size=40)
+        ModelConfig(
+            vocab_size=50,
+            d_model=16,
+            n_layer=1,
+            n_head=2,
+            d_ff=16,
+            block_size=40,
+            dropout=0.2,
+            norm_first=False,
+            activation="relu",
+        )
     )
     ids = [[5 + (i % 7)] * (1 + (i * 13) % 30) for i in range(64)]
     data = SentimentDataset(ids, [i % 2 for i in range(64)])

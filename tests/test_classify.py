@@ -5,20 +5,20 @@ import pandas as pd
 import pytest
 import torch
 
-from tinytf.checkpoint import save_model
-from tinytf.classify import (
+from tinytf.analysis.evaluation import classification_report, paired_comparison
+from tinytf.config import GridParams
+from tinytf.model.checkpoint import save_model
+from tinytf.model.transformer import ModelConfig, TinyTransformer
+from tinytf.train.classify import (
     SentimentData,
     build_classifier,
     classifier_config,
     evaluate_test_split,
     train_classifier,
 )
-from tinytf.config import GridParams
-from tinytf.evaluation import classification_report, paired_comparison
-from tinytf.grid import best_cell, cell_key, load_cells
-from tinytf.model import ModelConfig, TinyTransformer
-from tinytf.runtime import Runtime
-from tinytf.training import Callback
+from tinytf.train.grid import best_cell, cell_key, load_cells
+from tinytf.train.loop import Callback
+from tinytf.train.runtime import Runtime
 
 from .lm_fixtures import WORDS, make_corpus_dir
 
@@ -29,7 +29,7 @@ CPU = Runtime(torch.device("cpu"), "fp32", False)
 def workdir(tmp_path_factory):
     """Tokenizer + sentiment token files + a 'pretrained' checkpoint, like the pipeline makes."""
     root = make_corpus_dir(tmp_path_factory.mktemp("cls"))
-    from tinytf.tokenizer import encode, load_tokenizer
+    from tinytf.data.tokenizer import encode, load_tokenizer
 
     tokenizer = load_tokenizer(root / "tokenizer.json")
     rng = np.random.default_rng(0)
@@ -48,6 +48,8 @@ def workdir(tmp_path_factory):
         d_ff=64,
         block_size=32,
         dropout=0.1,
+        norm_first=False,
+        activation="relu",
     )
     torch.manual_seed(0)
     save_model(root / "models" / "pretrained.pt", TinyTransformer(config))

@@ -1,7 +1,7 @@
 import subprocess
 import sys
 
-from tinytf.cli import main
+from tinytf.cli import main, stage_commands
 
 from .conftest import REPO
 
@@ -12,28 +12,63 @@ def test_help_lists_the_subcommands(capsys):
     except SystemExit as exc:
         assert exc.code == 0
     out = capsys.readouterr().out
-    for command in ("prepare", "tokenize", "preset"):
+    for command in ("run", "count-params", "score", "preset"):
         assert command in out
 
 
-def test_bad_override_exits_2_naming_the_key(capsys):
-    assert main(["tokenize", "--params", str(REPO / "params.yaml"), "--set", "tokenize.vocab_size=-5"]) == 2
-    assert "tokenize.vocab_size: must be >= 64, got -5" in capsys.readouterr().err
+def stage(tmp_path, script: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(REPO / "stages" / script), *args], capture_output=True, text=True, cwd=tmp_path
+    )
+
+
+def test_bad_override_exits_2_naming_the_key(tmp_path):
+    result = stage(tmp_path, "train_tokenizer.py", "--params", str(REPO / "params.yaml"),
+                   "--set", "tokenize.vocab_size=-5", "--prepared", "p", "--out", "o", "--report", "r.json")  # fmt: skip
+    assert result.returncode == 2
+    assert "tokenize.vocab_size: must be >= 64, got -5" in result.stderr
 
 
 def test_stage_script_exits_2_without_traceback(tmp_path):
     bad = tmp_path / "params.yaml"
     bad.write_text((REPO / "params.yaml").read_text().replace("tokenize:", "tokenise:"))
-    result = subprocess.run(
-        [sys.executable, str(REPO / "stages" / "prepare.py"), "--params", str(bad)],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
+    result = stage(
+        tmp_path, "prepare.py", "--params", str(bad), "--out", "data/prepared", "--reports", "reports"
     )
     assert result.returncode == 2
     assert "unknown key 'tokenise' (did you mean 'tokenize'?)" in result.stderr
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "data").exists()
+
+
+def test_every_stage_script_explains_itself(tmp_path):
+    for script in sorted((REPO / "stages").glob("*.py")):
+        if script.name == "common.py":
+            continue
+        result = stage(tmp_path, script.name, "--help")
+        assert result.returncode == 0, script.name
+        assert "Stage `" in result.stdout and "params:" in result.stdout and "--params" in result.stdout
+
+
+def test_run_expands_a_matrix_stage_from_params(tmp_path, monkeypatch):
+    (tmp_path / "params.yaml").write_text(
+        "grid: {optimizers: [AdamW, SGD], lrs: [0.01], batch_sizes: [8], epochs: [1]}\n"
+    )
+    (tmp_path / "dvc.yaml").write_text((REPO / "dvc.yaml").read_text())
+    monkeypatch.chdir(tmp_path)
+    commands = stage_commands("grid")
+    assert [c[c.index("--optimizer") + 1] for c in commands] == ["AdamW", "SGD"]
+    assert commands[0][-2:] == ["--out", "data/grid/AdamW-lr0.01-bs8-ep1"]
+    assert stage_commands("prepare") == [
+        ["python", "stages/prepare.py", "--out", "data/prepared", "--reports", "reports"]
+    ]
+
+
+def test_run_names_an_unknown_stage(tmp_path, monkeypatch, capsys):
+    (tmp_path / "dvc.yaml").write_text((REPO / "dvc.yaml").read_text())
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "pretrian"]) == 2
+    assert "no stage 'pretrian'" in capsys.readouterr().err
 
 
 def test_preset_merges_and_keeps_comments(tmp_path):

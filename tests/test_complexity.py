@@ -8,7 +8,14 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tinytf.complexity import attention, complexity_markdown, fit_exponents, fit_power, measure, plot_loglog
+from tinytf.analysis.complexity import (
+    attention,
+    complexity_markdown,
+    fit_exponents,
+    fit_power,
+    measure,
+    plot_loglog,
+)
 
 SMALL = dict(lengths=(32, 64, 128), hidden_sizes=(16, 32, 64), batch=1, heads=2, repeats=1, fixed_length=64)
 

@@ -29,6 +29,7 @@ RUNS = {
     "evaluate": 1,
     "probes": 1,
     "complexity": 1,
+    "checks": 1,
     "report": 1,
 }
 DVC_STAGES = (
@@ -41,6 +42,7 @@ DVC_STAGES = (
         "evaluate",
         "probes",
         "complexity",
+        "checks",
         "report",
     ]
     + [f"variants@learned-{merge}-{seed}" for merge in ("concat", "reweight") for seed in (1, 2)]
@@ -127,6 +129,39 @@ def test_second_repro_does_nothing(workspace):
     for stage in DVC_STAGES:
         assert f"Stage '{stage}' didn't change, skipping" in out
     assert "Running stage" not in out
+
+
+# one module each stage's code reaches (the first five are the examples of edits that
+# `dvc status` used to miss); editing it must make `dvc status` list that stage
+EDITS = {
+    "prepare": "tinytf/data/readers.py",
+    "tokenize": "tinytf/data/tokenizer.py",
+    "pretrain": "tinytf/data/batching.py",
+    "variants": "tinytf/train/runtime.py",
+    "variants_table": "tinytf/train/variants.py",
+    "finetune": "tinytf/train/finetune.py",
+    "grid": "tinytf/train/classify.py",
+    "evaluate": "tinytf/analysis/evaluation.py",
+    "probes": "tinytf/analysis/probes.py",
+    "complexity": "tinytf/analysis/complexity.py",
+    "checks": "tinytf/analysis/checks.py",
+    "report": "tinytf/report/text.py",
+}
+
+
+@pytest.mark.parametrize("stage", sorted(EDITS))
+def test_editing_a_module_a_stage_reaches_makes_dvc_status_list_it(workspace, stage):
+    module = workspace / EDITS[stage]
+    original = module.read_text()
+    module.write_text(original + "\n# an edit\n")
+    try:
+        out = dvc(workspace, "status").stdout
+    finally:
+        module.write_text(original)
+    listed = [line.rstrip(":") for line in out.splitlines() if line and not line[0].isspace()]
+    assert stage in {name.split("@")[0] for name in listed}, out
+    assert f"modified:           {EDITS[stage]}" in out or EDITS[stage] in out
+    assert "Data and pipelines are up to date" in dvc(workspace, "status").stdout
 
 
 def test_mlflow_store_holds_one_run_per_stage(workspace):

@@ -8,8 +8,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tinytf.attention import SelfAttention, build_attention_mask, head_norm_weights, merge_heads
-from tinytf.model import (
+from tinytf.model.attention import SelfAttention, build_attention_mask, head_norm_weights, merge_heads
+from tinytf.model.transformer import (
     ModelConfig,
     TinyTransformer,
     head_orders,
@@ -23,7 +23,17 @@ V, L = 37, 12
 
 
 def small(**kw) -> ModelConfig:
-    base = dict(vocab_size=V, block_size=32, n_layer=2, n_head=4, d_model=16, d_ff=24, dropout=0.0)
+    base = dict(
+        vocab_size=V,
+        block_size=32,
+        n_layer=2,
+        n_head=4,
+        d_model=16,
+        d_ff=24,
+        dropout=0.0,
+        norm_first=False,
+        activation="relu",
+    )  # the seed lab's post-LN choices
     return ModelConfig(**{**base, **kw})
 
 

@@ -2,8 +2,7 @@
 
 import pytest
 
-from tinytf.model import ModelConfig, TinyTransformer
-from tinytf.param_count import (
+from tinytf.model.param_count import (
     SEED_CLAIMS,
     analytic_counts,
     component_of,
@@ -12,6 +11,7 @@ from tinytf.param_count import (
     format_seed_claims,
     seed_lab_config,
 )
+from tinytf.model.transformer import ModelConfig, TinyTransformer
 
 CONFIGS = [
     dict(),
@@ -27,7 +27,20 @@ CONFIGS = [
 
 def cfg(**kw) -> ModelConfig:
     return ModelConfig(
-        **{**dict(vocab_size=31, block_size=20, n_layer=3, n_head=2, d_model=16, d_ff=24), **kw}
+        **{
+            **dict(
+                vocab_size=31,
+                block_size=20,
+                n_layer=3,
+                n_head=2,
+                d_model=16,
+                d_ff=24,
+                norm_first=False,
+                activation="relu",
+                dropout=0.2,
+            ),
+            **kw,
+        }
     )
 
 

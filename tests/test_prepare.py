@@ -4,8 +4,8 @@ import pandas as pd
 import pytest
 
 from tinytf.config import load_params
+from tinytf.data.prepare import load_corpus, load_sentiment, run_prepare
 from tinytf.errors import DataError
-from tinytf.prepare import load_corpus, load_sentiment, run_prepare
 
 from .conftest import REPO
 
@@ -69,7 +69,7 @@ def byo(tmp_path, train_rows, test_rows=None):
 def test_bring_your_own_three_classes_carves_missing_splits(tmp_path):
     rows = [(f"review {i}", ["bad", "ok", "great"][i % 3]) for i in range(300)]
     p = byo(tmp_path, rows)
-    datasets, stats = run_prepare(p, tmp_path / "out", tmp_path / "reports")
+    datasets, stats = run_prepare(p.prepare, p.base.seed, tmp_path / "out", tmp_path / "reports")
     labels = json.loads((tmp_path / "out" / "sentiment" / "labels.json").read_text())
     assert labels == {"classes": ["bad", "great", "ok"]}
     sizes = {s: v["rows"] for s, v in stats["sentiment"]["splits"].items()}
@@ -83,11 +83,11 @@ def test_bring_your_own_three_classes_carves_missing_splits(tmp_path):
 def test_unknown_label_fails_before_anything_is_written(tmp_path):
     p = byo(tmp_path, [(f"r{i}", "pos" if i % 2 else "neg") for i in range(50)], [("odd one", "meh")])
     with pytest.raises(DataError, match=r"test.csv: row 2: label 'meh' is not a known class"):
-        run_prepare(p, tmp_path / "out", tmp_path / "reports")
+        run_prepare(p.prepare, p.base.seed, tmp_path / "out", tmp_path / "reports")
     assert not (tmp_path / "out").exists() and not (tmp_path / "reports").exists()
 
 
 def test_empty_split_is_an_error(tmp_path):
     p = byo(tmp_path, [(f"r{i}", "pos" if i % 2 else "neg") for i in range(20)], [])
     with pytest.raises(DataError, match=r"sentiment split 'test' is empty \(source files, .*test.csv\)"):
-        run_prepare(p, tmp_path / "out", tmp_path / "reports")
+        run_prepare(p.prepare, p.base.seed, tmp_path / "out", tmp_path / "reports")

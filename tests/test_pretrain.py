@@ -3,12 +3,12 @@ import json
 import pytest
 import torch
 
-from tinytf.checkpoint import load_model, save_model
+from tinytf.data.tokenizer import load_tokenizer
 from tinytf.errors import DataError
-from tinytf.lm import mask_tokens, score_text
-from tinytf.pretrain import pretrain, write_outputs
-from tinytf.tokenizer import load_tokenizer
-from tinytf.training import Callback, TrainingDiverged
+from tinytf.model.checkpoint import load_model, save_model
+from tinytf.train.lm import mask_tokens, score_text
+from tinytf.train.loop import Callback, TrainingDiverged
+from tinytf.train.pretrain import pretrain, write_outputs
 
 from .lm_fixtures import make_corpus_dir, tiny_model, tiny_pretrain
 

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 import torch
 
-from tinytf.probes import (
+from tinytf.analysis.probes import (
     attend,
     average_query,
     identity_queries,

@@ -3,8 +3,8 @@ import json
 import pandas as pd
 import pytest
 
+from tinytf.data.readers import map_labels, read_table
 from tinytf.errors import DataError
-from tinytf.readers import map_labels, read_table
 
 ROWS = [("a fine film", "pos"), ("dull and long", "neg"), ("so so", "mixed")]
 

@@ -10,15 +10,17 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.lm_fixtures import make_corpus_dir, tiny_model
-from tinytf.checkpoint import save_model
-from tinytf.config import GridParams, Params, VariantsParams
+from tests.lm_fixtures import SAMPLES, make_corpus_dir, tiny_model
+from tinytf.analysis.checks import write_checks
+from tinytf.analysis.probes import run_probes
+from tinytf.config import GridParams, Params, PretrainParams, VariantsParams
+from tinytf.data.tokenizer import load_tokenizer
 from tinytf.errors import DataError
 from tinytf.io import write_json, write_text
-from tinytf.model import ModelConfig, TinyTransformer
-from tinytf.probes import run_probes
-from tinytf.report import build_report
-from tinytf.tokenizer import load_tokenizer
+from tinytf.model.architecture import model_config
+from tinytf.model.checkpoint import load_model, save_model
+from tinytf.model.transformer import ModelConfig, TinyTransformer
+from tinytf.report.build import build_report
 
 TEST_ACCURACY = 0.7137
 GRID = GridParams(optimizers=["AdamW", "SGD"], lrs=[0.001], batch_sizes=[32], epochs=[1])
@@ -37,14 +39,18 @@ def _history(accs: list[float]) -> list[dict]:
 
 def make_upstream(root: Path) -> Params:
     """Every file the report reads, small, in the formats the stages write."""
-    params = Params(model=tiny_model(), grid=GRID, variants=VariantsParams(seeds=[1, 2], steps=40))
+    params = Params(model=tiny_model(), grid=GRID, variants=VariantsParams(seeds=[1, 2], steps=40),
+                    pretrain=PretrainParams(samples=SAMPLES))  # fmt: skip
     (root / "data").mkdir(parents=True, exist_ok=True)
     make_corpus_dir(root / "data")  # data/tokenizer.json (+ token ids the report never reads)
     vocab = load_tokenizer(root / "data/tokenizer.json").get_vocab_size()
-    cfg = ModelConfig(vocab_size=vocab, block_size=64, n_layer=2, n_head=2, d_model=16, d_ff=32, norm_first=True,
+    cfg = ModelConfig(vocab_size=vocab, block_size=64, n_layer=2, n_head=2, d_model=16, d_ff=32, norm_first=True, dropout=0.2, activation="relu",
                       tie_weights=True, seed=0)  # fmt: skip
     save_model(root / "data/models/pretrained.pt", TinyTransformer(cfg))
     reports = root / "reports"
+    ours = model_config(params.model, vocab, "causal", 0, n_classes=2)
+    write_checks(reports / "checks", ours, load_model(root / "data/models/pretrained.pt"), load_tokenizer(root / "data/tokenizer.json"),
+                 {s.name: s.text for s in SAMPLES})  # fmt: skip
     write_json(reports / "data.json", {
         "corpus": {"source": "ptb", "splits": {s: _split(n) for s, n in (("train", 100), ("validation", 10),
                                                                          ("test", 10))}},
@@ -116,11 +122,11 @@ def make_upstream(root: Path) -> Params:
 @pytest.fixture
 def fast_plots(monkeypatch):
     """Stub the matplotlib figures for tests about the text (the plots are checked on the full build)."""
-    import tinytf.plots
+    import tinytf.report.plots
 
     for name in ("plot_pretrain_curves", "plot_finetune_curves", "plot_optimizer_curves", "plot_grid_heatmaps",
                  "plot_attention_maps"):  # fmt: skip
-        monkeypatch.setattr(tinytf.plots, name, lambda *args: write_text(args[-1], "stub"))
+        monkeypatch.setattr(tinytf.report.plots, name, lambda *args: write_text(args[-1], "stub"))
 
 
 @pytest.fixture(scope="module")
@@ -241,9 +247,12 @@ def test_a_partial_grid_is_reported_as_missing(tmp_path, upstream, fast_plots):
 def test_empty_tree_still_builds(tmp_path):
     written = build_report(Params(model=tiny_model(), grid=GRID), tmp_path)
     text = (tmp_path / "reports/README.md").read_text()
-    for rel in ("reports/data.json", "reports/finetune/summary.json", "reports/metrics.json", "data/grid"):
+    for rel in ("reports/data.json", "reports/finetune/summary.json", "reports/metrics.json", "data/grid",
+                "reports/checks/counts.json", "reports/checks/pytorch_checks.json"):  # fmt: skip
         assert f"`{rel}` is absent" in text
-    assert {p.name for p in written} >= {"README.md", "parameters.md", "seed_claims.csv", "pytorch_checks.md"}
+    # the report builds and runs no model: without the checks stage's tables there are none to show
+    assert {p.name for p in written} == {"README.md"}
+    assert "run `dvc repro checks`" in text
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,7 @@ import hashlib
 
 import pytest
 
-from tinytf import sources
+from tinytf.data import sources
 from tinytf.errors import DataError
 
 

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from tinytf.splits import stratified_group_split
+from tinytf.data.splits import stratified_group_split
 
 
 def data(n=3000, seed=0):

@@ -3,8 +3,7 @@ import pandas as pd
 import pytest
 
 from tinytf.config import TokenizeParams
-from tinytf.errors import DataError
-from tinytf.tokenizer import (
+from tinytf.data.tokenizer import (
     CLS,
     EOS,
     PAD,
@@ -15,6 +14,7 @@ from tinytf.tokenizer import (
     run_tokenize,
     train_tokenizer,
 )
+from tinytf.errors import DataError
 
 TEXTS = [
     "the movie was a delight from start to finish",

@@ -1,45 +1,21 @@
-"""The `tinytf` console script.
-
-Pipeline stages (`prepare`, `tokenize`, ...) run exactly what the DVC stage of the same
-name runs, reading `params.yaml` (or `--params`) with optional `--set key=value`
-overrides; `dvc repro` is the way to run them with caching. Other subcommands are tools
-(parameter counts, scoring text) that need no pipeline.
-"""
+"""The `tinytf` console script: tools that need no pipeline (`count-params`, `score`, `preset`),
+and `run STAGE`, which runs a stage's command from dvc.yaml for a user without DVC (no caching:
+`dvc repro` is the way to run the pipeline)."""
 
 from __future__ import annotations
 
 import argparse
+import itertools
+import re
+import shlex
+import subprocess
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import yaml
 
 from tinytf.errors import ParamsError, TinyTFError
-
-STAGE_HELP = {
-    "prepare": "download/verify the corpus and sentiment sources, split, write parquet + data card",
-    "tokenize": "train the BPE tokenizer and encode the prepared splits",
-    "pretrain": "pretrain the transformer as a (causal or masked) language model",
-    "variants": "one cell of the positional-encoding x head-merge study (a short pretraining)",
-    "variants-table": "the variants study's perplexity table, mean ± std over seeds",
-    "finetune": "train the classifier from pretrained, scratch and frozen starts over several seeds",
-    "grid": "one cell of the optimizer x lr x batch size x epochs grid",
-    "evaluate": "pick the best grid cell by validation accuracy and evaluate it once on test",
-    "probes": "seed 004 §1: construct queries/keys that make attention select or average, and verify",
-    "complexity": "seed 003: measure time and memory of attention vs length and width, fit exponents",
-    "report": "render reports/README.md, tables and plots from the upstream outputs (no training)",
-}
-
-
-def parse_overrides(items: Sequence[str]) -> dict:
-    overrides = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise ParamsError(f"--set {item!r}: expected KEY=VALUE, e.g. --set tokenize.vocab_size=4000")
-        # values are YAML so that numbers, booleans and lists mean what they do in params.yaml
-        overrides[key.strip()] = yaml.safe_load(value)
-    return overrides
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -52,27 +28,22 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name, text in STAGE_HELP.items():
-        stage = sub.add_parser(name, help=text, description=f"Stage `{name}`: {text}.")
-        stage.add_argument("--params", default="params.yaml", help="params file (default: params.yaml)")
-        stage.add_argument(
-            "--set",
-            dest="overrides",
-            action="append",
-            default=[],
-            metavar="KEY=VALUE",
-            help="override a params key for this run, e.g. --set prepare.sentiment.source=sst2",
-        )
-        if name == "variants":
-            stage.add_argument("--pos", required=True, help="positional encoding of this cell")
-            stage.add_argument("--merge", required=True, help="head merge of this cell")
-            stage.add_argument("--seed", required=True, type=int, help="seed of this cell")
-        if name == "grid":
-            stage.add_argument("--optimizer", required=True, help="torch.optim class name")
-            stage.add_argument("--lr", required=True, type=float, help="learning rate")
-            stage.add_argument("--batch-size", required=True, type=int, help="batch size")
-            stage.add_argument("--epochs", required=True, type=int, help="epochs")
-            stage.add_argument("--out", help="output path without suffix (default: data/grid/<cell key>)")
+    run = sub.add_parser(
+        "run",
+        help="run one pipeline stage without DVC (its command from dvc.yaml; every cell of a matrix)",
+        description="Run the command dvc.yaml gives STAGE, from the repository root, with no caching; "
+        "a matrix stage (variants, grid) runs every cell its params define. `python stages/STAGE.py "
+        "--help` explains a stage's own options.",
+    )
+    run.add_argument("stage", help="a stage name of dvc.yaml, e.g. prepare, pretrain, grid")
+    run.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="passed on to the stage script, e.g. --set tokenize.vocab_size=4000",
+    )
     count = sub.add_parser(
         "count-params",
         help="print parameter counts (per component, counted and analytic)",
@@ -107,22 +78,46 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def run_stage(
-    name: str,
-    params_file: str = "params.yaml",
-    overrides: dict | None = None,
-    args: argparse.Namespace | None = None,
-) -> None:
-    from tinytf.config import load_params
-    from tinytf.pipeline import STAGES, grid_cell_stage, variants_cell_stage
+def stage_commands(stage: str, dvc_file: str | Path = "dvc.yaml", params_file: str | Path = "params.yaml"):
+    """The command lines of `stage` in dvc.yaml: one, or one per cell of its `matrix:`."""
+    dvc_file, params_file = Path(dvc_file), Path(params_file)
+    if not dvc_file.exists():
+        raise ParamsError(f"{dvc_file}: not found; run from the repository root")
+    stages = (yaml.safe_load(dvc_file.read_text(encoding="utf-8")) or {}).get("stages", {})
+    if stage not in stages:
+        raise ParamsError(f"{dvc_file}: no stage '{stage}'; stages: {', '.join(stages)}")
+    cmd, matrix = stages[stage]["cmd"], stages[stage].get("matrix")
+    if not matrix:
+        return [shlex.split(cmd)]
+    params = yaml.safe_load(params_file.read_text(encoding="utf-8")) or {}
 
-    params = load_params(params_file, overrides)
-    if name == "variants":
-        variants_cell_stage(params, args.pos, args.merge, args.seed)
-    elif name == "grid":
-        grid_cell_stage(params, args.optimizer, args.lr, args.batch_size, args.epochs, args.out)
-    else:
-        STAGES[name](params)
+    def resolve(value):  # "${grid.lrs}" -> the list in params.yaml
+        ref = re.fullmatch(r"\$\{([\w.]+)\}", str(value))
+        if not ref:
+            return value
+        node = params
+        for part in ref.group(1).split("."):
+            node = node[part]
+        return node
+
+    names = list(matrix)
+    commands = []
+    for values in itertools.product(*(resolve(matrix[n]) for n in names)):
+        item = dict(zip(names, values, strict=True))
+        line = re.sub(r"\$\{item\.(\w+)\}", lambda m, item=item: str(item[m.group(1)]), cmd)
+        commands.append(shlex.split(line))
+    return commands
+
+
+def run_stage(stage: str, overrides: Sequence[str]) -> None:
+    extra = [arg for item in overrides for arg in ("--set", item)]
+    for argv in stage_commands(stage):
+        if argv[0] == "python":
+            argv[0] = sys.executable
+        print("+ " + shlex.join(argv + extra), file=sys.stderr)
+        code = subprocess.call(argv + extra)
+        if code:
+            raise TinyTFError(f"stage {stage}: `{shlex.join(argv)}` exited with status {code}")
 
 
 def guarded(fn: Callable[[], None]) -> int:
@@ -137,8 +132,8 @@ def guarded(fn: Callable[[], None]) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.command in STAGE_HELP:
-        return guarded(lambda: run_stage(args.command, args.params, parse_overrides(args.overrides), args))
+    if args.command == "run":
+        return guarded(lambda: run_stage(args.stage, args.overrides))
     if args.command == "count-params":
         from tinytf.tools import count_params_command
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,14 +19,8 @@ from typing import Any, Literal
 import yaml
 
 from tinytf.errors import ParamsError
-
-
-def bounded(default: Any, **limits: float) -> Any:
-    """A dataclass field with a default and numeric limits (ge/gt/le/lt) checked on load."""
-    if isinstance(default, (list, dict)):
-        return field(default_factory=lambda: type(default)(default), metadata=limits)
-    return field(default=default, metadata=limits)
-
+from tinytf.model.architecture import HEAD_MERGES, PARAM_FIELDS, HeadMerge, ModelConfig, PosEncoding
+from tinytf.schema import DeclaredParams, bounded, parse_section, set_dotted
 
 # --------------------------------------------------------------------------- sections
 
@@ -35,7 +28,6 @@ def bounded(default: Any, **limits: float) -> Any:
 @dataclass
 class BaseParams:
     seed: int = bounded(1337, ge=0)
-    experiment: str = "tinytf"
 
 
 @dataclass
@@ -113,24 +105,15 @@ class TokenizeParams:
             )
 
 
-@dataclass
-class ModelParams:
-    """The architecture (tinytf.model.ModelConfig fields); vocab size comes from the tokenizer."""
-
-    arch: Literal["tinytf", "torch_encoder"] = "tinytf"
-    d_model: int = bounded(200, ge=1)
-    n_layer: int = bounded(4, ge=1)
-    n_head: int = bounded(2, ge=1)
-    d_ff: int = bounded(200, ge=1)
-    dropout: float = bounded(0.1, ge=0, lt=1)
-    block_size: int = bounded(128, ge=2)
-    pos_encoding: Literal["sinusoidal", "learned", "none"] = "sinusoidal"
-    head_merge: Literal["concat", "shuffle", "shift", "reweight"] = "concat"
-    norm_first: bool = True
-    tie_weights: bool = True
-    pooling: Literal["last", "mean", "first"] = "last"
-    attn_impl: Literal["manual", "sdpa"] = "sdpa"
-    activation: Literal["relu", "gelu"] = "gelu"
+def _model_params() -> type:
+    """The `model:` section: ModelConfig's user-settable fields, with its types, defaults and limits
+    (one source of truth), plus the cross-field check."""
+    hints = typing.get_type_hints(ModelConfig)
+    fields_ = [
+        (f.name, hints[f.name], field(default=f.default, metadata=f.metadata))
+        for f in dataclasses.fields(ModelConfig)
+        if f.name in PARAM_FIELDS
+    ]
 
     def validate(self, key: str, file: str) -> None:
         if self.d_model % self.n_head:
@@ -138,30 +121,19 @@ class ModelParams:
                 f"{file}: {key}.n_head: {self.n_head} heads do not divide {key}.d_model={self.d_model}"
             )
 
+    cls = dataclasses.make_dataclass("ModelParams", fields_, namespace={"validate": validate})
+    cls.__module__ = __name__
+    cls.__doc__ = "The architecture: ModelConfig's params fields; vocab size comes from the tokenizer."
+    return cls
+
+
+ModelParams = _model_params()
+
 
 @dataclass
 class SampleText:
     name: str
     text: str
-
-
-# Seed 004's three samples: the demo sentence, the "weird" one, and a long sentence from Saramago.
-SEED_SAMPLES = [
-    {"name": "normal", "text": "Thank you so much Liwei and Taylor for all your help with this!"},
-    {"name": "weird", "text": "After learning language models model natural language."},
-    {
-        "name": "long",
-        "text": (
-            "On offering to help the blind man, the man who then stole his car, had not, at that "
-            "precise moment, had any evil intention, quite the contrary, what he did was nothing "
-            "more than obey those feelings of generosity and altruism which, as everyone knows, are "
-            "the two best traits of human nature and to be found in much more hardened criminals "
-            "than this one, a simple car-thief without any hope of advancing in his profession, "
-            "exploited by the real owners of this enterprise, for it is they who take advantage of "
-            "the needs of the poor."
-        ),
-    },
-]
 
 
 @dataclass
@@ -185,17 +157,16 @@ class PretrainParams:
     device: str = "auto"  # auto | cpu | cuda | cuda:N
     precision: Literal["auto", "fp32", "bf16"] = "auto"
     compile: Literal["auto"] | bool = "auto"  # auto: on for runs long enough to repay compiling
-    samples: list[SampleText] = field(default_factory=lambda: [SampleText(**s) for s in SEED_SAMPLES])
+    # sentences scored after training (seed 004: normal / weird / long); params.yaml lists them
+    samples: list[SampleText] = bounded([])
 
 
 @dataclass
 class VariantsParams:
     """Seed 004's grid: every positional encoding x head merge x seed, one short pretraining each."""
 
-    pos_encodings: list[Literal["sinusoidal", "learned", "none"]] = bounded(["learned", "sinusoidal"])
-    head_merges: list[Literal["concat", "shuffle", "shift", "reweight"]] = bounded(
-        ["concat", "shuffle", "shift", "reweight"]
-    )
+    pos_encodings: list[PosEncoding] = bounded(["learned", "sinusoidal"])
+    head_merges: list[HeadMerge] = bounded(list(HEAD_MERGES))
     seeds: list[int] = bounded([1, 2], ge=0)
     steps: int = bounded(60, ge=1)  # the same optimizer-step budget for every cell
     batch_size: int = bounded(16, ge=1)
@@ -348,7 +319,7 @@ def load_params(path: str | Path = "params.yaml", overrides: dict[str, Any] | No
     if not isinstance(raw, dict):
         raise ParamsError(f"{file}: top level must be a mapping of sections, got {type(raw).__name__}")
     for dotted, value in (overrides or {}).items():
-        _set_dotted(raw, dotted, value)
+        set_dotted(raw, dotted, value)
     params = parse_section(Params, raw, key="", file=file)  # unknown keys are reported first
     missing = [f.name for f in dataclasses.fields(Params) if f.name not in raw]
     if missing:
@@ -356,142 +327,12 @@ def load_params(path: str | Path = "params.yaml", overrides: dict[str, Any] | No
     return params
 
 
-def parse_section(cls: type, data: Any, key: str, file: str) -> Any:
-    """Build dataclass `cls` from a mapping, checking every key, type and limit."""
-    where = key or "top level"
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise ParamsError(f"{file}: {where}: expected a mapping, got {_describe(data)}")
-    hints = typing.get_type_hints(cls)
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    for name in data:
-        if name not in fields:
-            guess = difflib.get_close_matches(str(name), list(fields), n=1)
-            hint = f" (did you mean '{_join(key, guess[0])}'?)" if guess else ""
-            known = ", ".join(fields)
-            raise ParamsError(f"{file}: unknown key '{_join(key, name)}'{hint}; known keys: {known}")
-    values = {}
-    for name, fld in fields.items():
-        if name not in data:
-            continue
-        dotted = _join(key, name)
-        value = _coerce(hints[name], data[name], dotted, file)
-        _check_limits(fld.metadata, value, dotted, file)
-        values[name] = value
-    obj = cls(**values)
-    if hasattr(obj, "validate"):
-        obj.validate(key, file)
-    return obj
-
-
-def _coerce(hint: Any, value: Any, key: str, file: str) -> Any:
-    origin = typing.get_origin(hint)
-    args = typing.get_args(hint)
-    if dataclasses.is_dataclass(hint):
-        return parse_section(hint, value, key, file)
-    if origin in (typing.Union, types.UnionType):
-        if value is None and type(None) in args:
-            return None
-        options = [a for a in args if a is not type(None)]
-        errors = []
-        for option in options:
-            try:
-                return _coerce(option, value, key, file)
-            except ParamsError as exc:
-                errors.append(str(exc))
-        raise ParamsError(errors[0])
-    if origin is Literal:
-        if value not in args:
-            choices = ", ".join(repr(a) for a in args)
-            guess = difflib.get_close_matches(str(value), [str(a) for a in args], n=1)
-            hint_text = f" (did you mean '{guess[0]}'?)" if guess else ""
-            raise ParamsError(f"{file}: {key}: {value!r} is not one of {choices}{hint_text}")
-        return value
-    if origin is list:
-        if not isinstance(value, list):
-            raise ParamsError(f"{file}: {key}: expected a list, got {_describe(value)}")
-        return [_coerce(args[0], item, f"{key}[{i}]", file) for i, item in enumerate(value)]
-    if origin is dict:
-        if not isinstance(value, dict):
-            raise ParamsError(f"{file}: {key}: expected a mapping, got {_describe(value)}")
-        return {str(k): _coerce(args[1], v, _join(key, str(k)), file) for k, v in value.items()}
-    if hint is bool:
-        if not isinstance(value, bool):
-            raise ParamsError(f"{file}: {key}: expected true or false, got {_describe(value)}")
-        return value
-    if hint is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ParamsError(f"{file}: {key}: expected an integer, got {_describe(value)}")
-        return value
-    if hint is float:
-        # YAML reads 1e-3 (no dot) as a string; accept it as the number the user meant
-        if isinstance(value, str):
-            try:
-                value = float(value)
-            except ValueError:
-                raise ParamsError(f"{file}: {key}: expected a number, got {_describe(value)}") from None
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ParamsError(f"{file}: {key}: expected a number, got {_describe(value)}")
-        return float(value)
-    if hint is str:
-        if not isinstance(value, str):
-            raise ParamsError(f"{file}: {key}: expected a string, got {_describe(value)}")
-        return value
-    if hint is Any:
-        return value
-    raise TypeError(f"unsupported schema type {hint!r} for {key}")
-
-
-def _check_limits(limits: Any, value: Any, key: str, file: str) -> None:
-    if not limits:
-        return
-    items = value if isinstance(value, list) else [value]
-    for item in items:
-        if not isinstance(item, (int, float)) or isinstance(item, bool):
-            continue
-        for name, bound in limits.items():
-            ok = {
-                "ge": item >= bound,
-                "gt": item > bound,
-                "le": item <= bound,
-                "lt": item < bound,
-            }[name]
-            if not ok:
-                symbol = {"ge": ">=", "gt": ">", "le": "<=", "lt": "<"}[name]
-                raise ParamsError(f"{file}: {key}: must be {symbol} {bound}, got {item}")
-
-
-def _set_dotted(raw: dict, dotted: str, value: Any) -> None:
-    node = raw
-    parts = dotted.split(".")
-    for part in parts[:-1]:
-        node = node.setdefault(part, {})
-        if not isinstance(node, dict):
-            raise ParamsError(f"override {dotted}: '{part}' is not a section")
-    node[parts[-1]] = value
-
-
-def _join(prefix: str, name: str) -> str:
-    return f"{prefix}.{name}" if prefix else str(name)
-
-
-def _describe(value: Any) -> str:
-    return f"{type(value).__name__} {value!r}"
-
-
-def to_dict(obj: Any) -> Any:
-    """Plain-dict view of a params object (for logging and hashing)."""
-    return dataclasses.asdict(obj)
-
-
-def flatten(data: dict, prefix: str = "") -> dict[str, Any]:
-    """{'a': {'b': 1}} -> {'a.b': 1}; lists become their string form (MLflow params are strings)."""
-    flat: dict[str, Any] = {}
-    for name, value in data.items():
-        dotted = _join(prefix, name)
-        if isinstance(value, dict):
-            flat.update(flatten(value, dotted))
-        else:
-            flat[dotted] = value
-    return flat
+def narrow_params(params: Params, declared: list[str], reader: str, file: str | Path) -> DeclaredParams:
+    """The view of validated `params` that `reader` may read; every declared key must exist."""
+    for dotted in declared:
+        node: Any = params
+        for part in dotted.split("."):
+            if not dataclasses.is_dataclass(node) or not hasattr(node, part):
+                raise ParamsError(f"{reader} declares params key '{dotted}', which {file} does not have")
+            node = getattr(node, part)
+    return DeclaredParams(params, tuple(declared), reader)

@@ -8,7 +8,7 @@ from tinytf.errors import DataError
 
 
 def count_params_command(params_file: str, vocab_size: int | None, seed_lab: bool) -> None:
-    from tinytf.param_count import format_counts, format_seed_claims, seed_lab_config
+    from tinytf.model.param_count import format_counts, format_seed_claims, seed_lab_config
 
     if seed_lab:
         for vocab in (100, 50_001):
@@ -19,13 +19,13 @@ def count_params_command(params_file: str, vocab_size: int | None, seed_lab: boo
         print(format_seed_claims())
         return
     from tinytf.config import load_params
-    from tinytf.pretrain import model_config
+    from tinytf.model.architecture import model_config
 
     params = load_params(params_file)
     if vocab_size is None:
         tokenizer_file = Path("data/tokenizer.json")
         if tokenizer_file.exists():
-            from tinytf.tokenizer import load_tokenizer
+            from tinytf.data.tokenizer import load_tokenizer
 
             vocab_size = load_tokenizer(tokenizer_file).get_vocab_size()
         else:
@@ -36,9 +36,9 @@ def count_params_command(params_file: str, vocab_size: int | None, seed_lab: boo
 
 
 def score_command(model_path: str, tokenizer_path: str, texts: list[str]) -> None:
-    from tinytf.checkpoint import load_model
-    from tinytf.lm import score_text
-    from tinytf.tokenizer import load_tokenizer
+    from tinytf.data.tokenizer import load_tokenizer
+    from tinytf.model.checkpoint import load_model
+    from tinytf.train.lm import score_text
 
     model = load_model(model_path)
     if not model.config.causal:

@@ -21,9 +21,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from tinytf.config import flatten
+from tinytf.schema import flatten
 
 DEFAULT_STORE = "mlflow.db"
+DEFAULT_EXPERIMENT = "tinytf"
 ARTIFACT_DIR = "mlartifacts"
 
 
@@ -142,6 +143,26 @@ class Tracker:
     def set_tags(self, tags: dict[str, str]) -> None:
         self._call("set_tags", "set_tags", tags)
 
+    def register_model(self, checkpoint: Path, name: str, alias: str = "champion") -> None:
+        """Log the checkpoint (state_dict + config JSON) and register it under `name` with `alias`."""
+
+        def register():
+            self._mlflow.log_artifact(str(checkpoint), "model")
+            self._mlflow.log_artifact(str(checkpoint.with_suffix(".json")), "model")
+            run = self._mlflow.active_run()
+            client = self._mlflow.MlflowClient()
+            try:
+                client.get_registered_model(name)
+            except Exception:
+                client.create_registered_model(
+                    name, description="tinytf sentiment classifier: best grid cell"
+                )
+            version = client.create_model_version(name, f"{run.info.artifact_uri}/model", run.info.run_id)
+            client.set_registered_model_alias(name, alias, version.version)
+            print(f"registered {name} version {version.version} as @{alias}", file=sys.stderr)
+
+        self._call("register_model", register)
+
 
 def _quiet_mlflow_logs() -> None:
     for name in ("alembic", "mlflow", "mlflow.store.db.utils"):
@@ -188,6 +209,9 @@ class TrackerCallback:
         values = {f"{self.prefix}epoch_{k}": v for k, v in metrics.items() if k not in ("epoch", "step")}
         self.tracker.log_metrics(values, step=epoch)
 
+    def on_end(self, metrics: dict) -> None:
+        self.tracker.log_metrics({f"{self.prefix}{k}": v for k, v in metrics.items()})
+
 
 def _group_parent(mlflow, experiment: str, group: str, group_key: str) -> str:
     """Find or create the parent run that groups the cells of one DVC matrix.
@@ -220,7 +244,7 @@ def _group_parent(mlflow, experiment: str, group: str, group_key: str) -> str:
 def stage_run(
     stage: str,
     params: dict,
-    experiment: str = "tinytf",
+    experiment: str | None = None,
     run_name: str | None = None,
     nested: bool = False,
     group_key: str | None = None,
@@ -228,8 +252,11 @@ def stage_run(
     """One MLflow run around a stage (or a nested child run); FAILED if the block raises.
 
     `group_key` makes the run a child of the parent run of that group (one per DVC matrix
-    and its params), so the cells of a grid appear together in the UI.
+    and its params), so the cells of a grid appear together in the UI. The experiment is
+    `MLFLOW_EXPERIMENT_NAME` (MLflow's own variable) unless given, else "tinytf": where runs are
+    filed is not a param, since it changes no output.
     """
+    experiment = experiment or os.environ.get("MLFLOW_EXPERIMENT_NAME") or DEFAULT_EXPERIMENT
     if os.environ.get("TINYTF_TRACKING", "1") == "0":
         yield Tracker(None, "disabled by TINYTF_TRACKING=0")
         return

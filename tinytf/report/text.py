@@ -1,17 +1,13 @@
 """The README text of the report: headline numbers, where the seed reports went wrong, and
-answers to the seed questions, each sentence built from the measured numbers in `_Report`."""
+answers to the seed questions, each sentence built from the measured numbers in the report's typed `Facts`."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
+import pandas as pd
 
-from tinytf import report_tables as rt
-from tinytf.param_count import SEED_CLAIMS
-
-if TYPE_CHECKING:
-    from tinytf.report import _Report
+from tinytf.report import tables as rt
+from tinytf.report.facts import ReportView
 
 MASKED_RUN = "dvc exp run -S pretrain.objective=masked -S model.pooling=mean"
 SEED_004_GRID = (
@@ -22,59 +18,61 @@ SEED_004_GRID = (
 # ------------------------------------------------------------------------------------ README text
 
 
-def _headline(r: _Report) -> list[str]:
+def _headline(r: ReportView) -> list[str]:
     f, out = r.f, []
-    if "metrics" in f:
-        m, n = f["metrics"], f.get("test_report", {}).get("n")
+    if f.metrics is not None:
+        m, n = f.metrics, (f.test_report or {}).get("n")
         b, (lo, hi) = m["best"], m["test_accuracy_ci95"]
         out.append(f"- **Test accuracy {rt.pct(m['test_accuracy'])}** (95% bootstrap CI {rt.pct(lo)} – {rt.pct(hi)}"
                    + (f", {n:,} test texts" if n else "") + f"), macro F1 {m['test_macro_f1']:.3f}, from the best "
                    f"grid cell: {b['optimizer']}, lr {b['lr']:g}, batch {b['batch_size']}, {b['epochs']} epoch(s), "
                    f"validation accuracy {rt.pct(b['validation_accuracy'])}.")  # fmt: skip
-    if f.get("majority_test") is not None:
-        out.append(f"- Majority-class baseline (always predict the most frequent class): {rt.pct(f['majority_test'])} "
+    if f.majority_test is not None:
+        out.append(f"- Majority-class baseline (always predict the most frequent class): {rt.pct(f.majority_test)} "
                    "of test.")  # fmt: skip
-    if "finetune" in f:
-        s = f["finetune"]
+    if f.finetune is not None:
+        s = f.finetune
         out.append(
-            f"- Test accuracy by start, mean ± std over {len(s.get('seeds', [])) or '?'} seeds: {rt.arms_text(f['finetune'])}."
+            f"- Test accuracy by start, mean ± std over {len(s.get('seeds', [])) or '?'} seeds: {rt.arms_text(f.finetune)}."
         )
         for key in ("pretrained_vs_scratch", "frozen_vs_scratch"):
             if key in s:
                 out.append(f"- Paired {key.replace('_vs_', ' − ')}: {rt.paired_text(s[key])}.")
-    if "pretrain" in f:
-        m = f["pretrain"]
+    if f.pretrain is not None:
+        m = f.pretrain
         word = (
             f" ({m['validation_word_perplexity']:.1f} per word)" if "validation_word_perplexity" in m else ""
         )
-        out.append(f"- Pretraining ({f['objective']} LM, {m['steps']} steps): validation perplexity "
+        out.append(f"- Pretraining ({f.objective} LM, {m['steps']} steps): validation perplexity "
                    f"{m['validation_perplexity']:.2f} per token{word}.")  # fmt: skip
-    c = f["counts"]
-    out.append(f"- Model: {c['base+cls_head']:,} trainable parameters as a classifier ({c['base']:,} in the body), "
-               f"vocabulary {f['vocab']:,}.")  # fmt: skip
+    if f.counts is not None:
+        c = f.counts
+        out.append(f"- Model: {c['base+cls_head']:,} trainable parameters as a classifier ({c['base']:,} in the "
+                   f"body), vocabulary {f.vocab:,}.")  # fmt: skip
     return out
 
 
-def _wrong(r: _Report) -> list[str]:
+# Long on purpose, like _answers: one README section, a bullet per seed claim found wrong.
+def _wrong(r: ReportView) -> list[str]:
     f, out = r.f, []
     out.append("- **Parameter arithmetic (seeds 000, 002)**, every claim in [tables/seed_claims.md]"
                "(tables/seed_claims.md):")  # fmt: skip
-    for c in SEED_CLAIMS:
-        verdict = rt.claim_verdict(c)
-        if verdict != "right":
-            out.append(f"  - seed {c.report}, {c.quantity}: claimed {c.claimed:,}, PyTorch {c.true:,} ({verdict}); "
-                       f"{c.note}.")  # fmt: skip
-    checks = f["checks"]
+    for _, c in (f.seed_claims if f.seed_claims is not None else pd.DataFrame()).iterrows():
+        if c["verdict"] != "right":
+            out.append(f"  - seed {c['seed']}, {c['quantity']}: claimed {c['claimed']:,}, PyTorch {c['PyTorch']:,} "
+                       f"({c['verdict']}); {c['note']}.")  # fmt: skip
+    checks, c = f.checks, f.counts
+    if checks is None or c is None:  # the checks stage has not run: its claims cannot be quoted
+        return out
     row = checks.iloc[0]
     out.append(
         f"- **'{row['claim']}'** (seed 000 Q1): {row['check']}: {row['measured']}. {row['verdict'].capitalize()} "
         "(and the blocked entries are −∞, not ∞: exp(−∞) = 0 is what removes them from the softmax)."
     )
-    c = f["counts"]
     out.append(f"- **'We use a network that was trained on a specific classification task'** (seed 000 Q2): the body "
-               f"is pretrained as a {f['objective']} language model; only the classification head "
+               f"is pretrained as a {f.objective} language model; only the classification head "
                f"({c['cls_head']:,} parameters) is new.")  # fmt: skip
-    stats = f.get("variants")
+    stats = f.variants
     row = checks.iloc[1]
     line = f"- **Shuffle / shift head merges (seed 004 §2.2.3)**: {row['check']}: {row['measured']}. {row['verdict'].capitalize()}."
     if stats is not None:
@@ -113,15 +111,15 @@ def _wrong(r: _Report) -> list[str]:
                            f"{q} {rt.pm(*v, 1)}" for q, v in vals) + f"; {low[0]} is lower by {gap:,.1f}, "
                        f"{verdict}.")  # fmt: skip
     out.append(_grid_note(r))
-    scratch = rt.first_epoch(f.get("curves"))
-    if scratch is not None and "scratch" in scratch.index and f.get("majority_val") is not None:
+    scratch = rt.first_epoch(f.curves)
+    if scratch is not None and "scratch" in scratch.index and f.majority_val is not None:
         v = scratch.loc["scratch", "validation_accuracy"]
         out.append(f"- **'The model trained from scratch starts from zero accuracy'** (seed 002 Q4): after our first "
-                   f"epoch scratch has validation accuracy {rt.pct(v)} (majority-class share {rt.pct(f['majority_val'])}). "
+                   f"epoch scratch has validation accuracy {rt.pct(v)} (majority-class share {rt.pct(f.majority_val)}). "
                    "A two-class classifier at 0% would be a perfect one with its outputs swapped; untrained, it "
                    "sits near the majority share.")  # fmt: skip
-    if "probes" in f:
-        pr = f["probes"]
+    if f.probes is not None:
+        pr = f.probes
         out.append(f"- **Seed 004 §1 solved q Kᵀ = (100, 0, 0, 0) by least squares**: 4 equations in 3 unknowns have "
                    "no exact solution in general, and softmax only needs score *gaps*. Our constructions "
                    f"([tables/probes.md](tables/probes.md)) meet the tolerance in {int(pr['pass'].sum())} of "
@@ -129,11 +127,11 @@ def _wrong(r: _Report) -> list[str]:
     return out
 
 
-def _grid_note(r: _Report) -> str:
+def _grid_note(r: ReportView) -> str:
     f, p = r.f, r.params
-    c = f["counts"]
+    c = f.counts
     total = c["base+cls_head"]
-    steps = f.get("pretrain", {}).get("steps")
+    steps = (f.pretrain or {}).get("steps")
     trained = "pretrained briefly"
     if steps:
         tokens = steps * p.pretrain.batch_size * p.pretrain.grad_accum * p.model.block_size
@@ -145,9 +143,9 @@ def _grid_note(r: _Report) -> str:
             "parameters, already a strong pretrained encoder, where small learning rates avoid destroying it. Ours "
             f"has {total:,} parameters ({125e6 / total:.0f}× fewer), {trained}, so it needs lr ~1e-3 and few "
             "epochs.")  # fmt: skip
-    if "grid" not in f:
+    if f.grid is None:
         return text + f" (Grid not run; the seed's grid on our model: `dvc exp run {SEED_004_GRID}`.)"
-    g = f["grid"]
+    g = f.grid
     by_lr = g.groupby("lr")["validation_accuracy"].max()
     text += " Our grid, best validation accuracy per lr: " + ", ".join(
         f"{lr:g} → {rt.pct(a)}" for lr, a in by_lr.items()
@@ -156,8 +154,8 @@ def _grid_note(r: _Report) -> str:
     text += f"; at our smallest lr ({g['lr'].min():g}): " + ", ".join(
         f"{o} {rt.pct(a)}" for o, a in low.items()
     )
-    if f.get("majority_val") is not None:
-        text += f" (majority-class share of validation {rt.pct(f['majority_val'])})"
+    if f.majority_val is not None:
+        text += f" (majority-class share of validation {rt.pct(f.majority_val)})"
     if "SGD" in set(g["optimizer"]):
         sgd = g[g["optimizer"] == "SGD"].groupby("lr")["validation_accuracy"].max()
         text += "; SGD by lr: " + ", ".join(f"{lr:g} → {rt.pct(a)}" for lr, a in sgd.items())
@@ -167,33 +165,38 @@ def _grid_note(r: _Report) -> str:
     return text + f". {where.capitalize()}; the seed's grid on our model: `dvc exp run {SEED_004_GRID}`."
 
 
-def _answers(r: _Report) -> list[str]:
+# Long on purpose: one README section, a bullet per seed question, each built from the facts it quotes;
+# split up, a question's sentence would be scattered over helpers that each serve it once.
+def _answers(r: ReportView) -> list[str]:
     f, p = r.f, r.params
-    c, lab, stats = f["counts"], f["lab100"], f.get("variants")
+    c, lab, stats = f.counts, f.lab100, f.variants
     out = ["### Seeds 000 and 002 (the lab, Q1–Q5)", ""]
-    free = f["checks"].iloc[0]["measured"]
-    pos = (
-        f" Ours, dev perplexity with concat heads: {rt.variants_text(stats, ('concat',))}."
-        if stats is not None
-        else ""
-    )
-    out.append(f"- **Q1 mask, positional encoding.** The square mask sets attention to later positions to −∞ so a "
-               f"token is predicted from earlier ones only (nn.TransformerEncoder, last token changed, max |Δ| at "
-               f"earlier positions: {free}). Attention is permutation-equivariant, so "
-               f"position must be added to the embedding: a fixed sinusoidal table or a learned one "
-               f"({p.model.block_size * p.model.d_model:,} parameters).{pos}")  # fmt: skip
-    tied = "; tied to the embedding, so only its bias is new" if p.model.tie_weights else ""
-    out.append(f"- **Q2 the head.** The body is kept and the head swapped: the LM head predicts one of "
-               f"{f['vocab']:,} tokens at every position ({c['lm_head']:,} parameters{tied}); the classifier maps "
-               f"the pooled (`{p.model.pooling}`) token to the classes ({c['cls_head']:,} parameters).")  # fmt: skip
-    out.append(f"- **Q3 parameters.** The seed lab at vocabulary 100: body {lab['base']:,}, with classifier "
-               f"{lab['base+cls_head']:,}, with LM head {lab['base+lm_head']:,}; ours: body {c['base']:,}, with "
-               f"classifier {c['base+cls_head']:,} ([tables/parameters.md](tables/parameters.md)).")  # fmt: skip
-    first = rt.first_epoch(f.get("curves"))
-    if "finetune" in f:
-        line = f"- **Q4 pretrained vs scratch.** Test accuracy: {rt.arms_text(f['finetune'])} (seed 000: 80% vs 75%)."
-        if "pretrained_vs_scratch" in f["finetune"]:
-            line += f" Paired pretrained − scratch: {rt.paired_text(f['finetune']['pretrained_vs_scratch'])}."
+    if f.checks is None or c is None or lab is None:
+        out.append("- **Q1–Q3** are answered from the checks stage's tables: run `dvc repro checks`.")
+    else:
+        free = f.checks.iloc[0]["measured"]
+        pos = (
+            f" Ours, dev perplexity with concat heads: {rt.variants_text(stats, ('concat',))}."
+            if stats is not None
+            else ""
+        )
+        out.append(f"- **Q1 mask, positional encoding.** The square mask sets attention to later positions to −∞ so a "
+                   f"token is predicted from earlier ones only (nn.TransformerEncoder, last token changed, max |Δ| at "
+                   f"earlier positions: {free}). Attention is permutation-equivariant, so "
+                   f"position must be added to the embedding: a fixed sinusoidal table or a learned one "
+                   f"({p.model.block_size * p.model.d_model:,} parameters).{pos}")  # fmt: skip
+        tied = "; tied to the embedding, so only its bias is new" if p.model.tie_weights else ""
+        out.append(f"- **Q2 the head.** The body is kept and the head swapped: the LM head predicts one of "
+                   f"{f.vocab:,} tokens at every position ({c['lm_head']:,} parameters{tied}); the classifier maps "
+                   f"the pooled (`{p.model.pooling}`) token to the classes ({c['cls_head']:,} parameters).")  # fmt: skip
+        out.append(f"- **Q3 parameters.** The seed lab at vocabulary 100: body {lab['base']:,}, with classifier "
+                   f"{lab['base+cls_head']:,}, with LM head {lab['base+lm_head']:,}; ours: body {c['base']:,}, with "
+                   f"classifier {c['base+cls_head']:,} ([tables/parameters.md](tables/parameters.md)).")  # fmt: skip
+    first = rt.first_epoch(f.curves)
+    if f.finetune is not None:
+        line = f"- **Q4 pretrained vs scratch.** Test accuracy: {rt.arms_text(f.finetune)} (seed 000: 80% vs 75%)."
+        if "pretrained_vs_scratch" in f.finetune:
+            line += f" Paired pretrained − scratch: {rt.paired_text(f.finetune['pretrained_vs_scratch'])}."
         if first is not None and {"pretrained", "scratch"} <= set(first.index):
             d = first.loc["pretrained"] - first.loc["scratch"]
             line += (f" After the first epoch, pretrained − scratch is {rt.pp(d['train_accuracy'])} in train and "
@@ -205,7 +208,7 @@ def _answers(r: _Report) -> list[str]:
     out += ["", "### Seed 003 (discussion questions)", ""]
     out.append("- **Positional encoding**: see Q1 above; `model.pos_encoding: none` (add it to "
                "`variants.pos_encodings`) measures what dropping it costs.")  # fmt: skip
-    heads = f.get("heads")
+    heads = f.heads
     if heads is not None:
 
         def top(col: str) -> str:
@@ -214,10 +217,10 @@ def _answers(r: _Report) -> list[str]:
             return (f"layer {int(h['layer'])} head {int(h['head'])} puts {rt.pct(h[col])} on {where} "
                     f"(uniform: {rt.pct(h['uniform'])})")  # fmt: skip
 
-        out.append("- **Multi-head attention** lets heads specialise; on the '" + f["sample"][0] + "' sample: "
+        out.append("- **Multi-head attention** lets heads specialise; on the '" + f.sample[0] + "' sample: "
                    + "; ".join(top(col) for col in ("previous token", "first token", "self")) + " ([tables/"
                    "attention_heads.md](tables/attention_heads.md), plots `attention_layer*.png`).")  # fmt: skip
-    fits = f.get("fits")
+    fits = f.fits
     measured = ""
     if fits is not None:
         rows = fits[fits["variable"].isin(["length", "length_k", "length_q"])]
@@ -237,8 +240,8 @@ def _answers(r: _Report) -> list[str]:
         "once (O(M²k)), and translating into another language re-runs only the decoder (O(N²k + NMk))."
     )
     frozen = ""
-    if "finetune" in f and "frozen" in f["finetune"]["arms"]:
-        frozen = (f" The frozen arm (features fixed, head only): {rt.pct(f['finetune']['arms']['frozen']['test_accuracy_mean'])}"
+    if f.finetune is not None and "frozen" in f.finetune["arms"]:
+        frozen = (f" The frozen arm (features fixed, head only): {rt.pct(f.finetune['arms']['frozen']['test_accuracy_mean'])}"
                   " test accuracy, what the pretrained features carry on their own.")  # fmt: skip
     out.append(
         "- **Pretrained LMs**: GPT-style (causal, ours by default) can generate but each position sees only "
@@ -246,11 +249,11 @@ def _answers(r: _Report) -> list[str]:
         "not generate; T5 (encoder-decoder, text-to-text) covers both at twice the machinery." + frozen
     )
     out += ["", "### Seed 004 (attention, mini transformer, fine-tuning)", ""]
-    if "probes" in f:
-        out.append(f"- **§1 selection and averaging**: {int(f['probes']['pass'].sum())}/{len(f['probes'])} "
+    if f.probes is not None:
+        out.append(f"- **§1 selection and averaging**: {int(f.probes['pass'].sum())}/{len(f.probes)} "
                    "constructions pass ([tables/probes.md](tables/probes.md)).")  # fmt: skip
-    if "pretrain" in f:
-        m = f["pretrain"]
+    if f.pretrain is not None:
+        m = f.pretrain
         scored = m.get("samples", {})
         names = [x.name for x in p.pretrain.samples if x.name in scored] + sorted(
             set(scored) - {x.name for x in p.pretrain.samples}
@@ -264,7 +267,7 @@ def _answers(r: _Report) -> list[str]:
             "GPT-2 token on another corpus, not comparable."
             + (" Variants: [tables/variants.md](tables/variants.md)." if stats is not None else "")
         )
-    data = f.get("data", {}).get("sentiment")
+    data = (f.data or {}).get("sentiment")
     if data:
         rows = {s: v["rows"] for s, v in rt.ordered_splits(data["splits"]).items()}
         sst = (" — SST-2's 6920/872/1821, as in the seed" if data["source"] == "sst2" and
@@ -276,15 +279,15 @@ def _answers(r: _Report) -> list[str]:
                f"with B = batch size and L the longest text in the batch, at most `tokenize.max_length` = "
                f"{p.tokenize.max_length} (longer texts truncated), and labels (B,).")  # fmt: skip
     if first is not None and "pretrained" in first.index:
-        cur = f["curves"]
+        cur = f.curves
         arm = (
             cur[cur["arm"] == "pretrained"].groupby("epoch")[["train_accuracy", "validation_accuracy"]].mean()
         )
         out.append(f"- **Q4.2 curves** (pretrained start, mean over seeds): best train accuracy at epoch "
                    f"{arm['train_accuracy'].idxmax()}, best validation accuracy at epoch "
                    f"{arm['validation_accuracy'].idxmax()} of {arm.index.max()}.")  # fmt: skip
-    if "grid" in f:
-        g, b = f["grid"], f["best"]
+    if f.grid is not None:
+        g, b = f.grid, f.best
         per_opt = g.groupby("optimizer", sort=False)["validation_accuracy"].max()
         out.append(
             "- **Q4.5 optimizers** (best validation accuracy over the grid): "
@@ -298,18 +301,18 @@ def _answers(r: _Report) -> list[str]:
                    f"{sorted(set(g['epochs']))}), each cached as its own DVC stage. Best: {b['optimizer']}, lr "
                    f"{b['lr']:g}, batch {b['batch_size']}, {b['epochs']} epoch(s): train accuracy "
                    f"{rt.pct(best['train_accuracy'])}, validation {rt.pct(best['validation_accuracy'])}.")  # fmt: skip
-    if "metrics" in f:
-        m = f["metrics"]
+    if f.metrics is not None:
+        m = f.metrics
         out.append(f"- **Q5.1 test accuracy** of the best cell: {rt.pct(m['test_accuracy'])} (95% CI "
                    f"{rt.pct(m['test_accuracy_ci95'][0])} – {rt.pct(m['test_accuracy_ci95'][1])}).")  # fmt: skip
     return out
 
 
-def _masked(r: _Report) -> str:
+def _masked(r: ReportView) -> str:
     f = r.f
-    if f["objective"] == "masked" and "finetune" in f:
-        s = f["finetune"]
-        line = f"- **Q5 bidirectional pretraining.** This workspace's body is a masked LM: {rt.arms_text(f['finetune'])}"
+    if f.objective == "masked" and f.finetune is not None:
+        s = f.finetune
+        line = f"- **Q5 bidirectional pretraining.** This workspace's body is a masked LM: {rt.arms_text(f.finetune)}"
         if "pretrained_vs_scratch" in s:
             line += f"; pretrained − scratch {rt.paired_text(s['pretrained_vs_scratch'])}"
         return line + ". Compare with the causal run (`dvc metrics diff` against it) for the transfer gap."
@@ -319,9 +322,9 @@ def _masked(r: _Report) -> str:
     )
 
 
-def render_readme(r: _Report) -> str:
+def render_readme(r: ReportView) -> str:
     lines = ["# tinytf report", "",
-             "Built by `tinytf.report.build_report` from the pipeline's outputs (nothing is trained here); every "
+             "Built by `tinytf.report.build.build_report` from the pipeline's outputs (nothing is trained here); every "
              "number is read from those files, and the same inputs give the same bytes.", "",
              "## Headline", "", *_headline(r), ""]  # fmt: skip
     missing = list(dict.fromkeys(r.inputs.missing))

@@ -5,7 +5,7 @@ Three initialisations of the same classifier (seeds 000/002):
     scratch     the same architecture from a random init
     frozen      the pretrained base frozen (and in eval mode, so no dropout), only the head
                 trained: a linear probe of what pretraining put in the representation
-Training reuses `tinytf.training.run_loop`; the train loss/accuracy of an epoch are running
+Training reuses `tinytf.train.loop.run_loop`; the train loss/accuracy of an epoch are running
 averages over its batches (what the seed reports plot), validation is a separate pass.
 """
 
@@ -18,14 +18,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from tinytf.batching import SentimentDataset, sentiment_loader
-from tinytf.checkpoint import read_config, safe_load
+from tinytf.data.batching import SentimentDataset, sentiment_loader
+from tinytf.data.splits import SPLITS
+from tinytf.data.tokenizer import CLS
 from tinytf.errors import DataError
-from tinytf.model import ModelConfig, TinyTransformer, cls_loss
-from tinytf.runtime import Runtime, seed_everything
-from tinytf.splits import SPLITS
-from tinytf.tokenizer import CLS
-from tinytf.training import Callback, LoopConfig, run_loop
+from tinytf.model.checkpoint import read_config, safe_load
+from tinytf.model.transformer import ModelConfig, TinyTransformer, cls_loss
+from tinytf.train.loop import Callback, LoopConfig, run_loop
+from tinytf.train.runtime import Runtime, resolve_runtime, seed_everything
 
 INITS = ("pretrained", "scratch", "frozen")
 
@@ -37,14 +37,14 @@ class SentimentData:
     cls_id: int
 
     @classmethod
-    def load(cls, data_dir: str | Path = "data") -> SentimentData:
+    def load(cls, data_dir: str | Path) -> SentimentData:
         root = Path(data_dir) / "tokens" / "sentiment"
         labels = root / "labels.json"
         if not labels.exists():
             raise DataError(f"{labels}: not found; run the prepare and tokenize stages first")
         classes = json.loads(labels.read_text())["classes"]
         splits = {s: SentimentDataset.from_parquet(root / f"{s}.parquet") for s in SPLITS}
-        from tinytf.tokenizer import load_tokenizer
+        from tinytf.data.tokenizer import load_tokenizer
 
         cls_id = load_tokenizer(Path(data_dir) / "tokenizer.json").token_to_id(CLS)
         return cls(splits, classes, cls_id)
@@ -74,6 +74,12 @@ def build_classifier(
         for p in model.base.parameters():
             p.requires_grad_(False)
     return model
+
+
+def classifier_runtime(params) -> Runtime:
+    """Where classifiers train and predict: the `finetune:` section's device and precision (the
+    grid and evaluate use them too), never compiled (variable-length batches would recompile)."""
+    return resolve_runtime(params.device, params.precision, False, 0)
 
 
 class LoaderSource:

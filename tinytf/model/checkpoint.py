@@ -22,7 +22,7 @@ import torch
 
 from tinytf.errors import DataError
 from tinytf.io import atomic_path, write_json
-from tinytf.model import ModelConfig, TinyTransformer
+from tinytf.model.transformer import ModelConfig, TinyTransformer
 
 
 def save_model(path: str | Path, model: TinyTransformer, extra: dict | None = None) -> None:

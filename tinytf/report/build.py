@@ -12,17 +12,17 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
-from tinytf import report_tables as rt
 from tinytf.config import Params
 from tinytf.errors import DataError
 from tinytf.io import write_text
-from tinytf.param_count import analytic_counts, seed_lab_config
-from tinytf.report_text import render_readme
+from tinytf.report import tables as rt
+from tinytf.report.facts import UPSTREAM, Facts
+from tinytf.report.text import render_readme
 
 
 class _Report:
@@ -33,7 +33,7 @@ class _Report:
         self.tables: list[tuple[str, str]] = []  # (link, sentence)
         self.plots: list[tuple[str, str]] = []
         self.notes: list[str] = []  # skipped parts that are not missing files
-        self.f: dict = {}  # facts the README quotes
+        self.f = Facts()  # what the README quotes
 
     # ------------------------------------------------------------------------------ writing
     def table(self, name: str, title: str, sentence: str, frame: pd.DataFrame, md: pd.DataFrame | None = None,
@@ -58,63 +58,59 @@ class _Report:
 
     # ----------------------------------------------------------------------------- sections
     def data(self) -> None:
-        stats = self.inputs.json("data card", "reports/data.json", "dvc repro prepare")
+        stats = self.inputs.json("data")
         if stats is None:
             return
-        self.f["data"] = stats
+        self.f.data = stats
         self.table("data_card", "Data card", "Rows, words and label balance of every split the pipeline "
                    "trained and evaluated on (from `reports/data.json`).", rt.data_card_table(stats))  # fmt: skip
-        self.f["majority_test"] = rt.majority_share(stats, "test")
-        self.f["majority_val"] = rt.majority_share(stats, "validation")
+        self.f.majority_test = rt.majority_share(stats, "test")
+        self.f.majority_val = rt.majority_share(stats, "validation")
 
     def parameters(self) -> None:
-        from tinytf.pretrain import model_config
-        from tinytf.tokenizer import load_tokenizer
-
-        tok = self.inputs.exists("tokenizer (vocabulary size)", "data/tokenizer.json", "dvc repro tokenize")
-        vocab = load_tokenizer(tok).get_vocab_size() if tok else self.params.tokenize.vocab_size
-        if not tok:
-            self.notes.append(
-                f"Parameter counts use `tokenize.vocab_size` = {vocab} (no tokenizer built yet)."
-            )
-        classes = len(self.f.get("data", {}).get("sentiment", {}).get("classes", [])) or 2
-        p = self.params
-        ours = model_config(p.model, vocab, p.pretrain.objective, p.base.seed, n_classes=classes)
-        self.f["counts"], self.f["vocab"] = analytic_counts(ours), vocab
-        self.f["lab100"] = analytic_counts(seed_lab_config(100))
-        self.table("parameters", "Parameter counts", f"Trainable parameters per component of our model "
-                   f"(`params.yaml: model`, vocabulary {vocab:,}, {classes} classes) and of the seed lab's "
-                   "nn.TransformerEncoder model at the same vocabulary, in closed form and counted from the "
-                   "built module.", rt.parameter_table(ours, seed_lab_config(vocab, classes)))  # fmt: skip
-        self.table("seed_claims", "Seed parameter arithmetic", "Every count seeds 000 (vocab 100) and 002 "
-                   "(vocab 50,001) state, their own expression evaluated, and PyTorch's count.",
-                   rt.seed_claims_table())  # fmt: skip
-        checks = rt.pytorch_checks()
-        self.f["checks"] = checks
-        self.table("pytorch_checks", "Seed claims checked in PyTorch", "Claims about modules and head "
-                   "merges, each measured on a small seeded model.", checks)  # fmt: skip
+        counts = self.inputs.json("checks_counts",
+                                  keys=("vocab", "classes", "ours", "lab100"))  # fmt: skip
+        if counts is not None:
+            vocab, classes = counts["vocab"], counts["classes"]
+            self.f.counts, self.f.vocab, self.f.lab100 = counts["ours"], vocab, counts["lab100"]
+            table = self.inputs.split("checks_parameters")
+            if table is not None:
+                self.table("parameters", "Parameter counts", f"Trainable parameters per component of our model "
+                           f"(`params.yaml: model`, vocabulary {vocab:,}, {classes} classes) and of the seed lab's "
+                           "nn.TransformerEncoder model at the same vocabulary, in closed form and counted from "
+                           "the built module.", table)  # fmt: skip
+        claims = self.inputs.split("checks_seed_claims")
+        if claims is not None:
+            self.f.seed_claims = claims
+            self.table("seed_claims", "Seed parameter arithmetic", "Every count seeds 000 (vocab 100) and 002 "
+                       "(vocab 50,001) state, their own expression evaluated, and PyTorch's count.", claims)  # fmt: skip
+        checks = self.inputs.split("checks_pytorch_checks")  # fmt: skip
+        if checks is not None:
+            self.f.checks = checks
+            self.table("pytorch_checks", "Seed claims checked in PyTorch", "Claims about modules and head "
+                       "merges, each measured on a small seeded model.", checks)  # fmt: skip
 
     def pretrain(self) -> None:
-        from tinytf.plots import plot_pretrain_curves
+        from tinytf.report.plots import plot_pretrain_curves
 
-        m = self.inputs.json("pretraining metrics", "reports/pretrain/metrics.json", "dvc repro pretrain",
+        m = self.inputs.json("pretrain_metrics",
                              keys=("validation_loss", "validation_perplexity", "steps"))  # fmt: skip
-        self.f["objective"] = self.objective()
+        self.f.objective = self.objective()
         if m is not None:
-            self.f["pretrain"] = m
-            self.table("pretrain", "Pretraining loss and perplexity", f"The {self.f['objective']} language model "
+            self.f.pretrain = m
+            self.table("pretrain", "Pretraining loss and perplexity", f"The {self.f.objective} language model "
                        f"after {m['steps']} steps: loss and perplexity per split and per sample sentence "
                        "(seed 004's baseline table).", rt.pretrain_table(m, [x.name for x in self.params.pretrain.samples]), floatfmt=("", ".3f", ",.1f", ",.1f"))  # fmt: skip
-        steps = self.inputs.csv("pretraining step log", "reports/pretrain/steps.csv", "dvc repro pretrain",
+        steps = self.inputs.csv("pretrain_steps",
                                 ("step", "train_loss"))  # fmt: skip
-        epochs = self.inputs.csv("pretraining epochs", "reports/pretrain/epochs.csv", "dvc repro pretrain",
+        epochs = self.inputs.csv("pretrain_epochs",
                                  ("step", "validation_loss"))  # fmt: skip
         if steps is not None and epochs is not None:
             self.plot("pretrain_loss", "Pretraining loss: train per logged step, validation per epoch.",
                       plot_pretrain_curves, steps, epochs)  # fmt: skip
 
     def objective(self) -> str:
-        meta = self.root / "data/models/pretrained.json"
+        meta = self.root / UPSTREAM["models_pretrained"].path
         if meta.exists():
             try:
                 return "causal" if json.loads(meta.read_text())["model"]["causal"] else "masked"
@@ -125,8 +121,7 @@ class _Report:
         return self.params.pretrain.objective
 
     def variants(self) -> None:
-        cells = self.inputs.csv("variants (positional encoding × head merge)", "reports/variants/cells.csv",
-                                "dvc repro variants_table", rt.ID_COLUMNS + ("train", "dev"))  # fmt: skip
+        cells = self.inputs.csv("variants_cells", rt.ID_COLUMNS + ("train", "dev"))  # fmt: skip
         if cells is None:
             return
         first = [
@@ -137,16 +132,16 @@ class _Report:
         ]
         cells = cells[first + [c for c in cells.columns if c not in first]]  # seed 004's column order
         stats = rt.variants_stats(cells)
-        self.f["variants"] = stats
+        self.f.variants = stats
         self.table("variants", "Positional encoding × head merge", f"Perplexity per BPE token after "
                    f"{self.params.variants.steps} pretraining steps, mean ± std over seeds "
                    f"{sorted(cells['seed'].unique().tolist())} (seed 004 §2.2).", stats,
                    rt.variants_markdown_frame(stats))  # fmt: skip
 
     def finetune(self) -> None:
-        from tinytf.plots import plot_finetune_curves
+        from tinytf.report.plots import plot_finetune_curves
 
-        s = self.inputs.json("fine-tuning summary", "reports/finetune/summary.json", "dvc repro finetune",
+        s = self.inputs.json("finetune_summary",
                              keys=("arms",))  # fmt: skip
         if s is not None:
             arms = self.params.finetune.arms
@@ -155,8 +150,8 @@ class _Report:
                 **s,
                 "arms": {arm: s["arms"][arm] for arm in order},
             }  # params order, not the file's sorted keys
-            self.f["finetune"] = s
-            path = self.root / "reports/finetune/summary.json"
+            self.f.finetune = s
+            path = self.root / UPSTREAM["finetune_summary"].path
             self.table("finetune", "Pretrained vs scratch vs frozen", f"Test accuracy of the same classifier from "
                        f"three starts, {s.get('epochs', '?')} epoch(s), per seed and mean ± std.",
                        rt.finetune_table(s, path))  # fmt: skip
@@ -167,34 +162,36 @@ class _Report:
                 "scratch (same seed = same head init and batch order).",
                 rt.paired_tests_table(s, path),
             )
-        curves = self.inputs.csv("fine-tuning curves", "reports/finetune/curves.csv", "dvc repro finetune",
+        curves = self.inputs.csv("finetune_curves",
                                  ("arm", "seed", "epoch", "train_accuracy", "validation_accuracy", "train_loss",
                                   "validation_loss"))  # fmt: skip
         if curves is not None:
-            self.f["curves"] = curves
+            self.f.curves = curves
             self.plot("finetune_curves", "Accuracy and loss per epoch for each start (mean ± std over seeds; "
                       "seed 000's figure).", plot_finetune_curves, curves)  # fmt: skip
 
+    # ~65 lines: the grid's three inputs (cells, headline metrics, test report) are checked together,
+    # since the best cell named in one must be among the others.
     def grid(self) -> None:
-        from tinytf.grid import best_cell, cell_key, load_cells, load_curves
-        from tinytf.plots import plot_grid_heatmaps, plot_optimizer_curves
+        from tinytf.report.plots import plot_grid_heatmaps, plot_optimizer_curves
+        from tinytf.train.grid import MissingCell, best_cell, cell_key, load_cells, load_curves
 
-        grid_dir = self.inputs.exists("grid cells", "data/grid", "dvc repro grid")
-        metrics = self.inputs.json("evaluation metrics", "reports/metrics.json", "dvc repro evaluate",
+        grid_dir = self.inputs.exists("grid")
+        metrics = self.inputs.json("metrics",
                                    keys=("test_accuracy", "test_accuracy_ci95", "test_macro_f1", "best.optimizer",
                                          "best.lr", "best.batch_size", "best.epochs", "best.validation_accuracy",
                                          "best.validation_loss"))  # fmt: skip
-        report = self.inputs.json("test report", "reports/evaluate/test_report.json", "dvc repro evaluate",
+        report = self.inputs.json("evaluate_test_report",
                                   keys=("accuracy", "per_class", "confusion_matrix", "classes", "n"))  # fmt: skip
         if metrics is not None:
-            self.f["metrics"] = metrics
+            self.f.metrics = metrics
             self.table("best", "Best grid cell on test", "The cell with the highest validation accuracy and its "
                        "test metrics, with the 95% percentile-bootstrap interval of test accuracy.",
                        rt.best_table(metrics), rt.best_table(metrics).assign(
                            value=lambda t: [rt.fmt_num(v, 4) for v in t["value"]]))  # fmt: skip
         if report is not None:
-            self.f["test_report"] = report
-            path = self.root / "reports/evaluate/test_report.json"
+            self.f.test_report = report
+            path = self.root / UPSTREAM["evaluate_test_report"].path
             self.table("per_class", "Per-class test metrics", "Precision, recall, F1 and support of the best "
                        "cell on the test split.", rt.per_class_table(report, path))  # fmt: skip
             self.table("confusion", "Confusion matrix", "Test counts of the best cell: rows the true class, "
@@ -217,10 +214,9 @@ class _Report:
                 )
         try:
             cells, curves = load_cells(self.params.grid, grid_dir), load_curves(self.params.grid, grid_dir)
-        except FileNotFoundError as exc:  # a cell of the current params has no result yet
-            key = re.search(r"grid cell (\S+?);", str(exc))
+        except MissingCell as exc:  # a cell of the current params has no result yet
             self.inputs.missing.append(
-                ("grid cell", f"data/grid/{key.group(1) if key else '*'}.result.json", "dvc repro grid")
+                ("grid cell", f"{UPSTREAM['grid'].path}/{exc.key}.result.json", "dvc repro grid")
             )
             return
         except KeyError as exc:
@@ -234,7 +230,7 @@ class _Report:
         if best_key not in set(cells["key"]):
             self.notes.append(f"`reports/metrics.json` names best cell {best_key}, which is not in the current grid: "
                               "re-run `dvc repro evaluate`.")  # fmt: skip
-        self.f["grid"], self.f["best"] = cells, best
+        self.f.grid, self.f.best = cells, best
         self.table("grid", "Optimizer × learning rate × batch size × epochs", "Final train and validation "
                    f"metrics of every grid cell (init `{self.params.grid.init}`, seed {self.params.grid.seed}); "
                    "the best by validation accuracy is marked.", rt.grid_table(cells, best_key))  # fmt: skip
@@ -245,10 +241,10 @@ class _Report:
                   plot_optimizer_curves, curves, best["lr"], best["batch_size"])  # fmt: skip
 
     def extras(self) -> None:
-        probes = self.inputs.csv("probes (seed 004 §1)", "reports/probes/probes.csv", "dvc repro probes",
+        probes = self.inputs.csv("probes_probes",
                                  ("exercise", "weight_err", "pass"))  # fmt: skip
         if probes is not None:
-            self.f["probes"] = probes
+            self.f.probes = probes
             self.table(
                 "probes",
                 "Attention as selection and averaging",
@@ -257,43 +253,36 @@ class _Report:
                 probes,
                 floatfmt=".3g",
             )
-        fits = self.inputs.csv("attention cost (seed 003)", "reports/complexity/fits.csv", "dvc repro complexity",
+        fits = self.inputs.csv("complexity_fits",
                                ("kind", "variable", "time_exponent"))  # fmt: skip
         if fits is not None:
-            self.f["fits"] = fits
+            self.f.fits = fits
             self.table("complexity", "Cost of attention", "Fitted log-log exponents of attention time and memory "
                        "against sequence length and width (seed 003 Q3), beside the operation-count "
                        "prediction.", rt.complexity_table(fits), floatfmt=".3g")  # fmt: skip
 
     def attention(self) -> None:
-        import torch
+        from tinytf.report.plots import plot_attention_maps
 
-        from tinytf.checkpoint import load_model
-        from tinytf.plots import plot_attention_maps
-        from tinytf.tokenizer import load_tokenizer
-
-        model_path = self.inputs.exists("pretrained model", "data/models/pretrained.pt", "dvc repro pretrain")
-        tok_path = self.root / "data/tokenizer.json"
-        samples = {s.name: s.text for s in self.params.pretrain.samples}
-        if model_path is None or not tok_path.exists() or not samples:
+        att = self.inputs.json("checks_attention")
+        if att is None:
             return
-        model = load_model(model_path).eval()
-        if model.config.arch != "tinytf":
-            self.notes.append(
-                f"Attention maps skipped: arch '{model.config.arch}' does not expose its weights."
-            )
+        if att.get("skipped"):
+            self.notes.append(f"Attention maps skipped: {att['skipped']}.")
             return
-        name = "normal" if "normal" in samples else next(iter(samples))
-        enc = load_tokenizer(tok_path).encode(samples[name], add_special_tokens=False)
-        ids = enc.ids[: model.config.block_size]
-        if len(ids) < 2:
-            self.notes.append(f"Attention maps skipped: the '{name}' sample is under two tokens long.")
-            return
-        tokens = [t.replace("Ġ", "") or "␣" for t in enc.tokens[: len(ids)]]
-        with torch.no_grad():
-            weights = [w[0].float().numpy() for w in model.attention_weights(torch.tensor([ids]))]
-        heads = rt.attention_head_table(weights, model.config.causal)
-        self.f["heads"], self.f["sample"] = heads, (name, samples[name])
+        rt.require(
+            att,
+            self.root / UPSTREAM["checks_attention"].path,
+            "sample",
+            "text",
+            "tokens",
+            "weights",
+            "causal",
+        )
+        name = att["sample"]
+        weights = [np.asarray(w, dtype=np.float32) for w in att["weights"]]  # (H, L, L) per layer
+        heads = rt.attention_head_table(weights, att["causal"])
+        self.f.heads, self.f.sample = heads, (name, att["text"])
         self.table(
             "attention_heads",
             "Where each head looks",
@@ -306,7 +295,7 @@ class _Report:
         )
         for layer, w in enumerate(weights):
             self.plot(f"attention_layer{layer}", f"Pretrained model, layer {layer}: attention weights of every "
-                      f"head on the '{name}' sample.", plot_attention_maps, w, tokens, layer)  # fmt: skip
+                      f"head on the '{name}' sample.", plot_attention_maps, w, att["tokens"], layer)  # fmt: skip
 
 
 def build_report(params: Params, root: str | Path = ".", out_dir: str | Path = "reports") -> list[Path]:

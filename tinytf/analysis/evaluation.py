@@ -56,3 +56,47 @@ def paired_comparison(a: list[float], b: list[float]) -> dict:
     else:
         result.update(t=None, p_value=None)
     return result
+
+
+def headline_metrics(report: dict, best: dict, finetune: dict) -> dict:
+    """reports/metrics.json: the best cell's test figures, the cell itself, and each start's
+    fine-tuning accuracy with the paired test of pretrained against scratch."""
+    metrics = {
+        "test_accuracy": report["accuracy"],
+        "test_accuracy_ci95": report["accuracy_ci95"],
+        "test_macro_f1": report["macro_f1"],
+        "best": best,
+        "pretrained_vs_scratch": {
+            arm: {"mean": v["test_accuracy_mean"], "std": v["test_accuracy_std"]}
+            for arm, v in finetune["arms"].items()
+        },
+    }
+    if "pretrained_vs_scratch" in finetune:
+        metrics["pretrained_vs_scratch"]["paired_test"] = finetune["pretrained_vs_scratch"]
+    return metrics
+
+
+def arm_summary(
+    tests: dict[str, dict[int, float]], seeds: list[int], epochs: int, classes: list[str]
+) -> dict:
+    """The finetune summary: test accuracy per start (mean, std, per seed), and the paired t-test
+    over seeds of each of pretrained and frozen against scratch."""
+    summary = {
+        "arms": {
+            arm: {
+                "test_accuracy_mean": float(np.mean(list(acc.values()))),
+                "test_accuracy_std": float(np.std(list(acc.values()), ddof=1)) if len(acc) > 1 else 0.0,
+                "test_accuracy_by_seed": {str(s): a for s, a in acc.items()},
+            }
+            for arm, acc in tests.items()
+        },  # fmt: skip
+        "seeds": list(seeds),
+        "epochs": epochs,
+        "classes": classes,
+    }
+    for arm in ("pretrained", "frozen"):
+        if arm in tests and "scratch" in tests:
+            summary[f"{arm}_vs_scratch"] = paired_comparison(
+                [tests[arm][s] for s in seeds], [tests["scratch"][s] for s in seeds]
+            )
+    return summary

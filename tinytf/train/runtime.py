@@ -91,7 +91,7 @@ def _cached_choice(key: str, decide: Callable[[], bool]) -> bool:
     Remembering matters for reproducibility: a timing that flips between two runs (a busy
     machine) would otherwise change the precision and with it every metric of the run.
     """
-    from tinytf.sources import cache_dir
+    from tinytf.data.sources import cache_dir
 
     path = cache_dir() / "runtime.json"
     try:

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-HEAD_MERGES = ("concat", "shuffle", "shift", "reweight")
+from tinytf.model.architecture import HEAD_MERGES
 
 
 def build_attention_mask(attention_mask: Tensor | None, seq_len: int, causal: bool) -> Tensor | None:

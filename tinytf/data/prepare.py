@@ -1,4 +1,4 @@
-"""Stage `prepare`: turn a named source into verified train/validation/test parquet splits.
+"""Preparing data (the core of stage `prepare`): turn a named source into verified train/validation/test parquet splits.
 
 The corpus (for language modelling) gets one column `text`; the sentiment data gets
 `text` and an integer `label`, with the class names saved beside it. Everything is
@@ -14,13 +14,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from tinytf import sources
-from tinytf.config import CorpusParams, FileSplits, Params, SentimentParams
-from tinytf.datacard import dataset_stats, render_data_card
+from tinytf.config import CorpusParams, FileSplits, PrepareParams, SentimentParams
+from tinytf.data import sources
+from tinytf.data.datacard import dataset_stats, render_data_card
+from tinytf.data.readers import map_labels, parse_label_lines, parse_text_lines, read_table
+from tinytf.data.splits import SPLITS, stratified_group_split
 from tinytf.errors import DataError
 from tinytf.io import write_json, write_parquet, write_text
-from tinytf.readers import map_labels, parse_label_lines, parse_text_lines, read_table
-from tinytf.splits import SPLITS, stratified_group_split
 
 
 @dataclass
@@ -164,10 +164,9 @@ def _finish(data: Dataset, max_rows: int) -> Dataset:
     return data
 
 
-def run_prepare(params: Params, out_dir: str | Path = "data/prepared", report_dir: str | Path = "reports"):
+def run_prepare(params: PrepareParams, seed: int, out_dir: str | Path, report_dir: str | Path):
     """Load both datasets, then write parquet splits, label names, stats JSON and the data card."""
-    seed = params.base.seed
-    datasets = [load_corpus(params.prepare.corpus, seed), load_sentiment(params.prepare.sentiment, seed)]
+    datasets = [load_corpus(params.corpus, seed), load_sentiment(params.sentiment, seed)]
     stats = {data.name: dataset_stats(data) for data in datasets}
     out_dir, report_dir = Path(out_dir), Path(report_dir)
     for data in datasets:

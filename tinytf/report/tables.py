@@ -3,7 +3,7 @@
 `Inputs` reads only what the upstream stages wrote. A file that is absent is recorded in
 `Inputs.missing` (what, path, the command that makes it) and its section is skipped; a file that
 is there but malformed (not JSON / CSV, or missing a key or column the report reads) raises
-`DataError` naming the file. Every table here is plain data; `tinytf.report` renders them.
+`DataError` naming the file. Every table here is plain data; `tinytf.report.build` renders them.
 """
 
 from __future__ import annotations
@@ -15,33 +15,32 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import torch
-from torch import nn
 
+from tinytf.data.splits import SPLITS
 from tinytf.errors import DataError
-from tinytf.model import ModelConfig, TinyTransformer
-from tinytf.param_count import SEED_CLAIMS, analytic_counts, count_parameters
-from tinytf.splits import SPLITS
+from tinytf.report.facts import UPSTREAM
 
 ID_COLUMNS = ("pos_encoding", "head_merge", "seed")
 
 
 @dataclass
 class Inputs:
-    """Reads files under `root`; absent ones are listed in `missing` instead of raising."""
+    """Reads the upstream files (`UPSTREAM[name]`) under `root`; absent ones are listed in
+    `missing` instead of raising."""
 
     root: Path
     missing: list[tuple[str, str, str]] = field(default_factory=list)  # (what, path, how to make it)
 
-    def exists(self, what: str, rel: str, how: str) -> Path | None:
+    def exists(self, name: str) -> Path | None:
+        what, rel, stage = UPSTREAM[name]
         path = self.root / rel
         if path.exists():
             return path
-        self.missing.append((what, rel, how))
+        self.missing.append((what, rel, f"dvc repro {stage}"))
         return None
 
-    def json(self, what: str, rel: str, how: str, keys: tuple[str, ...] = ()) -> dict | None:
-        path = self.exists(what, rel, how)
+    def json(self, name: str, keys: tuple[str, ...] = ()) -> dict | None:
+        path = self.exists(name)
         if path is None:
             return None
         try:
@@ -53,8 +52,13 @@ class Inputs:
         require(data, path, *keys)
         return data
 
-    def csv(self, what: str, rel: str, how: str, columns: tuple[str, ...] = ()) -> pd.DataFrame | None:
-        path = self.exists(what, rel, how)
+    def split(self, name: str) -> pd.DataFrame | None:
+        """A table the checks stage wrote as {"columns", "data"}."""
+        data = self.json(name, keys=("columns", "data"))
+        return None if data is None else split_frame(data, self.root / UPSTREAM[name].path)
+
+    def csv(self, name: str, columns: tuple[str, ...] = ()) -> pd.DataFrame | None:
+        path = self.exists(name)
         if path is None:
             return None
         try:
@@ -67,6 +71,13 @@ class Inputs:
         if frame.empty:
             raise DataError(f"{path}: no rows")
         return frame
+
+
+def split_frame(data: dict, path: Path | str) -> pd.DataFrame:
+    """A table written as {"columns": [...], "data": [[...], ...]} (the checks stage's JSON)."""
+    if not isinstance(data, dict) or not {"columns", "data"} <= set(data):
+        raise DataError(f"{path}: expected a table with 'columns' and 'data'")
+    return pd.DataFrame(data["data"], columns=data["columns"])
 
 
 def require(data: dict, path: Path | str, *dotted: str) -> None:
@@ -116,36 +127,6 @@ def data_card_table(stats: dict, path: Path | str = "reports/data.json") -> pd.D
                 "duplicate texts": s.get("duplicate_texts", ""), "labels": labels,
             })  # fmt: skip
     return pd.DataFrame(rows)
-
-
-# ------------------------------------------------------------------------------------ parameters
-
-
-def parameter_table(ours: ModelConfig, lab: ModelConfig) -> pd.DataFrame:
-    """Per component: closed form and counted from a built model, for our model and the seed lab's."""
-    ours_a, ours_c = analytic_counts(ours), count_parameters(TinyTransformer(ours))
-    lab_a, lab_c = analytic_counts(lab), count_parameters(TinyTransformer(lab))
-    return pd.DataFrame(
-        {"component": k, "ours analytic": ours_a[k], "ours counted": ours_c[k], "seed lab analytic": lab_a[k],
-         "seed lab counted": lab_c[k],
-         "analytic = counted": "yes" if ours_a[k] == ours_c[k] and lab_a[k] == lab_c[k] else "NO"}
-        for k in ours_a
-    )  # fmt: skip
-
-
-def claim_verdict(claim) -> str:
-    if claim.difference:
-        return f"wrong number ({claim.difference:+,})"
-    return "right" if claim.note.startswith("correct") else "right number, wrong reasoning"
-
-
-def seed_claims_table() -> pd.DataFrame:
-    return pd.DataFrame(
-        {"seed": c.report, "quantity": c.quantity, "expression as written": c.expression,
-         "evaluates to": c.as_written, "claimed": c.claimed, "PyTorch": c.true, "claimed - PyTorch": c.difference,
-         "verdict": claim_verdict(c), "note": c.note}
-        for c in SEED_CLAIMS
-    )  # fmt: skip
 
 
 # ----------------------------------------------------------------------------------- pretraining
@@ -254,9 +235,6 @@ def confusion_table(report: dict, path: Path | str) -> pd.DataFrame:
     return frame
 
 
-# ---------------------------------------------------------------------------------- attention
-
-
 def attention_head_table(weights: list[np.ndarray], causal: bool) -> pd.DataFrame:
     """Where each head looks, averaged over query positions 1..L-1: itself, the previous token, the first
     token, its largest single weight (1 = a hard selection), and the share uniform averaging would give
@@ -277,79 +255,6 @@ def complexity_table(fits: pd.DataFrame) -> pd.DataFrame:
     out.insert(out.columns.get_loc("time_exponent") + 1, "expected time exponent",
                out["variable"].map(expected).fillna(""))  # fmt: skip
     return out
-
-
-# ------------------------------------------------------------------------ claims checked in PyTorch
-
-
-def _tiny(**kw) -> ModelConfig:
-    base = dict(vocab_size=50, block_size=8, n_layer=2, n_head=4, d_model=16, d_ff=32, dropout=0.0,
-                norm_first=True)  # fmt: skip
-    return ModelConfig(**{**base, **kw})
-
-
-def pytorch_checks() -> pd.DataFrame:
-    """Seed claims that PyTorch settles, each measured on a small seeded model (CPU, deterministic).
-    The caller's random state is left as it was."""
-    with torch.random.fork_rng(), torch.no_grad():
-        torch.manual_seed(0)
-        return pd.DataFrame(_checks(), columns=["seed", "claim", "check", "measured", "verdict"])
-
-
-def _checks() -> list[tuple[str, ...]]:
-    rows = []
-    # seed 000: "nn.TransformerEncoder ... doesn't allow peeking ahead"
-    layer = nn.TransformerEncoderLayer(16, 2, 16, dropout=0.0, batch_first=True)
-    enc = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False).eval()
-    x = torch.randn(1, 6, 16)
-    x2 = x.clone()
-    x2[0, -1] += 1.0
-    mask = nn.Transformer.generate_square_subsequent_mask(6)
-    free = (enc(x) - enc(x2))[0, :-1].abs().max().item()
-    masked = (enc(x, mask=mask) - enc(x2, mask=mask))[0, :-1].abs().max().item()
-    rows.append(("000", "nn.TransformerEncoder itself keeps a token from peeking ahead",
-                 "change the last input; max |Δ| of the earlier positions' outputs",
-                 f"no mask: {free:.3g}; with generate_square_subsequent_mask: {masked:.3g}",
-                 "wrong: the module is bidirectional; causality comes only from the mask passed in"
-                 if free > 0 and masked == 0 else "inconclusive"))  # fmt: skip
-    # seed 004: shuffle / shift merges test whether heads are "experts"
-    shift = TinyTransformer(_tiny(head_merge="shift")).eval()
-    concat = TinyTransformer(_tiny(head_merge="concat")).eval()
-    state = {k: v.clone() for k, v in shift.state_dict().items() if not k.endswith("head_order")}
-    hd = 16 // 4
-    for i, block in enumerate(shift.base.blocks):
-        w, order = state[f"base.blocks.{i}.attn.proj.weight"], block.attn.head_order.tolist()
-        permuted = torch.empty_like(w)
-        for j, h in enumerate(order):  # slot j of the shifted merge holds head h
-            permuted[:, h * hd : (h + 1) * hd] = w[:, j * hd : (j + 1) * hd]
-        state[f"base.blocks.{i}.attn.proj.weight"] = permuted
-    concat.load_state_dict(state)
-    ids = torch.randint(5, 50, (2, 8))
-    gap = (shift.forward_lm(ids) - concat.forward_lm(ids)).abs().max().item()
-    rows.append(("004", "shuffle / shift head merges change what the model can learn",
-                 "shift model vs concat model with the output projection's column blocks permuted: max |Δ logits|",
-                 f"{gap:.2g} (float32 rounding)",
-                 "wrong: a fixed permutation is a reparametrisation of concat, the same functions relabelled"))  # fmt: skip
-    # seed 004: re-weighting by each head's matrix norm; ours is per token
-    reweight = TinyTransformer(_tiny(head_merge="reweight")).eval()
-    ids2 = ids.clone()
-    ids2[:, -1] = (ids[:, -1] + 1 - 5) % 45 + 5
-    ours = (reweight.forward_lm(ids) - reweight.forward_lm(ids2))[:, :-1].abs().max().item()
-    y = torch.randn(1, 4, 8, 4)
-    y2 = y.clone()
-    y2[:, :, -1] *= 3.0
-
-    def seq_w(t):  # the seed's weights: each head's norm over all positions and features
-        norms = t.flatten(2).norm(dim=-1)
-        return norms / norms.sum(1, keepdim=True)
-
-    leak = (seq_w(y) - seq_w(y2)).abs().max().item()
-    rows.append(("004", "re-weight heads by their output matrix norm",
-                 "change the last token; max |Δ| at earlier positions: our per-token weights vs a norm over "
-                 "the whole (L × head size) output",
-                 f"ours: {ours:.3g}; whole-sequence norm: head weights change by {leak:.3g}",
-                 "a norm over the sequence lets position t see later tokens (a causal leak); ours is causal"))  # fmt: skip
-    return rows
 
 
 # ------------------------------------------------------------------- numbers quoted in the README

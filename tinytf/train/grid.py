@@ -1,5 +1,5 @@
-"""Stages `grid` and `evaluate`: one classifier per optimizer x lr x batch size x epochs cell,
-then the best cell by validation accuracy (ties: lower validation loss) evaluated on test.
+"""The grid study (the core of stages `grid` and `evaluate`): one classifier per optimizer x lr
+x batch size x epochs cell, then the best cell by validation accuracy (ties: lower validation loss) evaluated on test.
 
 Cells are a DVC matrix: each writes `data/grid/<key>.result.json` (curves and final
 validation metrics) and `data/grid/<key>.pt` + `.json` (the trained classifier), so adding a value to a list runs
@@ -15,6 +15,17 @@ from pathlib import Path
 import pandas as pd
 
 from tinytf.config import GridParams
+
+# what reports/metrics.json records of the best cell
+BEST_COLUMNS = ["optimizer", "lr", "batch_size", "epochs", "validation_accuracy", "validation_loss"]
+
+
+class MissingCell(FileNotFoundError):
+    """A cell of the current params has no result file yet."""
+
+    def __init__(self, grid_dir: str | Path, key: str):
+        super().__init__(f"{grid_dir}: no result for grid cell {key}; run `dvc repro grid`")
+        self.key = key
 
 
 def format_lr(lr: float) -> str:
@@ -44,9 +55,7 @@ def _results(params: GridParams, grid_dir: str | Path) -> list[tuple[dict, dict]
     for cell in cells(params):
         result = found.get((cell["optimizer"], cell["lr"], cell["batch_size"], cell["epochs"]))
         if result is None:
-            raise FileNotFoundError(
-                f"{grid_dir}: no result for grid cell {cell_key(**cell)}; run `dvc repro grid`"
-            )
+            raise MissingCell(grid_dir, cell_key(**cell))
         out.append((cell, result))
     return out
 

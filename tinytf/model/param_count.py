@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from torch import nn
 
-from tinytf.model import ModelConfig, TinyTransformer
+from tinytf.model.transformer import ModelConfig, TinyTransformer
 
 BASE_PARTS = ("embedding", "positional", "attention", "feed_forward", "norms")
 HEADS = ("lm_head", "cls_head")
@@ -117,6 +117,10 @@ def seed_lab_config(vocab_size: int, n_classes: int = 2) -> ModelConfig:
         n_head=2,
         d_ff=200,
         n_classes=n_classes,
+        dropout=0.2,
+        block_size=512,
+        norm_first=False,
+        activation="relu",
     )
 
 

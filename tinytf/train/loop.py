@@ -23,9 +23,9 @@ from typing import Any, Protocol
 import torch
 from tqdm import tqdm
 
-from tinytf.checkpoint import load_training_state, save_training_state
 from tinytf.errors import TinyTFError
-from tinytf.runtime import Runtime, rng_state, set_rng_state
+from tinytf.model.checkpoint import load_training_state, save_training_state
+from tinytf.train.runtime import Runtime, rng_state, set_rng_state
 
 
 class TrainingDiverged(TinyTFError):
@@ -47,6 +47,8 @@ class Callback:
 
     def on_step(self, step: int, metrics: dict[str, float]) -> None: ...
     def on_epoch(self, epoch: int, metrics: dict[str, float]) -> None: ...
+    def on_end(self, metrics: dict[str, float]) -> None:
+        """Once, with the run's final figures (e.g. test accuracy), after the loop's caller has them."""
 
 
 @dataclass
@@ -118,6 +120,9 @@ class _StopFlag:
             signal.signal(signal.SIGINT, self._previous)
 
 
+# One function on purpose (~110 lines): the loop reads top to bottom like nanoGPT's train.py, and the
+# state it mutates (step, optimizer, history, the last good checkpoint) would otherwise travel through
+# half a dozen helpers' arguments.
 def run_loop(
     model: torch.nn.Module,
     source: BatchSource,

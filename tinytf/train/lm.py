@@ -15,10 +15,10 @@ import numpy as np
 import torch
 from tokenizers import Tokenizer
 
-from tinytf.batching import random_blocks, strided_blocks
-from tinytf.model import TinyTransformer, lm_loss, perplexity
-from tinytf.runtime import Runtime
-from tinytf.tokenizer import EOS, MASK, SPECIAL_TOKENS
+from tinytf.data.batching import random_blocks, strided_blocks
+from tinytf.data.tokenizer import EOS, MASK, SPECIAL_TOKENS
+from tinytf.model.transformer import TinyTransformer, lm_loss, perplexity
+from tinytf.train.runtime import Runtime
 
 IGNORE = -100
 EVAL_MASK_SEED = 1234

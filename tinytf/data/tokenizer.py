@@ -1,4 +1,4 @@
-"""Stage `tokenize`: train a BPE tokenizer with HF `tokenizers` and encode the prepared data.
+"""The tokenizer (the core of stage `tokenize`): train a BPE tokenizer with HF `tokenizers` and encode the prepared data.
 
 The corpus becomes one flat array of token ids per split (an end-of-sentence token after
 every line) stored as uint16 `.npy` when the vocabulary fits, so language-model batches
@@ -17,9 +17,9 @@ import pandas as pd
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
 from tinytf.config import TokenizeParams
+from tinytf.data.splits import SPLITS
 from tinytf.errors import DataError
 from tinytf.io import atomic_path, write_json, write_npy, write_parquet
-from tinytf.splits import SPLITS
 
 # Fixed ids 0..4: the model and collate code rely on PAD being 0.
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[MASK]", "[EOS]"]
@@ -96,11 +96,13 @@ def encode_stream(tokenizer: Tokenizer, texts: list[str], chunk_lines: int = 256
     return np.concatenate(parts) if parts else np.empty(0, dtype=dtype)
 
 
+# One recipe (~75 lines): train, encode each split while counting, then write every file only once
+# everything is computed, so a failure leaves nothing half-written; split up, that order is harder to see.
 def run_tokenize(
     params: TokenizeParams,
-    prepared: str | Path = "data/prepared",
-    out_dir: str | Path = "data",
-    report_path: str | Path = "reports/tokenize.json",
+    prepared: str | Path,
+    out_dir: str | Path,
+    report_path: str | Path,
 ) -> tuple[dict, dict]:
     """Train, encode, write. Returns (metrics for reports/, timings for the terminal and MLflow)."""
     prepared, out_dir = Path(prepared), Path(out_dir)

@@ -2,9 +2,10 @@
 
 One config (`ModelConfig`), two interchangeable bodies ("bases") and two heads on top:
 
-    arch="tinytf"         blocks written out here (attention in `tinytf.attention`); post-LN by
-                          default, which makes it the seed lab's model with every operation visible
-    arch="torch_encoder"  the seed lab's `nn.TransformerEncoder` model, kept for faithful
+    arch="tinytf"         blocks written out here (attention in `tinytf.model.attention`); pre-LN by
+                          default (GPT-2); `norm_first=False` makes it the seed lab's model with every
+                          operation visible
+    arch="torch_encoder"  the seed lab's `nn.TransformerEncoder` model (`tinytf.model.reference`), kept for faithful
                           reproduction and as a reference the tests check "tinytf" against
 
     lm_head   Linear(D, vocab), optionally tied to the token embedding (causal LM or masked LM)
@@ -17,99 +18,15 @@ Shapes: B batch, L sequence length, D = d_model, V = vocab_size, H = n_head.
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from dataclasses import dataclass
-from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from tinytf.attention import HEAD_MERGES, SelfAttention, build_attention_mask
-
-CHOICES = {
-    "arch": ("tinytf", "torch_encoder"),
-    "pos_encoding": ("sinusoidal", "learned", "none"),
-    "head_merge": HEAD_MERGES,
-    "pooling": ("last", "mean", "first"),
-    "attn_impl": ("manual", "sdpa"),
-    "activation": ("relu", "gelu"),
-}
-
-
-@dataclass
-class ModelConfig:
-    """Every architectural choice; saved as JSON next to each checkpoint. Defaults = the seed lab."""
-
-    arch: str = "tinytf"
-    vocab_size: int = 100
-    block_size: int = 512  # max positions: size of the positional table, longest accepted input
-    n_layer: int = 4
-    n_head: int = 2
-    d_model: int = 200
-    d_ff: int = 200  # the lab passes nhid as dim_feedforward, so the FFN does not widen
-    dropout: float = 0.2
-    pos_encoding: str = "sinusoidal"
-    head_merge: str = "concat"
-    causal: bool = True  # False = bidirectional attention, for masked-LM pretraining
-    tie_weights: bool = False  # lm_head.weight is the token embedding (same storage)
-    n_classes: int = 2
-    pooling: str = "last"  # last non-pad token (causal), mean over non-pad, or first (bidirectional)
-    attn_impl: str = "sdpa"
-    bias: bool = True  # biases in every Linear and LayerNorm, heads included
-    pad_id: int = 0  # recorded with the checkpoint; the model never infers a mask from it implicitly
-    norm_first: bool = False  # False: post-LN like nn.TransformerEncoderLayer; True: pre-LN (GPT-2)
-    activation: str = "relu"
-    scale_embedding: bool = True  # token embedding * sqrt(D) before adding positions (lab, Vaswani)
-    layer_norm_eps: float = 1e-5
-    seed: int = 1337  # seeds the per-layer head permutations of head_merge="shuffle"
-
-    def __post_init__(self) -> None:
-        for name, allowed in CHOICES.items():
-            if getattr(self, name) not in allowed:
-                raise ValueError(f"ModelConfig.{name}={getattr(self, name)!r}; expected one of {allowed}")
-        for name in ("vocab_size", "block_size", "n_layer", "n_head", "d_model", "d_ff", "n_classes"):
-            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
-                raise ValueError(
-                    f"ModelConfig.{name} must be a positive integer, got {getattr(self, name)!r}"
-                )
-        if self.d_model % self.n_head:
-            raise ValueError(f"ModelConfig: d_model={self.d_model} is not divisible by n_head={self.n_head}")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"ModelConfig.dropout must be in [0, 1), got {self.dropout}")
-        if self.arch == "torch_encoder":
-            # nn.TransformerEncoder can only do what the lab did: concat heads, sinusoidal table, post-LN
-            for name, need in (
-                ("head_merge", "concat"),
-                ("pos_encoding", "sinusoidal"),
-                ("norm_first", False),
-            ):
-                if getattr(self, name) != need:
-                    raise ValueError(f"ModelConfig: arch='torch_encoder' requires {name}={need!r}")
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ModelConfig:
-        unknown = set(data) - {f.name for f in dataclasses.fields(cls)}
-        if unknown:
-            raise ValueError(f"ModelConfig: unknown keys {sorted(unknown)}")
-        return cls(**data)
-
-
-def sinusoidal_table(max_len: int, d_model: int) -> Tensor:
-    """PE[k, 2m] = sin(k / 10000^(2m/D)), PE[k, 2m+1] = cos(k / 10000^(2m/D)), shape (max_len, D).
-
-    The PyTorch word_language_model / seed-lab formula: a sin/cos pair shares one frequency.
-    """
-    position = torch.arange(max_len, dtype=torch.float).unsqueeze(1)
-    div_term = torch.exp(torch.arange(0, d_model, 2).float() * (-math.log(10000.0) / d_model))
-    pe = torch.zeros(max_len, d_model)
-    pe[:, 0::2] = torch.sin(position * div_term)
-    pe[:, 1::2] = torch.cos(position * div_term[: d_model // 2])  # [: D//2] also handles an odd D
-    return pe
+from tinytf.model.architecture import ModelConfig
+from tinytf.model.attention import SelfAttention, build_attention_mask
+from tinytf.model.reference import TorchEncoderBase, sinusoidal_table
 
 
 class SinusoidalPositions(nn.Module):
@@ -237,67 +154,6 @@ class TinyTFBase(nn.Module):
         if self.ln_f is not None:
             x = self.ln_f(x)
         return (x, attentions) if return_attention else x
-
-
-class PositionalEncoding(nn.Module):
-    """The seed lab's PositionalEncoding (batch-first): x + PE[:L], then dropout. No parameters."""
-
-    def __init__(self, d_model: int, dropout: float = 0.1, max_len: int = 5000):
-        super().__init__()
-        self.dropout = nn.Dropout(p=dropout)
-        self.register_buffer("pe", sinusoidal_table(max_len, d_model), persistent=False)
-
-    def forward(self, x: Tensor) -> Tensor:
-        return self.dropout(x + self.pe[: x.size(1)])
-
-
-class TorchEncoderBase(nn.Module):
-    """arch="torch_encoder": the seed lab's TransformerModel. Attribute names are the lab's, so a lab
-    checkpoint's `base.*` keys load as they are (its stored `pos_encoder.pe` table is skipped)."""
-
-    def __init__(self, cfg: ModelConfig):
-        super().__init__()
-        self.cfg = cfg
-        self.encoder = nn.Embedding(cfg.vocab_size, cfg.d_model)
-        self.pos_encoder = PositionalEncoding(cfg.d_model, cfg.dropout, cfg.block_size)
-        layer = nn.TransformerEncoderLayer(
-            cfg.d_model, cfg.n_head, cfg.d_ff, cfg.dropout, activation=cfg.activation,
-            layer_norm_eps=cfg.layer_norm_eps, batch_first=True, bias=cfg.bias,
-        )  # fmt: skip
-        # padding travels inside `mask` (so padded queries stay finite, as in tinytf), never as
-        # src_key_padding_mask, so the nested-tensor path cannot apply; turning it off skips its warning
-        self.transformer_encoder = nn.TransformerEncoder(layer, cfg.n_layer, enable_nested_tensor=False)
-        nn.init.uniform_(self.encoder.weight, -0.1, 0.1)  # the lab's init_weights(); layers keep torch's
-
-    @property
-    def token_embedding(self) -> nn.Embedding:
-        return self.encoder
-
-    def forward(
-        self, input_ids: Tensor, attention_mask: Tensor | None = None, return_attention: bool = False
-    ):
-        if return_attention:
-            raise ValueError("arch='torch_encoder' cannot return attention weights; use arch='tinytf'")
-        B, L = input_ids.shape
-        if L > self.cfg.block_size:
-            raise ValueError(f"sequence length {L} exceeds block_size {self.cfg.block_size}")
-        x = self.encoder(input_ids)
-        if self.cfg.scale_embedding:
-            x = x * math.sqrt(self.cfg.d_model)
-        x = self.pos_encoder(x)
-        allowed = build_attention_mask(attention_mask, L, self.cfg.causal)  # (B, 1, L, L) or None
-        if allowed is None and self.cfg.causal:
-            allowed = torch.ones(1, 1, L, L, dtype=torch.bool, device=x.device).tril()
-        src_mask = None
-        if allowed is not None:
-            # the lab's float mask (0 = attend, -inf = blocked, its generate_square_subsequent_mask);
-            # with padding it differs per sequence, which nn.MultiheadAttention takes as (B*H, L, L)
-            src_mask = torch.zeros(allowed.shape, dtype=x.dtype, device=x.device)
-            src_mask = src_mask.masked_fill(~allowed, float("-inf"))
-            src_mask = src_mask.expand(B, self.cfg.n_head, L, L).reshape(B * self.cfg.n_head, L, L)
-            if attention_mask is None:
-                src_mask = src_mask[0]  # one (L, L) causal mask for the whole batch
-        return self.transformer_encoder(x, mask=src_mask)
 
 
 def pool(hidden: Tensor, attention_mask: Tensor | None, pooling: str) -> Tensor:

@@ -1,4 +1,4 @@
-"""Stage `pretrain`: train the transformer as a language model on the tokenized corpus.
+"""Pretraining (the core of stage `pretrain`): train the transformer as a language model on the tokenized corpus.
 
 Per epoch it evaluates loss and perplexity on train (the first validation-sized slice, so
 the number is comparable and cheap), validation and test, plus word-level perplexity when
@@ -15,29 +15,17 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from tinytf import lm
-from tinytf.batching import load_tokens
-from tinytf.checkpoint import save_model
 from tinytf.config import ModelParams, PretrainParams
+from tinytf.data.batching import load_tokens
+from tinytf.data.splits import SPLITS
+from tinytf.data.tokenizer import load_tokenizer
 from tinytf.io import write_json, write_text
-from tinytf.model import ModelConfig, TinyTransformer
-from tinytf.runtime import Runtime, maybe_compile, resolve_runtime, seed_everything
-from tinytf.splits import SPLITS
-from tinytf.tokenizer import load_tokenizer
-from tinytf.training import Callback, LoopConfig, run_loop
-
-
-def model_config(model: ModelParams, vocab_size: int, objective: str, seed: int, **overrides) -> ModelConfig:
-    fields = {k: getattr(model, k) for k in (
-        "arch", "d_model", "n_layer", "n_head", "d_ff", "dropout", "block_size", "pos_encoding",
-        "head_merge", "norm_first", "tie_weights", "pooling", "attn_impl", "activation",
-    )}  # fmt: skip
-    fields.update(vocab_size=vocab_size, causal=objective == "causal", seed=seed)
-    if fields["arch"] == "torch_encoder":
-        # nn.TransformerEncoder is the seed lab's post-LN model; its other choices are fixed
-        fields.update(norm_first=False, head_merge="concat", pos_encoding="sinusoidal", tie_weights=False)
-    fields.update(overrides)
-    return ModelConfig(**fields)
+from tinytf.model.architecture import ModelConfig, model_config
+from tinytf.model.checkpoint import save_model
+from tinytf.model.transformer import TinyTransformer
+from tinytf.train import lm
+from tinytf.train.loop import Callback, LoopConfig, run_loop
+from tinytf.train.runtime import Runtime, maybe_compile, resolve_runtime, seed_everything
 
 
 class BlockSource:
@@ -96,15 +84,17 @@ def words_with_eos(stats_path: Path) -> dict[str, int] | None:
     return {s: v["words"] + v["rows"] for s, v in corpus["splits"].items()}
 
 
+# One recipe (~75 lines), nanochat-style: data, model, runtime, loss, evaluation, loop, samples, read
+# top to bottom; its closures share the model and runtime, which helpers would pass around.
 def pretrain(
     model_params: ModelParams,
     params: PretrainParams,
     seed: int,
-    data_dir: str | Path = "data",
+    data_dir: str | Path,
+    stats_path: str | Path,
     state_path: str | Path | None = None,
     params_hash: str = "",
     callbacks: list[Callback] = (),
-    stats_path: str | Path = "reports/data.json",
 ) -> PretrainResult:
     data_dir = Path(data_dir)
     tokenizer = load_tokenizer(data_dir / "tokenizer.json")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from tinytf.config import Params
+from tinytf.config import ModelParams, PretrainParams, VariantsParams
 from tinytf.io import write_json, write_text
 
 COLUMNS = [("train", "train_perplexity"), ("dev", "validation_perplexity")]
@@ -23,16 +23,16 @@ def cell_key(pos: str, merge: str, seed: int) -> str:
     return f"{pos}-{merge}-{seed}"
 
 
-def cell_params(params: Params, pos: str, merge: str, seed: int) -> Params:
-    """The pretraining params of one cell: the study's budget, no compile (short runs)."""
-    v = params.variants
-    return dataclasses.replace(
-        params,
-        base=dataclasses.replace(params.base, seed=seed),
-        model=dataclasses.replace(params.model, pos_encoding=pos, head_merge=merge),
-        pretrain=dataclasses.replace(
-            params.pretrain, epochs=1, steps_per_epoch=v.steps, batch_size=v.batch_size,
-            eval_batches=v.eval_batches, warmup_steps=min(params.pretrain.warmup_steps, v.steps // 5),
+def cell_params(
+    model: ModelParams, pretrain: PretrainParams, variants: VariantsParams, pos: str, merge: str
+) -> tuple[ModelParams, PretrainParams]:
+    """The model and pretraining params of one cell: the study's budget, no compile (short runs)."""
+    v = variants
+    return (
+        dataclasses.replace(model, pos_encoding=pos, head_merge=merge),
+        dataclasses.replace(
+            pretrain, epochs=1, steps_per_epoch=v.steps, batch_size=v.batch_size,
+            eval_batches=v.eval_batches, warmup_steps=min(pretrain.warmup_steps, v.steps // 5),
             compile=False, checkpoint_every=max(v.steps, 1),
         ),
     )  # fmt: skip
@@ -42,10 +42,9 @@ def write_cell(path: Path, pos: str, merge: str, seed: int, metrics: dict) -> No
     write_json(path, {"pos_encoding": pos, "head_merge": merge, "seed": seed, **metrics})
 
 
-def summarize(params: Params, cells_dir: str | Path) -> pd.DataFrame:
+def summarize(v: VariantsParams, cells_dir: str | Path) -> pd.DataFrame:
     """Mean ± std over seeds per (pos, merge), only for the cells the current params define."""
     rows = []
-    v = params.variants
     for pos in v.pos_encodings:
         for merge in v.head_merges:
             for seed in v.seeds:

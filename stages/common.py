@@ -1,0 +1,84 @@
+"""What every stage script shares: its command line, its params narrowed to what dvc.yaml
+declares for it, and user errors as one line with exit status 2.
+
+A stage reads params through `load_params(stage, args)`: the whole params file is validated,
+then the stage sees only the keys listed under its `params:` in dvc.yaml, and reading any
+other key stops it with a message naming the key. So dvc.yaml cannot silently under-declare
+what a stage depends on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import yaml
+
+from tinytf.config import load_params as validated_params
+from tinytf.config import narrow_params
+from tinytf.errors import ParamsError, TinyTFError
+from tinytf.schema import DeclaredParams
+
+DVC_FILE = Path("dvc.yaml")
+
+
+def stage_parser(stage: str, doc: str) -> argparse.ArgumentParser:
+    """An argparse parser with the options every stage takes; the stage adds its paths."""
+    parser = argparse.ArgumentParser(
+        prog=f"stages/{stage}.py",
+        description=doc,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="dvc.yaml passes every path; `dvc repro` (or `tinytf run STAGE`) runs this with them.",
+    )
+    parser.add_argument("--params", default="params.yaml", help="params file (default: params.yaml)")
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a params key for this run, e.g. --set tokenize.vocab_size=4000",
+    )
+    return parser
+
+
+def parse_overrides(items: list[str]) -> dict:
+    overrides = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ParamsError(f"--set {item!r}: expected KEY=VALUE, e.g. --set tokenize.vocab_size=4000")
+        # values are YAML so that numbers, booleans and lists mean what they do in params.yaml
+        overrides[key.strip()] = yaml.safe_load(value)
+    return overrides
+
+
+def declared_keys(stage: str, dvc_file: Path = DVC_FILE) -> list[str]:
+    """The `params:` entries of `stage` in dvc.yaml (a matrix stage's entries apply to every cell)."""
+    if not dvc_file.exists():
+        raise ParamsError(f"{dvc_file}: not found; run stages from the repository root")
+    stages = (yaml.safe_load(dvc_file.read_text(encoding="utf-8")) or {}).get("stages", {})
+    if stage not in stages:
+        raise ParamsError(f"{dvc_file}: no stage '{stage}'")
+    keys = stages[stage].get("params", [])
+    if not all(isinstance(k, str) for k in keys):
+        raise ParamsError(f"{dvc_file}: stage '{stage}': params must be plain keys of params.yaml")
+    return keys
+
+
+def load_params(stage: str, args: argparse.Namespace) -> DeclaredParams:
+    """The whole file validated first (a bad key anywhere is an error), then narrowed to the
+    keys dvc.yaml declares for `stage`."""
+    params = validated_params(args.params, parse_overrides(args.overrides))
+    return narrow_params(params, declared_keys(stage), f"stage '{stage}'", args.params)
+
+
+def run(main: Callable[[], None]) -> None:
+    """Run a stage's main(); a user-fixable error is one line on stderr and its exit status."""
+    try:
+        main()
+    except TinyTFError as exc:
+        print(f"tinytf: error: {exc}", file=sys.stderr)
+        sys.exit(exc.exit_code)

@@ -1,0 +1,69 @@
+"""Stage `evaluate`: pick the best grid cell by validation accuracy (ties: lower validation
+loss), evaluate it once on test (accuracy with a bootstrap 95 % interval, per-class P/R/F1,
+confusion matrix), write the headline metrics, and register the cell's model in the MLflow
+registry with the alias `champion`.
+
+params: base.seed, grid, evaluate, finetune.device, finetune.precision, tokenize.max_length
+"""
+
+import json
+import sys
+from pathlib import Path
+
+import common
+
+from tinytf.analysis.evaluation import classification_report, headline_metrics
+from tinytf.io import write_json, write_text
+from tinytf.model.checkpoint import load_model
+from tinytf.tracking import stage_run
+from tinytf.train.classify import SentimentData, classifier_runtime, evaluate_test_split
+from tinytf.train.grid import BEST_COLUMNS, best_cell, load_cells
+
+
+def main() -> None:
+    parser = common.stage_parser("evaluate", __doc__)
+    parser.add_argument("--grid", required=True, help="folder of the grid cells")
+    parser.add_argument("--data", required=True, help="folder holding tokenizer.json and tokens/sentiment/")
+    parser.add_argument("--finetune", required=True, help="summary.json of the finetune stage")
+    parser.add_argument("--metrics", required=True, help="the headline metrics JSON to write")
+    parser.add_argument("--reports", required=True, help="folder for test_report.json and grid.csv")
+    args = parser.parse_args()
+    params = common.load_params("evaluate", args)
+
+    with stage_run("evaluate", params.as_dict()) as tracker:
+        table = load_cells(params.grid, args.grid)
+        best = best_cell(table)
+        checkpoint = Path(args.grid) / best["checkpoint"]
+        data = SentimentData.load(args.data)
+        runtime = classifier_runtime(params.finetune)
+        test = evaluate_test_split(load_model(checkpoint), data, params.tokenize.max_length, runtime)
+        report = classification_report(
+            test["predictions"], test["labels"], data.classes,
+            params.evaluate.bootstrap_resamples, params.base.seed,
+        )  # fmt: skip
+        best_values = {k: (v.item() if hasattr(v, "item") else v) for k, v in best[BEST_COLUMNS].items()}
+        finetune = json.loads(Path(args.finetune).read_text())
+        metrics = headline_metrics(report, best_values, finetune)
+        reports = Path(args.reports)
+        write_json(Path(args.metrics), metrics)
+        write_json(reports / "test_report.json", report)
+        write_text(reports / "grid.csv", table.to_csv(index=False))
+
+        low, high = report["accuracy_ci95"]
+        tracker.log_metrics(
+            {"test_accuracy": report["accuracy"], "test_accuracy_ci_low": low,
+             "test_accuracy_ci_high": high, "test_macro_f1": report["macro_f1"]}
+        )  # fmt: skip
+        tracker.set_tags({"tinytf.best_cell": str(best["key"])})
+        tracker.log_artifact(args.metrics)
+        tracker.log_artifact(reports / "test_report.json")
+        tracker.register_model(checkpoint, params.evaluate.registry_name)
+        print(
+            f"evaluate: best cell {best['key']} (validation {best['validation_accuracy']:.4f}); "
+            f"test accuracy {report['accuracy']:.4f} [{low:.4f}, {high:.4f}]",
+            file=sys.stderr,
+        )
+
+
+if __name__ == "__main__":
+    common.run(main)

@@ -1,0 +1,29 @@
+"""Stage `variants_table`: seed 004's perplexity table from the cells of `variants`, mean ± std
+over seeds per positional encoding x head merge (only the cells the current params define).
+
+params: variants
+"""
+
+import common
+
+from tinytf.tracking import stage_run
+from tinytf.train.variants import summarize, write_summary
+
+
+def main() -> None:
+    parser = common.stage_parser("variants_table", __doc__)
+    parser.add_argument("--cells", required=True, help="folder of the variants cells' JSON results")
+    parser.add_argument("--reports", required=True, help="folder for variants.md and cells.csv")
+    args = parser.parse_args()
+    params = common.load_params("variants_table", args)
+    v = params.variants
+
+    with stage_run("variants_table", params.as_dict()) as tracker:
+        cells = summarize(v, args.cells)
+        write_summary(cells, args.reports, len(v.seeds), v.steps)
+        tracker.log_artifact(f"{args.reports}/variants.md")
+        tracker.log_artifact(f"{args.reports}/cells.csv")
+
+
+if __name__ == "__main__":
+    common.run(main)

@@ -1,0 +1,83 @@
+"""The facts the README quotes, typed: each is read from one upstream file (or derived from
+one) by `tinytf.report.build`, and is None when that file is absent, so the text can say what
+it can and the README lists what is missing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple, Protocol
+
+import pandas as pd
+
+
+@dataclass
+class Facts:
+    data: dict | None = None  # reports/data.json
+    majority_test: float | None = None  # share of the most frequent class in test
+    majority_val: float | None = None
+    counts: dict[str, int] | None = None  # closed-form parameter counts of our model (checks)
+    vocab: int | None = None
+    lab100: dict[str, int] | None = None  # the seed lab's model at vocabulary 100
+    seed_claims: pd.DataFrame | None = None  # the seed reports' parameter arithmetic (checks)
+    checks: pd.DataFrame | None = None  # seed claims checked in PyTorch
+    objective: str = "causal"
+    pretrain: dict | None = None  # reports/pretrain/metrics.json
+    variants: pd.DataFrame | None = None  # mean ± std per positional encoding x head merge
+    finetune: dict | None = None  # reports/finetune/summary.json, arms in params order
+    curves: pd.DataFrame | None = None  # fine-tuning curves per arm, seed and epoch
+    metrics: dict | None = None  # reports/metrics.json
+    test_report: dict | None = None
+    grid: pd.DataFrame | None = None  # one row per grid cell of the current params
+    best: dict | None = None  # optimizer, lr, batch_size, epochs of the best cell
+    probes: pd.DataFrame | None = None
+    fits: pd.DataFrame | None = None  # attention-cost exponents
+    heads: pd.DataFrame | None = None  # where each head looks
+    sample: tuple[str, str] | None = None  # (name, text) of the sentence the heads were read on
+
+
+class ReportView(Protocol):
+    """What the README text reads of a report being built."""
+
+    f: Facts
+    params: Any
+    inputs: Any
+    notes: list[str]
+    tables: list[tuple[str, str]]
+    plots: list[tuple[str, str]]
+    root: Path
+
+    def link(self, rel: str) -> str: ...
+
+
+class Upstream(NamedTuple):
+    what: str  # how the README names it when it is missing
+    path: str  # relative to the workspace root
+    stage: str  # the stage that writes it
+
+
+# Every file the report reads, in one place; tests/test_dvc_contract.py checks each is a dep of `report`.
+UPSTREAM = {
+    "data": Upstream("data card", "reports/data.json", "prepare"),
+    "checks_counts": Upstream("parameter counts", "reports/checks/counts.json", "checks"),
+    "checks_parameters": Upstream("parameter table", "reports/checks/parameters.json", "checks"),
+    "checks_seed_claims": Upstream("seed arithmetic", "reports/checks/seed_claims.json", "checks"),
+    "checks_pytorch_checks": Upstream(
+        "seed claims checked in PyTorch", "reports/checks/pytorch_checks.json", "checks"
+    ),
+    "pretrain_metrics": Upstream("pretraining metrics", "reports/pretrain/metrics.json", "pretrain"),
+    "pretrain_steps": Upstream("pretraining step log", "reports/pretrain/steps.csv", "pretrain"),
+    "pretrain_epochs": Upstream("pretraining epochs", "reports/pretrain/epochs.csv", "pretrain"),
+    "variants_cells": Upstream(
+        "variants (positional encoding × head merge)", "reports/variants/cells.csv", "variants_table"
+    ),
+    "finetune_summary": Upstream("fine-tuning summary", "reports/finetune/summary.json", "finetune"),
+    "finetune_curves": Upstream("fine-tuning curves", "reports/finetune/curves.csv", "finetune"),
+    "grid": Upstream("grid cells", "data/grid", "grid"),
+    "metrics": Upstream("evaluation metrics", "reports/metrics.json", "evaluate"),
+    "evaluate_test_report": Upstream("test report", "reports/evaluate/test_report.json", "evaluate"),
+    "probes_probes": Upstream("probes (seed 004 §1)", "reports/probes/probes.csv", "probes"),
+    "complexity_fits": Upstream("attention cost (seed 003)", "reports/complexity/fits.csv", "complexity"),
+    "checks_attention": Upstream("attention weights", "reports/checks/attention.json", "checks"),
+    "models_pretrained": Upstream("pretrained model config", "data/models/pretrained.json", "pretrain"),
+}

@@ -1,0 +1,230 @@
+"""Typed sections from YAML: the machinery `tinytf.config` builds params.yaml's schema with.
+
+`parse_section` builds a dataclass from a mapping, checking every key (unknown ones get a "did
+you mean"), type and limit (`ge`/`gt`/`le`/`lt` in a field's metadata, set with `bounded`), and
+raises `ParamsError` naming the dotted key and the file. `DeclaredParams` is a read-only view
+that lets its reader see only the keys it declares.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import types
+import typing
+from dataclasses import field
+from typing import Any, Literal
+
+from tinytf.errors import ParamsError
+
+
+def bounded(default: Any, **limits: float) -> Any:
+    """A dataclass field with a default and numeric limits (ge/gt/le/lt) checked on load."""
+    if isinstance(default, (list, dict)):
+        return field(default_factory=lambda: type(default)(default), metadata=limits)
+    return field(default=default, metadata=limits)
+
+
+def parse_section(cls: type, data: Any, key: str, file: str) -> Any:
+    """Build dataclass `cls` from a mapping, checking every key, type and limit."""
+    where = key or "top level"
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ParamsError(f"{file}: {where}: expected a mapping, got {_describe(data)}")
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    for name in data:
+        if name not in fields:
+            guess = difflib.get_close_matches(str(name), list(fields), n=1)
+            hint = f" (did you mean '{join(key, guess[0])}'?)" if guess else ""
+            known = ", ".join(fields)
+            raise ParamsError(f"{file}: unknown key '{join(key, name)}'{hint}; known keys: {known}")
+    values = {}
+    for name, fld in fields.items():
+        if name not in data:
+            continue
+        dotted = join(key, name)
+        value = _coerce(hints[name], data[name], dotted, file)
+        _check_limits(fld.metadata, value, dotted, file)
+        values[name] = value
+    obj = cls(**values)
+    if hasattr(obj, "validate"):
+        obj.validate(key, file)
+    return obj
+
+
+def _coerce(hint: Any, value: Any, key: str, file: str) -> Any:
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if dataclasses.is_dataclass(hint):
+        return parse_section(hint, value, key, file)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        options = [a for a in args if a is not type(None)]
+        errors = []
+        for option in options:
+            try:
+                return _coerce(option, value, key, file)
+            except ParamsError as exc:
+                errors.append(str(exc))
+        raise ParamsError(errors[0])
+    if origin is Literal:
+        if value not in args:
+            choices = ", ".join(repr(a) for a in args)
+            guess = difflib.get_close_matches(str(value), [str(a) for a in args], n=1)
+            hint_text = f" (did you mean '{guess[0]}'?)" if guess else ""
+            raise ParamsError(f"{file}: {key}: {value!r} is not one of {choices}{hint_text}")
+        return value
+    if origin is list:
+        if not isinstance(value, list):
+            raise ParamsError(f"{file}: {key}: expected a list, got {_describe(value)}")
+        return [_coerce(args[0], item, f"{key}[{i}]", file) for i, item in enumerate(value)]
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ParamsError(f"{file}: {key}: expected a mapping, got {_describe(value)}")
+        return {str(k): _coerce(args[1], v, join(key, str(k)), file) for k, v in value.items()}
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise ParamsError(f"{file}: {key}: expected true or false, got {_describe(value)}")
+        return value
+    if hint is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ParamsError(f"{file}: {key}: expected an integer, got {_describe(value)}")
+        return value
+    if hint is float:
+        # YAML reads 1e-3 (no dot) as a string; accept it as the number the user meant
+        if isinstance(value, str):
+            try:
+                value = float(value)
+            except ValueError:
+                raise ParamsError(f"{file}: {key}: expected a number, got {_describe(value)}") from None
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ParamsError(f"{file}: {key}: expected a number, got {_describe(value)}")
+        return float(value)
+    if hint is str:
+        if not isinstance(value, str):
+            raise ParamsError(f"{file}: {key}: expected a string, got {_describe(value)}")
+        return value
+    if hint is Any:
+        return value
+    raise TypeError(f"unsupported schema type {hint!r} for {key}")
+
+
+def _check_limits(limits: Any, value: Any, key: str, file: str) -> None:
+    if not limits:
+        return
+    items = value if isinstance(value, list) else [value]
+    for item in items:
+        if not isinstance(item, (int, float)) or isinstance(item, bool):
+            continue
+        for name, bound in limits.items():
+            ok = {
+                "ge": item >= bound,
+                "gt": item > bound,
+                "le": item <= bound,
+                "lt": item < bound,
+            }[name]
+            if not ok:
+                symbol = {"ge": ">=", "gt": ">", "le": "<=", "lt": "<"}[name]
+                raise ParamsError(f"{file}: {key}: must be {symbol} {bound}, got {item}")
+
+
+def set_dotted(raw: dict, dotted: str, value: Any) -> None:
+    node = raw
+    parts = dotted.split(".")
+    for part in parts[:-1]:
+        node = node.setdefault(part, {})
+        if not isinstance(node, dict):
+            raise ParamsError(f"override {dotted}: '{part}' is not a section")
+    node[parts[-1]] = value
+
+
+def join(prefix: str, name: str) -> str:
+    return f"{prefix}.{name}" if prefix else str(name)
+
+
+def _describe(value: Any) -> str:
+    return f"{type(value).__name__} {value!r}"
+
+
+def to_dict(obj: Any) -> Any:
+    """Plain-dict view of a params object (for logging and hashing)."""
+    return dataclasses.asdict(obj)
+
+
+def _plain(value: Any) -> Any:
+    """Dataclasses (and lists of them) as dicts, for logging and hashing."""
+    if dataclasses.is_dataclass(value):
+        return to_dict(value)
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def flatten(data: dict, prefix: str = "") -> dict[str, Any]:
+    """{'a': {'b': 1}} -> {'a.b': 1}; lists become their string form (MLflow params are strings)."""
+    flat: dict[str, Any] = {}
+    for name, value in data.items():
+        dotted = join(prefix, name)
+        if isinstance(value, dict):
+            flat.update(flatten(value, dotted))
+        else:
+            flat[dotted] = value
+    return flat
+
+
+# --------------------------------------------------------------------------- declared keys
+
+
+class UndeclaredParam(ParamsError):
+    """A stage read a params key its declaration does not list: DVC would not rerun it on a change."""
+
+
+class DeclaredParams:
+    """A read-only view of `Params` through which a stage sees only the keys it declares.
+
+    `declared` holds dotted keys as dvc.yaml's `params:` lists them: a section (`model`) or a
+    key inside one (`tokenize.max_length`). Reading a declared key, or anything under it, gives
+    the plain value; reading a parent of declared keys gives a narrower view; reading anything
+    else raises `UndeclaredParam`. So a stage cannot depend on a key that DVC does not watch.
+    """
+
+    def __init__(self, obj: Any, declared: tuple[str, ...], reader: str, prefix: str = ""):
+        object.__setattr__(self, "_obj", obj)
+        object.__setattr__(self, "_declared", declared)
+        object.__setattr__(self, "_reader", reader)
+        object.__setattr__(self, "_prefix", prefix)
+
+    def __getattr__(self, name: str) -> Any:
+        key = join(self._prefix, name)
+        value = getattr(self._obj, name)
+        if any(key == d or key.startswith(d + ".") for d in self._declared):
+            return value
+        if dataclasses.is_dataclass(value) and any(d.startswith(key + ".") for d in self._declared):
+            return DeclaredParams(value, self._declared, self._reader, key)
+        raise UndeclaredParam(
+            f"{self._reader} reads params key '{key}', which its `params:` in dvc.yaml does not "
+            f"declare (declared: {', '.join(self._declared) or 'none'}); add it there, or DVC will "
+            "not rerun the stage when it changes"
+        )
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("params are read-only")
+
+    def as_dict(self) -> dict[str, Any]:
+        """The declared keys and their values, nested by section (what the stage's run logs)."""
+        out: dict[str, Any] = {}
+        for dotted in self._declared:
+            if self._prefix and not dotted.startswith(self._prefix + "."):
+                continue
+            parts = dotted[len(self._prefix) + 1 :].split(".") if self._prefix else dotted.split(".")
+            value = self._obj
+            for part in parts:
+                value = getattr(value, part)
+            node = out
+            for part in parts[:-1]:
+                node = node.setdefault(part, {})
+            node[parts[-1]] = _plain(value)
+        return out
