@@ -1,53 +1,96 @@
-"""Training throughput of the default pretraining config vs the seed lab's model, in one run.
+"""Pretraining throughput: tinytf's training step, as the `pretrain` stage runs it, against the
+seed lab's `nn.TransformerEncoder` model in eager fp32 (what a user of the seed lab has).
 
-Both models have the shape of `model:` in params.yaml and train the same way (AdamW, the same
-batches of real corpus tokens, gradient clipping, fp32 loss). The peer is the seed lab's
-`nn.TransformerEncoder` model in eager fp32; tinytf runs as the pretrain stage resolves it
-(device, precision and compile from `pretrain:`, or as forced by --precision/--compile). Rounds alternate
-between the two so that load on the machine hits both alike; the ratio is of medians.
+Both sides do the same work: the same shape, dropout, batches (real corpus tokens when
+`data/tokens` exists, else uniform random ids), AdamW with the stage's weight decay and
+gradient clipping, the loss in fp32. tinytf runs `tinytf.train.loop.train_step` with the
+runtime the stage resolves from `pretrain:` (device, precision, compile; --precision and
+--compile override). Two shapes: params.yaml's model and the seed lab's (d_model 200, 2 heads,
+d_ff 200). Rounds alternate between the sides; figures are medians, the speedup a ratio of
+medians. MFU is against this machine's measured matmul peak in each side's precision. The
+last line is the headline: `speedup: <ratio>x ...` at the default shape.
 
-    python benchmarks/pretrain_throughput.py [--steps 20] [--rounds 3]
+    python benchmarks/pretrain_throughput.py [--steps 10] [--rounds 3] [--shapes default,seed-lab]
 """
 
 from __future__ import annotations
 
 import argparse
-import statistics
+import dataclasses
 import sys
-import time
+from pathlib import Path
 
+import numpy as np
 import torch
+import torch.nn.functional as F
+from timing import matmul_peak, median, timed_rounds, warm_up
 
 from tinytf.config import load_params
-from tinytf.data.batching import load_tokens, random_blocks
-from tinytf.data.tokenizer import load_tokenizer
 from tinytf.model.architecture import model_config
-from tinytf.model.transformer import TinyTransformer, lm_loss
-from tinytf.train.pretrain import runtime_key
-from tinytf.train.runtime import Runtime, maybe_compile, resolve_runtime
+from tinytf.model.transformer import TinyTransformer
+from tinytf.train import lm
+from tinytf.train.loop import build_optimizer, train_step
+from tinytf.train.pretrain import BlockSource, lm_step_loss, loop_config
+from tinytf.train.runtime import resolve_runtime, seed_everything
+
+SEED_LAB_SHAPE = {"d_model": 200, "n_head": 2, "d_ff": 200}
 
 
-def make_stepper(model: TinyTransformer, runtime: Runtime, batches, lr: float):
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr)
-    forward = maybe_compile(model.forward_lm, runtime)
-    model.train()
+def corpus(vocab: int, path: Path = Path("data/tokens/corpus/train.npy")) -> tuple[np.ndarray, str]:
+    if path.exists():
+        return np.load(path, mmap_mode="r"), f"corpus tokens from {path}"
+    ids = np.random.default_rng(0).integers(5, vocab, 2_000_000).astype(np.uint16)
+    return ids, "uniform random ids (no data/tokens: run `dvc repro tokenize` for the real corpus)"
+
+
+def tinytf_step(model_params, p, vocab, tokens, planned_steps, precision, compile_mode):
+    seed_everything(0)
+    model = TinyTransformer(model_config(model_params, vocab, "causal", 0))
+    runtime = resolve_runtime(p.device, precision or p.precision, compile_mode, planned_steps)
+    model.to(runtime.device).train()
+    objective = lm.Objective("causal", vocab, 0)
+    source = BlockSource(tokens, objective, model.config.block_size, p.batch_size, 1)
+    step_loss = lm_step_loss(model, runtime)
+    cfg = loop_config(p, planned_steps, model.config.block_size * p.batch_size * p.grad_accum)
+    optimizer = build_optimizer(model, cfg)
+
+    def loss_fn(batch):
+        x, y = (t.to(runtime.device, non_blocking=True) for t in batch)
+        return step_loss(x, y)
+
+    return model, runtime, lambda: train_step(model, optimizer, source, loss_fn, cfg, runtime)
+
+
+def seed_lab_step(model_params, p, vocab, tokens, device):
+    """The seed lab's loop: nn.TransformerEncoder model, eager fp32, torch's default AdamW."""
+    seed_everything(0)
+    lab = dataclasses.replace(model_params, arch="torch_encoder")
+    model = TinyTransformer(model_config(lab, vocab, "causal", 0)).to(device).train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=p.lr, weight_decay=p.weight_decay)
+    source = BlockSource(tokens, lm.Objective("causal", vocab, 0), model.config.block_size, p.batch_size, 1)
 
     def step():
-        x, y = next(batches)
-        with runtime.autocast():
-            loss = lm_loss(forward(x), y)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        for _ in range(p.grad_accum):
+            x, y = (t.to(device) for t in source.next_batch())
+            logits = model.forward_lm(x)
+            loss = F.cross_entropy(logits.view(-1, vocab), y.reshape(-1)) / p.grad_accum
+            loss.backward()
+        float(loss)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), p.grad_clip)
         optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
+        optimizer.zero_grad()
 
     return step
 
 
-def batch_stream(tokens, block, batch, seed):
-    generator = torch.Generator().manual_seed(seed)
-    while True:
-        yield random_blocks(tokens, block, batch, generator)
+def train_flops_per_token(model: TinyTransformer) -> float:
+    """6 x the matmul weights (all but the token and position tables) + the attention matmuls."""
+    c = model.config
+    tables = model.base.token_embedding.weight.numel()
+    if c.pos_encoding == "learned":
+        tables += model.base.pos_emb.weight.numel()
+    weights = sum(p.numel() for p in model.parameters()) - tables - model.cls_head.weight.numel()
+    return 6 * weights + 12 * c.n_layer * c.d_model * c.block_size
 
 
 def main() -> None:
@@ -55,65 +98,66 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--params", default="params.yaml")
-    parser.add_argument("--steps", type=int, default=20, help="timed steps per round and model")
+    parser.add_argument("--steps", type=int, default=10, help="timed steps per round and side")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--shapes", default="seed-lab,default", help="comma list of: default, seed-lab")
     parser.add_argument("--precision", choices=["auto", "fp32", "bf16"], help="override pretrain.precision")
     parser.add_argument("--compile", choices=["auto", "on", "off"], help="override pretrain.compile")
     args = parser.parse_args()
 
     params = load_params(args.params)
-    vocab = load_tokenizer("data/tokenizer.json").get_vocab_size()
-    tokens = load_tokens("data/tokens/corpus/train.npy")
     p = params.pretrain
-    torch.manual_seed(0)
-    ours = TinyTransformer(model_config(params.model, vocab, "causal", 0))
-    peer_params = params.model.__class__(**{**params.model.__dict__, "arch": "torch_encoder"})
-    peer = TinyTransformer(model_config(peer_params, vocab, "causal", 0))
-    block, batch = ours.config.block_size, p.batch_size
-    probe_batches = batch_stream(tokens, block, batch, 1)
-    px, py = next(probe_batches)
-    tokens_per_step = block * batch * p.grad_accum
-    steps = p.epochs * (p.steps_per_epoch or max(len(tokens) // tokens_per_step, 1))
+    vocab = params.tokenize.vocab_size
+    if Path("data/tokenizer.json").exists():
+        from tinytf.data.tokenizer import load_tokenizer
+
+        vocab = load_tokenizer("data/tokenizer.json").get_vocab_size()
+    tokens, where = corpus(vocab)
+    block = params.model.block_size
+    planned = p.epochs * (p.steps_per_epoch or max(len(tokens) // (block * p.batch_size * p.grad_accum), 1))
     compile_mode = {"on": True, "off": False}.get(args.compile, p.compile)
-    # resolved exactly as the pretrain stage resolves it (same probe, same cache key)
-    runtime = resolve_runtime(
-        p.device, args.precision or p.precision, compile_mode, steps,
-        lambda: lm_loss(ours.forward_lm(px), py).backward(), runtime_key(ours.config, batch),
-    )  # fmt: skip
-    ours.zero_grad(set_to_none=True)
-    peer_runtime = Runtime(runtime.device, "fp32", False)
-    steppers = {
-        "tinytf": make_stepper(ours.to(runtime.device), runtime, batch_stream(tokens, block, batch, 2), p.lr),
-        "seed lab (nn.TransformerEncoder, eager fp32)": make_stepper(
-            peer.to(runtime.device), peer_runtime, batch_stream(tokens, block, batch, 2), p.lr
-        ),
-    }
-    for name, step in steppers.items():  # warm-up: compilation, allocator, kernel choice
-        started = time.perf_counter()
-        for _ in range(3):
-            step()
-        print(f"warm-up {name}: {time.perf_counter() - started:.1f} s", file=sys.stderr)
-    rates: dict[str, list[float]] = {name: [] for name in steppers}
-    for _ in range(args.rounds):
-        for name, step in steppers.items():
-            started = time.perf_counter()
-            for _ in range(args.steps):
-                step()
-            rates[name].append(args.steps * block * batch / (time.perf_counter() - started))
     print(
-        f"shape: d_model={ours.config.d_model} n_layer={ours.config.n_layer} n_head={ours.config.n_head} "
-        f"d_ff={ours.config.d_ff} vocab={vocab} block={block} batch={batch}; tinytf runtime: {runtime.describe()}"
+        f"tokens: {where}; vocab {vocab}, block {block}, batch {p.batch_size}; the stage plans {planned} steps"
     )
-    for name, values in rates.items():
-        print(
-            f"{name:48s} {statistics.median(values):10,.0f} tokens/s  (rounds: "
-            + ", ".join(f"{v:,.0f}" for v in values)
-            + ")"
+    peaks = None
+    headline = ""
+    for shape in args.shapes.split(","):
+        model_params = (
+            params.model if shape == "default" else dataclasses.replace(params.model, **SEED_LAB_SHAPE)
         )
-    names = list(rates)
-    ratio = statistics.median(rates[names[0]]) / statistics.median(rates[names[1]])
-    print(f"ratio tinytf / seed lab: {ratio:.2f}x")
+        ours, runtime, ours_step = tinytf_step(
+            model_params, p, vocab, tokens, planned, args.precision, compile_mode
+        )
+        if peaks is None:
+            peaks = {dt: matmul_peak(runtime.device, dt) for dt in (torch.float32, torch.bfloat16)}
+            print(f"matmul peak on {runtime.device}: fp32 {peaks[torch.float32]:,.0f} GFLOP/s, "
+                  f"bf16 {peaks[torch.bfloat16]:,.0f} GFLOP/s")  # fmt: skip
+        names = {
+            "tinytf": f"tinytf ({runtime.describe()})",
+            "lab": "seed lab (nn.TransformerEncoder, eager fp32)",
+        }
+        steps = {"tinytf": ours_step, "lab": seed_lab_step(model_params, p, vocab, tokens, runtime.device)}
+        first = warm_up(steps, 3, runtime.device)
+        per_step = {name: block * p.batch_size * p.grad_accum for name in steps}
+        rates = timed_rounds(steps, per_step, args.steps, args.rounds, runtime.device)
+        c = ours.config
+        flops = train_flops_per_token(ours)
+        print(f"\nshape {shape}: d_model={c.d_model} n_layer={c.n_layer} n_head={c.n_head} d_ff={c.d_ff} "
+              f"dropout={c.dropout}; {flops / 1e6:.1f} MFLOP per training token")  # fmt: skip
+        for name, values in rates.items():
+            dtype = torch.bfloat16 if name == "tinytf" and runtime.precision == "bf16" else torch.float32
+            mfu = median(values) * flops / 1e9 / peaks[dtype]
+            print(f"  {names[name]:58s} {median(values):9,.0f} tokens/s  MFU {mfu:5.1%} of the "
+                  f"{'bf16' if dtype == torch.bfloat16 else 'fp32'} peak  (rounds "
+                  + ", ".join(f"{v:,.0f}" for v in values) + f"; first 3 steps {first[name]:.1f} s)")  # fmt: skip
+        ratio = median(rates["tinytf"]) / median(rates["lab"])
+        print(f"  ratio tinytf / seed lab: {ratio:.2f}x")
+        if shape == "default" or not headline:
+            headline = (f"speedup: {ratio:.2f}x tinytf over the seed lab's nn.TransformerEncoder (eager fp32), "
+                        f"{shape} shape, {median(rates['tinytf']):,.0f} vs {median(rates['lab']):,.0f} training "
+                        f"tokens/s on {runtime.device}")  # fmt: skip
+    print(headline)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -35,10 +35,12 @@ def main() -> None:
                 yield [TrackerCallback(run)]
 
         f = params.finetune
-        curves, tests, classes = run_finetune(
-            f, params.tokenize.max_length, args.pretrained, args.data, child_run
-        )
-        summary = arm_summary(tests, f.seeds, f.epochs, classes)
+        result = run_finetune(f, params.tokenize.max_length, args.pretrained, args.data, child_run)
+        curves, runtime = result.curves, result.runtime
+        summary = arm_summary(result.tests, f.seeds, f.epochs, result.classes)
+        # what `auto` chose on this machine: a rerun elsewhere that chose otherwise is visible
+        summary.update(precision=runtime.precision, compile=runtime.compile)
+        tracker.set_tags({"tinytf.precision": runtime.precision, "tinytf.compile": str(runtime.compile)})
         reports = Path(args.reports)
         write_text(reports / "curves.csv", curves.to_csv(index=False))
         write_json(reports / "summary.json", summary)

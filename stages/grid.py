@@ -4,7 +4,7 @@ batch size x epochs, from grid.init, with grid.seed. Writes the trained model (<
 picks the best cell. Adding a value to a list in params.yaml runs only the new cells.
 
 params: grid.init, grid.seed, grid.weight_decay, finetune.dropout, finetune.warmup_ratio,
-        finetune.device, finetune.precision, tokenize.max_length
+        finetune.device, finetune.precision, finetune.compile, tokenize.max_length
 """
 
 import sys
@@ -20,6 +20,7 @@ from tinytf.train.classify import (
     build_classifier,
     classifier_config,
     classifier_runtime,
+    planned_steps,
     train_classifier,
 )
 from tinytf.train.grid import cell_key
@@ -49,9 +50,11 @@ def main() -> None:
         data = SentimentData.load(args.data)
         config = classifier_config(args.pretrained, len(data.classes), f.dropout)
         model = build_classifier(g.init, config, args.pretrained, g.seed)
+        runtime = classifier_runtime(f, planned_steps(data, args.batch_size, args.epochs))
+        tracker.set_tags({"tinytf.precision": runtime.precision, "tinytf.compile": str(runtime.compile)})
         run = train_classifier(
             model, data, init=g.init, **cell,
-            max_length=params.tokenize.max_length, seed=g.seed, runtime=classifier_runtime(f),
+            max_length=params.tokenize.max_length, seed=g.seed, runtime=runtime,
             weight_decay=g.weight_decay, warmup_ratio=f.warmup_ratio,
             callbacks=[TrackerCallback(tracker)], desc=f"grid {key}",
         )  # fmt: skip
@@ -61,7 +64,14 @@ def main() -> None:
         save_model(checkpoint, run.model)
         write_json(
             Path(f"{args.out}.result.json"),
-            {"cell": cell, "history": run.history, "final": final, "checkpoint": checkpoint.name},
+            {
+                "cell": cell,
+                "history": run.history,
+                "final": final,
+                "checkpoint": checkpoint.name,
+                "precision": runtime.precision,
+                "compile": runtime.compile,
+            },  # what `auto` chose here
         )
         print(f"grid {key}: validation accuracy {final['validation_accuracy']:.4f}", file=sys.stderr)
 

@@ -47,7 +47,8 @@ def main() -> None:
         metrics["samples"] = {
             s["name"]: {"loss": s["loss"], "perplexity": s["perplexity"]} for s in result.samples
         }
-        metrics["precision"] = result.runtime.precision  # resolved from `auto` here: recorded
+        # what `auto` resolved to here: recorded, so a rerun on another machine is visible
+        metrics.update(precision=result.runtime.precision, compile=result.runtime.compile)
         write_cell(args.out, args.pos, args.merge, args.seed, metrics)
         tracker.log_metrics(
             {f"sample_{k}_perplexity": v["perplexity"] for k, v in metrics["samples"].items()}

@@ -196,6 +196,7 @@ class FinetuneParams:
     dropout: float = bounded(0.1, ge=0, lt=1)
     device: str = "auto"
     precision: Literal["auto", "fp32", "bf16"] = "auto"
+    compile: Literal["auto"] | bool = "auto"  # auto: on for runs long enough to repay compiling
 
     def validate(self, key: str, file: str) -> None:
         _check_optimizers([self.optimizer], f"{key}.optimizer", file)

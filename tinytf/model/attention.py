@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from tinytf.model.architecture import HEAD_MERGES
+from tinytf.model.dropout import Dropout
 
 
 def build_attention_mask(attention_mask: Tensor | None, seq_len: int, causal: bool) -> Tensor | None:
@@ -98,8 +99,8 @@ class SelfAttention(nn.Module):
         # q, k, v in one matmul; rows ordered [q; k; v] exactly like nn.MultiheadAttention.in_proj_weight
         self.qkv = nn.Linear(d_model, 3 * d_model, bias=bias)
         self.proj = nn.Linear(d_model, d_model, bias=bias)
-        self.attn_drop = nn.Dropout(dropout)
-        self.resid_drop = nn.Dropout(dropout)
+        self.attn_drop = Dropout(dropout)
+        self.resid_drop = Dropout(dropout)
         if head_merge in ("shuffle", "shift"):
             assert head_order is not None and sorted(head_order.tolist()) == list(range(n_head))
             # a buffer, so it travels with the state dict and moves with .to(device)
@@ -116,11 +117,18 @@ class SelfAttention(nn.Module):
         # (B, L, 3D) -> three (B, H, L, hd): each head attends within its own hd-sized slice of D
         q, k, v = self.qkv(x).view(B, L, 3, self.n_head, self.head_dim).permute(2, 0, 3, 1, 4)
         weights = None
-        if self.attn_impl == "sdpa" and not need_weights:
-            y = F.scaled_dot_product_attention(
-                q, k, v, attn_mask=mask, is_causal=causal and mask is None,
-                dropout_p=self.dropout if self.training else 0.0,
-            )  # fmt: skip
+        # under torch.compile the written-out math is faster: inductor fuses the scale, mask, softmax
+        # and dropout around the two matmuls, where SDPA stays an opaque kernel (benchmarks/)
+        # (and, in training with dropout, SDPA would fall back to the same math with torch's slower
+        # random numbers; tinytf.model.dropout explains why ours)
+        dropping = self.training and self.dropout > 0
+        if (
+            self.attn_impl == "sdpa"
+            and not need_weights
+            and not dropping
+            and not torch.compiler.is_compiling()
+        ):
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal and mask is None)
         else:
             # 1/sqrt(hd) keeps the logits' variance ~1 whatever the head size, so softmax is not saturated
             att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.head_dim))

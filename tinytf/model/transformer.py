@@ -26,6 +26,7 @@ from torch import Tensor, nn
 
 from tinytf.model.architecture import ModelConfig
 from tinytf.model.attention import SelfAttention, build_attention_mask
+from tinytf.model.dropout import Dropout
 from tinytf.model.reference import TorchEncoderBase, sinusoidal_table
 
 
@@ -46,7 +47,7 @@ class FeedForward(nn.Module):
         self.fc1 = nn.Linear(cfg.d_model, cfg.d_ff, bias=cfg.bias)
         self.fc2 = nn.Linear(cfg.d_ff, cfg.d_model, bias=cfg.bias)
         self.act = nn.ReLU() if cfg.activation == "relu" else nn.GELU()
-        self.drop = nn.Dropout(cfg.dropout)  # same two dropouts as nn.TransformerEncoderLayer
+        self.drop = Dropout(cfg.dropout)  # same two dropouts as nn.TransformerEncoderLayer
 
     def forward(self, x: Tensor) -> Tensor:
         return self.drop(self.fc2(self.drop(self.act(self.fc1(x)))))
@@ -107,7 +108,7 @@ class TinyTFBase(nn.Module):
             self.pos_emb = nn.Embedding(cfg.block_size, cfg.d_model)
         else:  # "none": attention alone is permutation-equivariant; only the causal mask orders tokens
             self.pos_emb = None
-        self.drop = nn.Dropout(cfg.dropout)
+        self.drop = Dropout(cfg.dropout)
         self.blocks = nn.ModuleList(Block(cfg, order) for order in head_orders(cfg))
         # post-LN blocks already end in a LayerNorm; pre-LN leaves the residual stream un-normalised
         self.ln_f = (

@@ -12,6 +12,7 @@ averages over its batches (what the seed reports plot), validation is a separate
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,7 +26,7 @@ from tinytf.errors import DataError
 from tinytf.model.checkpoint import read_config, safe_load
 from tinytf.model.transformer import ModelConfig, TinyTransformer, cls_loss
 from tinytf.train.loop import Callback, LoopConfig, run_loop
-from tinytf.train.runtime import Runtime, resolve_runtime, seed_everything
+from tinytf.train.runtime import Runtime, maybe_compile, resolve_device, resolve_runtime, seed_everything
 
 INITS = ("pretrained", "scratch", "frozen")
 
@@ -76,10 +77,33 @@ def build_classifier(
     return model
 
 
-def classifier_runtime(params) -> Runtime:
-    """Where classifiers train and predict: the `finetune:` section's device and precision (the
-    grid and evaluate use them too), never compiled (variable-length batches would recompile)."""
-    return resolve_runtime(params.device, params.precision, False, 0)
+def classifier_runtime(params, planned_steps: int = 0) -> Runtime:
+    """Where classifiers train and predict: the `finetune:` section's device, precision and
+    compile (the grid and evaluate use them too); `planned_steps` decides `compile: auto`.
+
+    On a CPU `auto` does not compile the classifier: its batches are small and of varying length,
+    and the compiled step measured slower than the eager one (64 vs 55 ms, after ~50 s of
+    compiling; benchmarks/classifier_throughput.py)."""
+    mode = params.compile
+    if mode == "auto" and resolve_device(params.device).type == "cpu":
+        mode = False
+    return resolve_runtime(params.device, params.precision, mode, planned_steps)
+
+
+def planned_steps(data: SentimentData, batch_size: int, epochs: int) -> int:
+    return math.ceil(len(data.splits["train"]) / batch_size) * epochs
+
+
+def classifier_step_loss(model: TinyTransformer, runtime: Runtime):
+    """(ids, mask, labels) -> (loss, logits) of one batch: compiled, the graph holds the forward,
+    the loss and their backward. Lengths differ from batch to batch, so the graph takes a
+    symbolic length instead of being compiled again for each one."""
+
+    def step_loss(ids: torch.Tensor, mask: torch.Tensor, y: torch.Tensor):
+        logits = model.forward_cls(ids, mask)
+        return cls_loss(logits, y), logits
+
+    return maybe_compile(step_loss, runtime, dynamic=True)
 
 
 class LoaderSource:
@@ -191,12 +215,13 @@ def train_classifier(
     if init == "frozen":
         model.base.eval()  # a probe reads fixed features: no dropout in the frozen body
 
+    step = classifier_step_loss(model, runtime)
+
     def loss_fn(batch):
         if init == "frozen" and model.base.training:
             model.base.eval()  # run_loop and predict() put the whole model back in train mode
         ids, mask, y = (batch[k].to(runtime.device) for k in ("input_ids", "attention_mask", "labels"))
-        logits = model.forward_cls(ids, mask)
-        loss = cls_loss(logits, y)
+        loss, logits = step(ids, mask, y)
         source.stats["loss_sum"] += float(loss.detach()) * len(y)
         source.stats["correct"] += int((logits.argmax(-1) == y).sum())
         source.stats["count"] += len(y)

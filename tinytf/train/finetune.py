@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -19,9 +20,20 @@ from tinytf.train.classify import (
     classifier_config,
     classifier_runtime,
     evaluate_test_split,
+    planned_steps,
     train_classifier,
 )
 from tinytf.train.loop import Callback
+from tinytf.train.runtime import Runtime
+
+
+@dataclass
+class FinetuneResult:
+    curves: pd.DataFrame  # per epoch, every arm and seed
+    tests: dict[str, dict[int, float]]  # test accuracy by arm and seed
+    classes: list[str]
+    runtime: Runtime  # what `auto` resolved to on this machine, for the outputs to record
+
 
 CallbacksFor = Callable[[str, int], contextlib.AbstractContextManager[list[Callback]]]
 
@@ -32,16 +44,16 @@ def run_finetune(
     pretrained: str | Path,
     data_dir: str | Path,
     callbacks_for: CallbacksFor | None = None,
-) -> tuple[pd.DataFrame, dict[str, dict[int, float]], list[str]]:
-    """Returns (per-epoch curves of every arm and seed, test accuracy by arm and seed, class names);
-    `tinytf.analysis.evaluation.arm_summary` turns the accuracies into the paired comparison.
+) -> FinetuneResult:
+    """Every arm over every seed; `tinytf.analysis.evaluation.arm_summary` turns the test
+    accuracies into the paired comparison.
 
     `callbacks_for(arm, seed)` is a context manager around that run yielding its callbacks (the
     stage opens a nested MLflow run there); each gets `on_end` with the run's test metrics.
     """
     data = SentimentData.load(data_dir)
     config = classifier_config(pretrained, len(data.classes), params.dropout)
-    runtime = classifier_runtime(params)
+    runtime = classifier_runtime(params, planned_steps(data, params.batch_size, params.epochs))
     rows, tests = [], {arm: {} for arm in params.arms}
     for arm in params.arms:
         for seed in params.seeds:
@@ -52,9 +64,7 @@ def run_finetune(
                     callback.on_end({"test_accuracy": test["test_accuracy"], "test_loss": test["test_loss"]})
             tests[arm][seed] = test["test_accuracy"]
             rows += [{"arm": arm, "seed": seed, **h} for h in history]
-    curves = pd.DataFrame(rows)
-
-    return curves, tests, data.classes
+    return FinetuneResult(pd.DataFrame(rows), tests, data.classes, runtime)
 
 
 def _one_run(params, arm, seed, config, pretrained, data, max_length, runtime, callbacks):

@@ -20,7 +20,7 @@ from tinytf.data.batching import load_tokens
 from tinytf.data.splits import SPLITS
 from tinytf.data.tokenizer import load_tokenizer
 from tinytf.io import write_json, write_text
-from tinytf.model.architecture import ModelConfig, model_config
+from tinytf.model.architecture import model_config
 from tinytf.model.checkpoint import save_model
 from tinytf.model.transformer import TinyTransformer
 from tinytf.train import lm
@@ -68,10 +68,26 @@ def data_fingerprint(data_dir: Path) -> str:
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
 
 
-def runtime_key(config: ModelConfig, batch: int) -> str:
-    """What the bf16-vs-fp32 measurement depends on: the model's shape and the batch."""
-    c = config
-    return f"{c.arch}|{c.d_model}|{c.n_layer}|{c.d_ff}|{c.vocab_size}|{c.block_size}x{batch}"
+def lm_step_loss(model: TinyTransformer, runtime: Runtime):
+    """The loss of one batch, forward and loss in one function: compiled, the graph holds the
+    whole step (the fp32 log-softmax over the vocabulary and dropout's masks included) and its
+    backward, which is where an eager step spends its time on a CPU."""
+
+    def step_loss(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return lm.lm_loss(model.forward_lm(x), y, ignore_index=lm.IGNORE)
+
+    return maybe_compile(step_loss, runtime)
+
+
+def loop_config(params: PretrainParams, steps_per_epoch: int, tokens_per_step: int) -> LoopConfig:
+    """The optimizer and schedule of pretraining (the benchmark times the same step)."""
+    return LoopConfig(
+        total_steps=steps_per_epoch * params.epochs, steps_per_epoch=steps_per_epoch, lr=params.lr,
+        weight_decay=params.weight_decay, warmup_steps=params.warmup_steps,
+        min_lr_ratio=params.min_lr_ratio, grad_clip=params.grad_clip, grad_accum=params.grad_accum,
+        log_every=params.log_every, checkpoint_every=params.checkpoint_every,
+        tokens_per_step=tokens_per_step, desc="pretrain",
+    )  # fmt: skip
 
 
 def words_with_eos(stats_path: Path) -> dict[str, int] | None:
@@ -108,21 +124,13 @@ def pretrain(
     steps_per_epoch = params.steps_per_epoch or max(len(tokens["train"]) // tokens_per_step, 1)
     total_steps = steps_per_epoch * params.epochs
 
-    probe_x, probe_y = objective.train_batch(tokens["train"], block, batch, torch.Generator().manual_seed(0))
-
-    def probe():
-        objective.loss(model, probe_x, probe_y).backward()
-
-    runtime = resolve_runtime(params.device, params.precision, params.compile, total_steps, probe,
-                              runtime_key(config, batch))  # fmt: skip
-    model.zero_grad(set_to_none=True)
-    seed_everything(seed)  # the probe used the global RNG (dropout); start training from the seed
+    runtime = resolve_runtime(params.device, params.precision, params.compile, total_steps)
     model.to(runtime.device)
-    forward = maybe_compile(model.forward_lm, runtime)
+    step_loss = lm_step_loss(model, runtime)
 
     def loss_fn(batch_xy):
         x, y = (t.to(runtime.device, non_blocking=True) for t in batch_xy)
-        return lm.lm_loss(forward(x), y, ignore_index=lm.IGNORE)
+        return step_loss(x, y)
 
     words = words_with_eos(Path(stats_path))
     eval_tokens = params.eval_batches * block * batch
@@ -138,13 +146,7 @@ def pretrain(
                 metrics[f"{split}_word_perplexity"] = float(np.exp(result["nll_sum"] / words[split]))
         return metrics
 
-    loop = LoopConfig(
-        total_steps=total_steps, steps_per_epoch=steps_per_epoch, lr=params.lr,
-        weight_decay=params.weight_decay, warmup_steps=params.warmup_steps,
-        min_lr_ratio=params.min_lr_ratio, grad_clip=params.grad_clip, grad_accum=params.grad_accum,
-        log_every=params.log_every, checkpoint_every=params.checkpoint_every,
-        tokens_per_step=tokens_per_step, desc="pretrain",
-    )  # fmt: skip
+    loop = loop_config(params, steps_per_epoch, tokens_per_step)
     print(f"pretrain: {total_steps} steps ({steps_per_epoch}/epoch), {runtime.describe()}")
     source = BlockSource(tokens["train"], objective, block, batch, seed)
     # a saved state may only be resumed on the same data: the params alone do not say which
@@ -186,7 +188,8 @@ def write_outputs(result: PretrainResult, model_path: Path, report_dir: Path, ex
         "epochs": result.final["epoch"],
         "steps": result.final["step"],
         "samples": {s["name"]: {"loss": s["loss"], "perplexity": s["perplexity"]} for s in result.samples},
-        "precision": result.runtime.precision,
+        "precision": result.runtime.precision,  # what `auto` chose on this machine
+        "compile": result.runtime.compile,
     }
     write_json(report_dir / "metrics.json", metrics)
     if result.samples:

@@ -1,20 +1,19 @@
 """Where and how a model runs: device, precision, compilation, seeding and RNG snapshots.
 
-`auto` choices are decided once per run and reported, so a log always says what ran:
-CUDA when present (bf16 where the GPU supports it); on CPU, bf16 autocast only where the
-CPU has native bf16 instructions *and* a short measurement shows it is faster for this
-model; `torch.compile` on CUDA for runs long enough to repay the compile time.
+`auto` choices are decided once per run and reported, so a log always says what ran: CUDA
+when present; bf16 autocast where the device computes bf16 natively (a GPU that supports it,
+a CPU with AVX-512 BF16 or AMX); `torch.compile` of the whole training step for runs long
+enough to repay the compile time, where a compiler is available. Weights, optimizer state
+and the loss stay fp32.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import platform
 import random
+import shutil
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -23,7 +22,10 @@ import torch
 
 from tinytf.errors import ParamsError
 
-COMPILE_MIN_STEPS = 400  # below this the compile time is not repaid
+# Below this many optimizer steps compiling does not repay its time. CPU: compiling the default
+# pretraining step takes ~35 s and saves ~0.26 s a step (benchmarks/pretrain_throughput.py), so
+# it pays from ~135 steps. CUDA: not measured here; kept where it was.
+COMPILE_MIN_STEPS = {"cpu": 200, "cuda": 400}
 
 
 @dataclass
@@ -60,6 +62,8 @@ def resolve_device(name: str) -> torch.device:
 
 
 def cpu_has_bf16() -> bool:
+    """Native bf16 matmuls (AVX-512 BF16 or AMX): there bf16 autocast roughly doubles matmul speed;
+    elsewhere it only adds casts."""
     capability = torch.backends.cpu.get_cpu_capability().lower()
     if "amx" in capability:
         return True
@@ -70,82 +74,57 @@ def cpu_has_bf16() -> bool:
     return "avx512_bf16" in flags or "amx_bf16" in flags
 
 
-def bf16_is_faster(step: Callable[[], None], device: torch.device, repeats: int = 3) -> bool:
-    """Time `repeats` calls of `step` in fp32 and in bf16 autocast; True if bf16 wins by 5 %."""
-
-    def timed(precision: str) -> float:
-        runtime = Runtime(device, precision, False)
-        with runtime.autocast():
-            step()  # warm-up (allocations, kernel selection)
-            started = time.perf_counter()
-            for _ in range(repeats):
-                step()
-        return time.perf_counter() - started
-
-    return timed("bf16") < 0.95 * timed("fp32")
+def compiler_available(device: torch.device) -> bool:
+    """torch.compile's CPU backend writes C++ and needs a compiler; CUDA's uses Triton."""
+    if device.type == "cuda":
+        return True
+    return any(shutil.which(name) for name in (os.environ.get("CXX", "g++"), "g++", "clang++", "c++"))
 
 
-def _cached_choice(key: str, decide: Callable[[], bool]) -> bool:
-    """A measured yes/no, remembered per machine and model shape in the tinytf cache.
-
-    Remembering matters for reproducibility: a timing that flips between two runs (a busy
-    machine) would otherwise change the precision and with it every metric of the run.
-    """
-    from tinytf.data.sources import cache_dir
-
-    path = cache_dir() / "runtime.json"
-    try:
-        known = json.loads(path.read_text()) if path.exists() else {}
-    except (OSError, ValueError):
-        known = {}
-    if key not in known:
-        known[key] = bool(decide())
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps(known, indent=1, sort_keys=True))
-        except OSError:
-            pass
-    return known[key]
-
-
-def resolve_runtime(
-    device: str,
-    precision: str,
-    compile_mode: str | bool,
-    planned_steps: int,
-    probe_step: Callable[[], None] | None = None,
-    probe_key: str = "",
-) -> Runtime:
-    """Decide the runtime from params. On CPU, `precision: auto` measures: `probe_step` (a
-    forward+backward without an optimizer update) runs in fp32 and in bf16, once per machine
-    and `probe_key` (the model shape); the answer is cached, see `_cached_choice`."""
+def resolve_runtime(device: str, precision: str, compile_mode: str | bool, planned_steps: int) -> Runtime:
+    """Decide the runtime from params. `auto` depends only on what the machine has (a GPU, bf16
+    instructions, a compiler) and on the planned number of steps, never on a timing, so the same
+    machine always makes the same choice; stages record it in their outputs."""
     dev = resolve_device(device)
     if precision == "auto":
-        if dev.type == "cuda":
-            precision = "bf16" if torch.cuda.is_bf16_supported() else "fp32"
-        elif cpu_has_bf16() and probe_step is not None:
-            key = f"bf16-faster|{platform.processor() or platform.machine()}|{os.cpu_count()}|{probe_key}"
-            precision = "bf16" if _cached_choice(key, lambda: bf16_is_faster(probe_step, dev)) else "fp32"
-        else:
-            precision = "fp32"
+        native = torch.cuda.is_bf16_supported() if dev.type == "cuda" else cpu_has_bf16()
+        precision = "bf16" if native else "fp32"
     if compile_mode == "auto":
-        # on CPU, benchmarks/pretrain_throughput.py measured no gain from compiling this model
-        # (bf16 eager and bf16 + compile both ~1.2x the seed lab's speed), only the compile time
-        use_compile = dev.type == "cuda" and planned_steps >= COMPILE_MIN_STEPS
+        use_compile = planned_steps >= COMPILE_MIN_STEPS[dev.type] and compiler_available(dev)
     else:
         use_compile = bool(compile_mode)
     return Runtime(dev, precision, use_compile)
 
 
-def maybe_compile(fn: Callable, runtime: Runtime) -> Callable:
+def maybe_compile(fn: Callable, runtime: Runtime, **options) -> Callable:
+    """`torch.compile(fn)` when the runtime says so. A compile that fails (no working compiler,
+    an unsupported platform) fails at the first call: then that call, and every later one, runs
+    eagerly after one warning, and `runtime.compile` records that it is off."""
     if not runtime.compile:
         return fn
-    try:
-        return torch.compile(fn)
-    except Exception as exc:  # no compiler toolchain, unsupported platform
-        print(f"warning: torch.compile unavailable ({exc}); running eagerly", file=sys.stderr)
-        runtime.compile = False
-        return fn
+    compiled = torch.compile(fn, **options)
+    state = {"failed": False}
+
+    def call(*args, **kwargs):
+        if not state["failed"]:
+            try:
+                return compiled(*args, **kwargs)
+            except Exception as exc:  # inductor's errors have no common base class to catch
+                if not _is_compile_failure(exc):
+                    raise
+                state["failed"], runtime.compile = True, False
+                print(
+                    f"warning: torch.compile failed ({type(exc).__name__}); running eagerly", file=sys.stderr
+                )
+        return fn(*args, **kwargs)
+
+    return call
+
+
+def _is_compile_failure(exc: Exception) -> bool:
+    from torch._dynamo.exc import BackendCompilerFailed, InternalTorchDynamoError, Unsupported
+
+    return isinstance(exc, (BackendCompilerFailed, InternalTorchDynamoError, Unsupported, OSError))
 
 
 def rng_state(generator: torch.Generator | None = None) -> dict:

@@ -1,0 +1,71 @@
+"""What the throughput benchmarks share: alternating timed rounds, the measured matmul peak, MFU.
+
+Every variant of a benchmark runs in one process, round after round in turn, so a busy
+machine slows them alike; a figure is the median over rounds, a speedup the ratio of medians.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from collections.abc import Callable
+
+import torch
+
+
+def sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def timed_rounds(
+    steps: dict[str, Callable[[], None]], units_per_step: dict[str, int], n: int, rounds: int, device
+) -> dict[str, list[float]]:
+    """units/s of each step function per round (`n` calls a round), rounds interleaved."""
+    rates: dict[str, list[float]] = {name: [] for name in steps}
+    for _ in range(rounds):
+        for name, step in steps.items():
+            sync(device)
+            started = time.perf_counter()
+            for _ in range(n):
+                step()
+            sync(device)
+            rates[name].append(n * units_per_step[name] / (time.perf_counter() - started))
+    return rates
+
+
+def warm_up(steps: dict[str, Callable[[], None]], calls: int, device) -> dict[str, float]:
+    """Run each step `calls` times (compilation, allocator, kernel choice); seconds per variant."""
+    seconds = {}
+    for name, step in steps.items():
+        sync(device)
+        started = time.perf_counter()
+        for _ in range(calls):
+            step()
+        sync(device)
+        seconds[name] = time.perf_counter() - started
+        print(f"warm-up {name}: {seconds[name]:.1f} s", file=sys.stderr, flush=True)
+    return seconds
+
+
+def matmul_peak(device: torch.device, dtype: torch.dtype, size: int = 2048) -> float:
+    """GFLOP/s of a square matmul in `dtype`: what this machine's matmuls reach (median of 3)."""
+    a = torch.randn(size, size, device=device, dtype=dtype)
+    b = torch.randn(size, size, device=device, dtype=dtype)
+    calls = 200 if device.type == "cuda" else 4
+    for _ in range(2):
+        torch.mm(a, b)
+    rates = []
+    for _ in range(3):
+        sync(device)
+        started = time.perf_counter()
+        for _ in range(calls):
+            torch.mm(a, b)
+        sync(device)
+        rates.append(2 * size**3 * calls / (time.perf_counter() - started) / 1e9)
+    return statistics.median(rates)
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)

@@ -1,0 +1,47 @@
+"""tinytf's dropout: nn.Dropout's semantics with cheaper random numbers."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from tinytf.model.dropout import Dropout
+
+
+def test_keeps_each_element_with_probability_1_minus_p_and_scales_to_keep_the_mean():
+    torch.manual_seed(0)
+    out = Dropout(0.1).train()(torch.ones(2_000_000))
+    kept = out != 0
+    assert abs(kept.float().mean().item() - 0.9) < 0.001  # binomial sd ~0.0002
+    assert torch.allclose(out[kept], torch.full_like(out[kept], 65536 / (65536 - 6554)))
+    assert abs(out.mean().item() - 1.0) < 0.002
+
+
+def test_masks_are_independent_of_position():
+    torch.manual_seed(1)
+    kept = (Dropout(0.5).train()(torch.ones(1000, 1000)) != 0).float()
+    assert kept.mean(0).std() < 0.03 and kept.mean(1).std() < 0.03  # no striped rows or columns
+
+
+def test_same_seed_same_mask_and_eval_is_the_identity():
+    x = torch.randn(64, 33)
+    d = Dropout(0.2).train()
+    torch.manual_seed(3)
+    a = d(x)
+    torch.manual_seed(3)
+    assert torch.equal(a, d(x))
+    assert torch.equal(d.eval()(x), x)
+    assert torch.equal(Dropout(0.0).train()(x), x)
+
+
+def test_gradient_flows_through_kept_elements_only():
+    x = torch.randn(1000, requires_grad=True)
+    torch.manual_seed(4)
+    y = Dropout(0.3).train()(x)
+    y.sum().backward()
+    assert torch.equal(x.grad == 0, y == 0)
+
+
+def test_rejects_a_probability_outside_0_1():
+    with pytest.raises(ValueError, match="dropout probability"):
+        Dropout(1.0)

@@ -1,0 +1,75 @@
+"""The runtime: what `auto` resolves to, and a compiled training step that matches the eager one."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from tinytf.model.architecture import ModelConfig
+from tinytf.model.transformer import TinyTransformer
+from tinytf.train import runtime as rt
+from tinytf.train.pretrain import lm_step_loss
+from tinytf.train.runtime import COMPILE_MIN_STEPS, Runtime, maybe_compile, resolve_runtime
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_auto_precision_follows_the_cpu_not_a_timing(monkeypatch, native):
+    monkeypatch.setattr(rt, "cpu_has_bf16", lambda: native)
+    for _ in range(3):  # the same machine always makes the same choice
+        assert resolve_runtime("cpu", "auto", False, 0).precision == ("bf16" if native else "fp32")
+    assert resolve_runtime("cpu", "fp32", False, 0).precision == "fp32"
+
+
+def test_auto_compile_needs_enough_steps_and_a_compiler(monkeypatch):
+    enough = COMPILE_MIN_STEPS["cpu"]
+    monkeypatch.setattr(rt, "compiler_available", lambda device: True)
+    assert resolve_runtime("cpu", "fp32", "auto", enough).compile
+    assert not resolve_runtime("cpu", "fp32", "auto", enough - 1).compile
+    monkeypatch.setattr(rt, "compiler_available", lambda device: False)
+    assert not resolve_runtime("cpu", "fp32", "auto", enough).compile
+    assert resolve_runtime("cpu", "fp32", True, 1).compile  # an explicit true is obeyed
+
+
+def test_a_failing_compile_falls_back_to_eager_once(monkeypatch, capsys):
+    from torch._dynamo.exc import BackendCompilerFailed
+
+    def broken_compile(fn, **options):
+        def call(*args, **kwargs):
+            raise BackendCompilerFailed("inductor", RuntimeError("no C++ compiler"), None)
+
+        return call
+
+    monkeypatch.setattr(torch, "compile", broken_compile)
+    runtime = Runtime(torch.device("cpu"), "fp32", True)
+    double = maybe_compile(lambda x: 2 * x, runtime)
+    assert double(3) == 6 and double(4) == 8
+    assert not runtime.compile
+    assert capsys.readouterr().err.count("torch.compile failed") == 1
+
+
+def test_a_model_error_inside_a_compiled_step_is_not_swallowed():
+    runtime = Runtime(torch.device("cpu"), "fp32", True)
+    step = maybe_compile(lambda x: x @ x, runtime)
+    with pytest.raises(RuntimeError):
+        step(torch.ones(2, 3))  # a shape error is the caller's bug, not a compile failure
+
+
+@pytest.mark.slow
+def test_compiled_step_matches_the_eager_step():
+    torch.manual_seed(0)
+    config = ModelConfig(vocab_size=97, d_model=32, n_head=2, d_ff=64, n_layer=2, block_size=16, dropout=0.0)
+    eager, compiled = TinyTransformer(config), TinyTransformer(config)
+    compiled.load_state_dict(eager.state_dict())
+    x, y = torch.randint(5, 97, (4, 16)), torch.randint(5, 97, (4, 16))
+    losses = []
+    for model, on in ((eager, False), (compiled, True)):
+        loss = lm_step_loss(model, Runtime(torch.device("cpu"), "fp32", on))(x, y)
+        loss.backward()
+        losses.append(loss)
+    assert losses[0].dtype == losses[1].dtype == torch.float32
+    assert torch.allclose(losses[0], losses[1], atol=1e-5)
+    for (name, a), b in zip(eager.named_parameters(), compiled.parameters(), strict=True):
+        if a.grad is None:  # the classification head takes no part in the LM loss
+            assert b.grad is None, name
+            continue
+        assert torch.allclose(a.grad, b.grad, atol=1e-5, rtol=1e-4), name
