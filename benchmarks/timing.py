@@ -19,6 +19,16 @@ def sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
+def seconds(step: Callable[[], None], calls: int, device) -> float:
+    """Wall time of `calls` calls of `step`, the device synchronised on both ends."""
+    sync(device)
+    started = time.perf_counter()
+    for _ in range(calls):
+        step()
+    sync(device)
+    return time.perf_counter() - started
+
+
 def timed_rounds(
     steps: dict[str, Callable[[], None]], units_per_step: dict[str, int], n: int, rounds: int, device
 ) -> dict[str, list[float]]:
@@ -26,27 +36,17 @@ def timed_rounds(
     rates: dict[str, list[float]] = {name: [] for name in steps}
     for _ in range(rounds):
         for name, step in steps.items():
-            sync(device)
-            started = time.perf_counter()
-            for _ in range(n):
-                step()
-            sync(device)
-            rates[name].append(n * units_per_step[name] / (time.perf_counter() - started))
+            rates[name].append(n * units_per_step[name] / seconds(step, n, device))
     return rates
 
 
 def warm_up(steps: dict[str, Callable[[], None]], calls: int, device) -> dict[str, float]:
     """Run each step `calls` times (compilation, allocator, kernel choice); seconds per variant."""
-    seconds = {}
+    spent = {}
     for name, step in steps.items():
-        sync(device)
-        started = time.perf_counter()
-        for _ in range(calls):
-            step()
-        sync(device)
-        seconds[name] = time.perf_counter() - started
-        print(f"warm-up {name}: {seconds[name]:.1f} s", file=sys.stderr, flush=True)
-    return seconds
+        spent[name] = seconds(step, calls, device)
+        print(f"warm-up {name}: {spent[name]:.1f} s", file=sys.stderr, flush=True)
+    return spent
 
 
 def matmul_peak(device: torch.device, dtype: torch.dtype, size: int = 2048) -> float:
