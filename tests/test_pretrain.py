@@ -78,7 +78,7 @@ def test_state_from_other_params_is_not_resumed(corpus, tmp_path, capsys):
         params_hash="other",
         stats_path=corpus / "none.json",
     )
-    assert "made with other params or data; starting fresh" in capsys.readouterr().out
+    assert "made with other params, data or code; starting fresh" in capsys.readouterr().out
     assert len(other.history) == 2
 
 
@@ -96,7 +96,7 @@ def test_state_from_other_data_is_not_resumed(corpus, tmp_path, capsys):
         params_hash="h",
         stats_path=corpus / "none.json",
     )
-    assert "made with other params or data; starting fresh" in capsys.readouterr().out
+    assert "made with other params, data or code; starting fresh" in capsys.readouterr().out
 
 
 def test_non_finite_loss_stops_naming_the_step(corpus, tmp_path):
@@ -153,3 +153,14 @@ def test_checkpoint_safety(corpus, tmp_path):
     (tmp_path / "evil.json").write_text((tmp_path / "m.json").read_text())
     with pytest.raises(DataError, match="refused"):
         load_model(evil)
+
+
+def test_state_from_other_code_is_not_resumed(corpus, tmp_path, capsys, monkeypatch):
+    import tinytf.train.pretrain as pretrain_module
+
+    state = tmp_path / "state.pt"
+    run(corpus, state)
+    monkeypatch.setattr(pretrain_module, "code_fingerprint", lambda: "another-training-step")
+    again = run(corpus, state)
+    assert "made with other params, data or code; starting fresh" in capsys.readouterr().out
+    assert len(again.history) == 2

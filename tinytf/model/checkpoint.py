@@ -98,6 +98,6 @@ def load_training_state(path: str | Path, params_hash: str) -> dict | None:
         return None
     state = safe_load(path)
     if state.get("params_hash") != params_hash:
-        print(f"note: {path} was made with other params or data; starting fresh")
+        print(f"note: {path} was made with other params, data or code; starting fresh")
         return None
     return state

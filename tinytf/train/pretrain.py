@@ -55,6 +55,18 @@ class PretrainResult:
     runtime: Runtime
 
 
+def code_fingerprint() -> str:
+    """sha256 over tinytf's own source: a state saved by other code (another training step, say)
+    must not be resumed, since the finished run would then mix two recipes."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    package = Path(__file__).resolve().parents[1]
+    for path in sorted(package.rglob("*.py")):
+        digest.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
 def data_fingerprint(data_dir: Path) -> str:
     """sha256 over the tokenizer and the train token ids (a few MB: well under a second)."""
     import hashlib
@@ -149,9 +161,9 @@ def pretrain(
     loop = loop_config(params, steps_per_epoch, tokens_per_step)
     print(f"pretrain: {total_steps} steps ({steps_per_epoch}/epoch), {runtime.describe()}")
     source = BlockSource(tokens["train"], objective, block, batch, seed)
-    # a saved state may only be resumed on the same data: the params alone do not say which
-    # tokenizer and token ids it was trained on
-    resume_key = f"{params_hash}:{data_fingerprint(data_dir)}"
+    # a saved state may only be resumed on the same data and code: the params alone say neither
+    # which tokenizer and token ids it was trained on nor which training step made it
+    resume_key = f"{params_hash}:{data_fingerprint(data_dir)}:{code_fingerprint()}"
     out = run_loop(model, source, loss_fn, loop, runtime, evaluate_all, list(callbacks), state_path,
                    resume_key, params.resume)  # fmt: skip
     samples = []
