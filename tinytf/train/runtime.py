@@ -102,6 +102,10 @@ def maybe_compile(fn: Callable, runtime: Runtime, **options) -> Callable:
     eagerly after one warning, and `runtime.compile` records that it is off."""
     if not runtime.compile:
         return fn
+    # inductor's CPU kernels accumulate scatters (the embedding's backward) with atomic adds
+    # across threads, so two runs of the same params differed in the sixth digit of the loss;
+    # deterministic algorithms make it use ordered kernels, and reruns are identical again
+    torch.use_deterministic_algorithms(True, warn_only=True)
     compiled = torch.compile(fn, **options)
     state = {"failed": False}
 
