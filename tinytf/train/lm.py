@@ -52,9 +52,6 @@ class Objective:
             return x, y
         return mask_tokens(x, self.vocab_size, self.mask_id, self.mask_prob, generator)
 
-    def loss(self, model: TinyTransformer, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        return lm_loss(model.forward_lm(x), y, ignore_index=IGNORE)
-
 
 @torch.no_grad()
 def evaluate(
