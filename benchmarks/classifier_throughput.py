@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.nn.functional as F
-from timing import median, timed_rounds, warm_up
+from timing import median, timed_rounds, vocabulary, warm_up
 
 from tinytf.config import load_params
 from tinytf.data.batching import SentimentDataset, sentiment_loader
@@ -68,11 +68,7 @@ def main() -> None:
 
     params = load_params(args.params)
     f, max_length = params.finetune, params.tokenize.max_length
-    vocab = params.tokenize.vocab_size
-    if Path("data/tokenizer.json").exists():
-        from tinytf.data.tokenizer import load_tokenizer
-
-        vocab = load_tokenizer("data/tokenizer.json").get_vocab_size()
+    vocab = vocabulary(params)
     data, where = dataset(vocab)
     planned = -(-len(data) // f.batch_size) * f.epochs
     runtime = classifier_runtime(f, planned)

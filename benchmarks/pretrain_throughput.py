@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.nn.functional as F
-from timing import matmul_peak, median, timed_rounds, warm_up
+from timing import matmul_peak, median, timed_rounds, vocabulary, warm_up
 
 from tinytf.config import load_params
 from tinytf.model.architecture import model_config
@@ -107,11 +107,7 @@ def main() -> None:
 
     params = load_params(args.params)
     p = params.pretrain
-    vocab = params.tokenize.vocab_size
-    if Path("data/tokenizer.json").exists():
-        from tinytf.data.tokenizer import load_tokenizer
-
-        vocab = load_tokenizer("data/tokenizer.json").get_vocab_size()
+    vocab = vocabulary(params)
     tokens, where = corpus(vocab)
     block = params.model.block_size
     planned = p.epochs * (p.steps_per_epoch or max(len(tokens) // (block * p.batch_size * p.grad_accum), 1))

@@ -10,6 +10,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import torch
 
@@ -65,6 +66,16 @@ def matmul_peak(device: torch.device, dtype: torch.dtype, size: int = 2048) -> f
         sync(device)
         rates.append(2 * size**3 * calls / (time.perf_counter() - started) / 1e9)
     return statistics.median(rates)
+
+
+def vocabulary(params) -> int:
+    """The trained tokenizer's vocabulary size where one exists, else params' target size."""
+    path = Path("data/tokenizer.json")
+    if not path.exists():
+        return params.tokenize.vocab_size
+    from tinytf.data.tokenizer import load_tokenizer
+
+    return load_tokenizer(path).get_vocab_size()
 
 
 def median(values: list[float]) -> float:
