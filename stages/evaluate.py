@@ -1,6 +1,7 @@
 """Stage `evaluate`: pick the best grid cell by validation accuracy (ties: lower validation
 loss), evaluate it once on test (accuracy with a bootstrap 95 % interval, per-class P/R/F1,
-confusion matrix), write the headline metrics, and register the cell's model in the MLflow
+confusion matrix), write the headline metrics (with the labelled-data curve and the
+baselines beside it), and register the cell's model in the MLflow
 registry with the alias `champion`.
 
 params: base.seed, grid, evaluate, finetune.device, finetune.precision, tokenize.max_length
@@ -25,6 +26,7 @@ def main() -> None:
     parser.add_argument("--grid", required=True, help="folder of the grid cells")
     parser.add_argument("--data", required=True, help="folder holding tokenizer.json and tokens/sentiment/")
     parser.add_argument("--finetune", required=True, help="summary.json of the finetune stage")
+    parser.add_argument("--baselines", required=True, help="summary.json of the baselines stage")
     parser.add_argument("--metrics", required=True, help="the headline metrics JSON to write")
     parser.add_argument("--reports", required=True, help="folder for test_report.json and grid.csv")
     args = parser.parse_args()
@@ -43,7 +45,8 @@ def main() -> None:
         )  # fmt: skip
         best_values = {k: (v.item() if hasattr(v, "item") else v) for k, v in best[BEST_COLUMNS].items()}
         finetune = json.loads(Path(args.finetune).read_text())
-        metrics = headline_metrics(report, best_values, finetune)
+        baselines = json.loads(Path(args.baselines).read_text())
+        metrics = headline_metrics(report, best_values, finetune, baselines)
         reports = Path(args.reports)
         write_json(Path(args.metrics), metrics)
         write_json(reports / "test_report.json", report)

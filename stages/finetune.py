@@ -1,6 +1,8 @@
-"""Stage `finetune`: the same classifier from the pretrained, scratch and frozen (linear probe)
-starts, several seeds each; per-epoch curves, test accuracy per arm, and the paired t-test of
-each start against scratch (the same seed gives every arm the same head init and batch order).
+"""Stage `finetune`: the labelled-data curve. The same classifier from the pretrained, scratch
+and frozen (linear probe) starts, fine-tuned on nested subsets of the train labels over paired
+seeds (a seed fixes the subset, the head init and the batch order for every start). Each start's
+learning rate is chosen on validation and every run keeps its best validation epoch. The
+pretrained start runs again from each pretraining snapshot: the pretraining-tokens curve.
 
 params: finetune, tokenize.max_length
 """
@@ -11,7 +13,8 @@ from pathlib import Path
 
 import common
 
-from tinytf.analysis.evaluation import arm_summary
+from tinytf.analysis.evaluation import arm_summary, curve_summary, snapshot_curve
+from tinytf.data.subsets import count_name
 from tinytf.io import write_json, write_text
 from tinytf.report.plots import plot_finetune_curves
 from tinytf.tracking import TrackerCallback, stage_run
@@ -22,9 +25,11 @@ def main() -> None:
     parser = common.stage_parser("finetune", __doc__)
     parser.add_argument("--data", required=True, help="folder holding tokenizer.json and tokens/sentiment/")
     parser.add_argument("--pretrained", required=True, help="the pretrained model (.pt)")
-    parser.add_argument("--reports", required=True, help="folder for curves.csv, curves.png, summary.json")
+    parser.add_argument("--snapshots", required=True, help="folder of pretraining snapshots (epoch<N>.pt)")
+    parser.add_argument("--reports", required=True, help="folder for runs.csv, curves.csv/.png, summary.json")
     args = parser.parse_args()
     params = common.load_params("finetune", args)
+    snapshots = sorted(Path(args.snapshots).glob("epoch*.pt"), key=lambda p: int(p.stem[5:]))
 
     with stage_run("finetune", params.as_dict()) as tracker:
 
@@ -35,29 +40,37 @@ def main() -> None:
                 yield [TrackerCallback(run)]
 
         f = params.finetune
-        result = run_finetune(f, params.tokenize.max_length, args.pretrained, args.data, child_run)
-        curves, runtime = result.curves, result.runtime
-        summary = arm_summary(result.tests, f.seeds, f.epochs, result.classes)
-        # what `auto` chose on this machine: a rerun elsewhere that chose otherwise is visible
-        summary.update(precision=runtime.precision, compile=runtime.compile)
+        result = run_finetune(f, params.tokenize.max_length, args.pretrained, args.data, snapshots, child_run)
+        runs, runtime = result.runs, result.runtime
+        everything = runs[runs["chosen"] & (runs["labels"] == "all") & (runs["start"] == "final")]
+        tests = {
+            arm: dict(zip(g["seed"], g["test_accuracy"], strict=True)) for arm, g in everything.groupby("arm")
+        }
+        summary = arm_summary({arm: tests[arm] for arm in f.arms}, sorted(tests["scratch"]), f.epochs,
+                              result.classes)  # fmt: skip
+        summary.update(
+            lrs=result.lrs,
+            label_curve=curve_summary(runs, f.arms),
+            snapshot_curve=snapshot_curve(runs, count_name(f.snapshot_labels)) if snapshots else [],
+            snapshot_labels=count_name(f.snapshot_labels),
+            # what `auto` chose on this machine: a rerun elsewhere that chose otherwise is visible
+            precision=runtime.precision,
+            compile=runtime.compile,
+        )
         tracker.set_tags({"tinytf.precision": runtime.precision, "tinytf.compile": str(runtime.compile)})
         reports = Path(args.reports)
-        write_text(reports / "curves.csv", curves.to_csv(index=False))
+        write_text(reports / "runs.csv", runs.to_csv(index=False))
+        write_text(reports / "curves.csv", result.curves.to_csv(index=False))
         write_json(reports / "summary.json", summary)
-        plot_finetune_curves(curves, reports / "curves.png")
-        for arm, values in summary["arms"].items():
+        plot_finetune_curves(result.curves, reports / "curves.png")
+        for labels, entry in summary["label_curve"].items():
             tracker.log_metrics(
-                {
-                    f"{arm}_test_accuracy_mean": values["test_accuracy_mean"],
-                    f"{arm}_test_accuracy_std": values["test_accuracy_std"],
-                }
+                {f"{arm}_{labels}_labels_test_accuracy": entry[arm]["mean"] for arm in f.arms}
             )
-            print(
-                f"finetune {arm}: test accuracy {values['test_accuracy_mean']:.4f} "
-                f"± {values['test_accuracy_std']:.4f}",
-                file=sys.stderr,
-            )
-        for name in ("curves.csv", "summary.json", "curves.png"):
+            line = ", ".join(f"{arm} {entry[arm]['mean']:.4f}" for arm in f.arms)
+            print(f"finetune {labels} labels: {line}", file=sys.stderr)
+        tracker.log_params({f"chosen_lr_{arm}": lr for arm, lr in result.lrs.items()})
+        for name in ("runs.csv", "curves.csv", "summary.json", "curves.png"):
             tracker.log_artifact(reports / name)
 
 

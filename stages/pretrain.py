@@ -1,7 +1,7 @@
 """Stage `pretrain`: train the transformer as a causal (or masked) language model on the
 tokenized corpus; evaluate loss and perplexity per split every epoch (word-level perplexity on
 PTB), score the sample sentences (seed 004's table), and write the model for the fine-tuning
-stages. A killed run started again resumes from --state.
+stages, plus a snapshot after each epoch but the last (the pretraining-tokens curve starts there). A killed run started again resumes from --state.
 
 params: base.seed, model, pretrain
 """
@@ -22,6 +22,9 @@ def main() -> None:
     parser.add_argument("--model", required=True, help="the pretrained model to write (.pt; .json beside it)")
     parser.add_argument("--reports", required=True, help="folder for metrics, curves and the sample table")
     parser.add_argument("--state", required=True, help="training-state checkpoint, for resuming")
+    parser.add_argument(
+        "--snapshots", required=True, help="folder for the model after each epoch but the last"
+    )
     args = parser.parse_args()
     params = common.load_params("pretrain", args)
     logged = params.as_dict()
@@ -36,6 +39,7 @@ def main() -> None:
             state_path=args.state,
             params_hash=params_hash(logged),
             callbacks=[TrackerCallback(tracker)],
+            snapshot_dir=args.snapshots,
         )
         reports = Path(args.reports)
         metrics = write_outputs(result, Path(args.model), reports, {"params_hash": params_hash(logged)})

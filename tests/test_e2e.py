@@ -15,7 +15,8 @@ from .conftest import REPO
 
 pytestmark = pytest.mark.slow
 # stage -> MLflow runs it makes on the tiny preset (variants: 1 pos x 2 merges x 2 seeds)
-# grid: AdamW and SGD at one lr / batch size / epochs; finetune: 1 stage run + 3 arms x 2 seeds
+# grid: AdamW and SGD at one lr / batch size / epochs; finetune: 1 stage run + the all-label runs
+# (3 arms x 2 seeds) nested in it
 RUNS = {
     "prepare": 1,
     "tokenize": 1,
@@ -24,6 +25,7 @@ RUNS = {
     "variants (parent)": 1,
     "variants_table": 1,
     "finetune": 7,
+    "baselines": 1,
     "grid": 2,
     "grid (parent)": 1,
     "evaluate": 1,
@@ -39,6 +41,7 @@ DVC_STAGES = (
         "pretrain",
         "variants_table",
         "finetune",
+        "baselines",
         "evaluate",
         "probes",
         "complexity",
@@ -92,7 +95,10 @@ def test_repro_writes_every_output(workspace):
 
     for split in ("train", "validation", "test"):
         corpus = pd.read_parquet(workspace / f"data/prepared/corpus/{split}.parquet")
-        assert list(corpus.columns) == ["text"] and 0 < len(corpus) <= 2000
+        # train also holds the in-domain text (2 copies of the sentiment train texts and plot rows)
+        assert list(corpus.columns) == ["text"] and 0 < len(corpus) <= (
+            2000 if split != "train" else 2000 + 2 * 2400
+        )
         sentiment = pd.read_parquet(workspace / f"data/prepared/sentiment/{split}.parquet")
         assert set(sentiment["label"]) <= {0, 1}
         ids = np.load(workspace / f"data/tokens/corpus/{split}.npy")
@@ -112,14 +118,32 @@ def test_repro_writes_every_output(workspace):
     assert "| learned" in table and "reweight" in table and " ± " in table
     summary = json.loads((workspace / "reports/finetune/summary.json").read_text())
     assert set(summary["arms"]) == {"pretrained", "scratch", "frozen"}
+    assert set(summary["label_curve"]) == {"60", "120", "all"}
+    assert len(summary["label_curve"]["60"]["scratch"]["by_seed"]) == 3  # small subsets: every seed
+    assert len(summary["label_curve"]["all"]["scratch"]["by_seed"]) == 2
+    assert [p["start"] for p in summary["snapshot_curve"]] == ["scratch", "epoch1", "final"]
+    assert summary["snapshot_curve"][1]["n"] == 2  # the first many_label_seeds seeds
+    assert set(summary["lrs"]) == {"pretrained", "scratch", "frozen"}
+    assert (workspace / "data/models/snapshots/epoch1.pt").exists()
     assert (workspace / "reports/finetune/curves.png").stat().st_size > 10_000
     final = json.loads((workspace / "reports/metrics.json").read_text())
     assert 0 <= final["test_accuracy"] <= 1
     assert final["best"]["optimizer"] in {"AdamW", "SGD"}
     assert set(final["pretrained_vs_scratch"]) >= {"pretrained", "scratch"}
+    assert 0.3 < final["baselines"]["majority"]["test_accuracy"] < 0.7
+    assert set(final["label_curve"]["120"]) == {"pretrained", "scratch", "frozen", "tfidf_lr"}
     readme = (workspace / "reports/README.md").read_text()
     assert f"Test accuracy {final['test_accuracy']:.1%}" in readme
-    for png in ("pretrain_loss", "finetune_curves", "grid_heatmaps", "optimizer_curves", "attention_layer0"):
+    assert "## Where pretraining helps" in readme and "labels: pretraining" in readme
+    for png in (
+        "pretrain_loss",
+        "finetune_curves",
+        "grid_heatmaps",
+        "optimizer_curves",
+        "attention_layer0",
+        "label_curve",
+        "snapshot_curve",
+    ):
         assert (workspace / f"reports/plots/{png}.png").stat().st_size > 5_000, png
     assert "Missing inputs" not in readme, readme[:2000]
 
@@ -140,6 +164,7 @@ EDITS = {
     "variants": "tinytf/train/runtime.py",
     "variants_table": "tinytf/train/variants.py",
     "finetune": "tinytf/train/finetune.py",
+    "baselines": "tinytf/analysis/baselines.py",
     "grid": "tinytf/train/classify.py",
     "evaluate": "tinytf/analysis/evaluation.py",
     "probes": "tinytf/analysis/probes.py",

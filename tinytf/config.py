@@ -56,8 +56,24 @@ SentimentSourceName = Literal["rotten_tomatoes", "sst2", "files"]
 
 
 @dataclass
+class InDomainParams:
+    """Unlabelled review text added to the language model's train split (never its validation or
+    test, so PTB perplexities stay comparable). Labels are never read; a text equal to a
+    sentiment validation or test text is dropped, and the data card reports the check."""
+
+    sentiment_train: bool = True  # the sentiment train split's texts
+    plot_rows: bool = True  # rotten_tomatoes only: the movie synopses the classifier never sees
+    # IMDB's 50k unlabelled reviews (about 15M tokens): the Stanford archive, or TINYTF_MIRROR/imdb/
+    imdb_unlabelled: bool = False
+    files: list[str] = bounded([])  # more unlabelled text (any reader format), corpus.text_column
+    # copies of the in-domain text in the train split: the share of review text the LM sees
+    repeat: int = bounded(8, ge=1, le=100)
+
+
+@dataclass
 class CorpusParams:
     source: CorpusSourceName = "ptb"
+    in_domain: InDomainParams = field(default_factory=InDomainParams)
     files: FileSplits = field(default_factory=FileSplits)
     text_column: str = "text"
     encoding: str = "utf-8"
@@ -182,15 +198,24 @@ InitName = Literal["pretrained", "scratch", "frozen"]
 
 @dataclass
 class FinetuneParams:
-    """Pretrained vs scratch vs frozen (linear probe): the same classifier, several seeds each."""
+    """The labelled-data curve: pretrained vs scratch vs frozen (linear probe) on nested subsets of
+    the train labels, paired over seeds, each start with its own learning rate chosen on validation."""
 
     arms: list[InitName] = bounded(["pretrained", "scratch", "frozen"])
-    seeds: list[int] = bounded([1, 2, 3], ge=0)
-    epochs: int = bounded(3, ge=1)
+    label_counts: list[int] = bounded([250, 1000, 3000, 0], ge=0)  # 0 = every train label
+    seeds: list[int] = bounded([1, 2, 3, 4, 5], ge=0)
+    # subsets this large (and all labels) vary less from seed to seed: they run the first few seeds
+    many_labels: int = bounded(3000, ge=1)
+    many_label_seeds: int = bounded(3, ge=2)
+    epochs: int = bounded(2, ge=1)  # at least; small subsets run more epochs to reach min_steps
+    min_steps: int = bounded(160, ge=1)
     batch_size: int = bounded(32, ge=1)
     optimizer: str = "AdamW"
-    lr: float = bounded(5e-4, gt=0)
-    frozen_lr: float = bounded(5e-3, gt=0)  # a probe moves only the head, which takes bigger steps
+    lrs: list[float] = bounded([3e-4, 1e-3, 3e-3], gt=0)  # candidates per trained start
+    frozen_lrs: list[float] = bounded([3e-3, 1e-2, 3e-2], gt=0)  # a probe moves only the head
+    lr_search_labels: int = bounded(1000, ge=0)  # the subset (first seed) the lr is chosen on
+    # fine-tune from the pretraining snapshots at this many labels: the pretraining-tokens curve
+    snapshot_labels: int = bounded(1000, ge=0)
     weight_decay: float = bounded(0.01, ge=0)
     warmup_ratio: float = bounded(0.1, ge=0, lt=1)
     dropout: float = bounded(0.1, ge=0, lt=1)
@@ -200,10 +225,39 @@ class FinetuneParams:
 
     def validate(self, key: str, file: str) -> None:
         _check_optimizers([self.optimizer], f"{key}.optimizer", file)
-        for name in ("arms", "seeds"):
+        for name in ("arms", "label_counts", "seeds", "lrs", "frozen_lrs"):
             _check_distinct(getattr(self, name), f"{key}.{name}", file)
         if "scratch" not in self.arms or not ({"pretrained", "frozen"} & set(self.arms)):
             raise ParamsError(f"{file}: {key}.arms: needs 'scratch' and at least one of pretrained/frozen")
+        if 0 not in self.label_counts:
+            raise ParamsError(
+                f"{file}: {key}.label_counts: must include 0 (all labels), got {self.label_counts}"
+            )
+        for name in ("lr_search_labels", "snapshot_labels"):
+            if getattr(self, name) not in self.label_counts:
+                raise ParamsError(
+                    f"{file}: {key}.{name}: {getattr(self, name)} is not one of label_counts {self.label_counts}"
+                )
+        if len(self.seeds) < 2:
+            raise ParamsError(f"{file}: {key}.seeds: a paired test needs at least 2 seeds, got {self.seeds}")
+
+
+@dataclass
+class BaselinesParams:
+    """Majority class and TF-IDF + logistic regression on the finetune stage's label subsets."""
+
+    cs: list[float] = bounded([0.3, 1.0, 3.0, 10.0, 30.0, 100.0], gt=0)  # C candidates, chosen on validation
+    word_ngrams: list[int] = bounded([1, 2], ge=1)
+    char_ngrams: list[int] = bounded([2, 5], ge=1)
+
+    def validate(self, key: str, file: str) -> None:
+        _check_distinct(self.cs, f"{key}.cs", file)
+        for name in ("word_ngrams", "char_ngrams"):
+            low_high = getattr(self, name)
+            if len(low_high) != 2 or low_high[0] > low_high[1]:
+                raise ParamsError(
+                    f"{file}: {key}.{name}: expected [low, high] with low <= high, got {low_high}"
+                )
 
 
 @dataclass
@@ -298,6 +352,7 @@ class Params:
     pretrain: PretrainParams = field(default_factory=PretrainParams)
     variants: VariantsParams = field(default_factory=VariantsParams)
     finetune: FinetuneParams = field(default_factory=FinetuneParams)
+    baselines: BaselinesParams = field(default_factory=BaselinesParams)
     grid: GridParams = field(default_factory=GridParams)
     evaluate: EvaluateParams = field(default_factory=EvaluateParams)
     probes: ProbesParams = field(default_factory=ProbesParams)

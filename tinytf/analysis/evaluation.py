@@ -49,7 +49,8 @@ def paired_comparison(a: list[float], b: list[float]) -> dict:
 
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     diff = a - b
-    result = {"mean_difference": float(diff.mean()), "n": int(len(diff))}
+    result = {"mean_difference": float(diff.mean()), "n": int(len(diff)),
+              "std_difference": float(diff.std(ddof=1)) if len(diff) > 1 else 0.0}  # fmt: skip
     if len(diff) >= 2 and diff.std(ddof=1) > 0:
         test = stats.ttest_rel(a, b)
         result.update(t=float(test.statistic), p_value=float(test.pvalue))
@@ -58,9 +59,10 @@ def paired_comparison(a: list[float], b: list[float]) -> dict:
     return result
 
 
-def headline_metrics(report: dict, best: dict, finetune: dict) -> dict:
-    """reports/metrics.json: the best cell's test figures, the cell itself, and each start's
-    fine-tuning accuracy with the paired test of pretrained against scratch."""
+def headline_metrics(report: dict, best: dict, finetune: dict, baselines: dict) -> dict:
+    """reports/metrics.json: the best cell's test figures, the cell itself, each start's
+    fine-tuning accuracy with all labels and the paired test of pretrained against scratch, the
+    baselines with all labels, and every start and TF-IDF + LR along the labelled-data curve."""
     metrics = {
         "test_accuracy": report["accuracy"],
         "test_accuracy_ci95": report["accuracy_ci95"],
@@ -73,7 +75,20 @@ def headline_metrics(report: dict, best: dict, finetune: dict) -> dict:
     }
     if "pretrained_vs_scratch" in finetune:
         metrics["pretrained_vs_scratch"]["paired_test"] = finetune["pretrained_vs_scratch"]
+    every = baselines["label_curve"]["all"]
+    metrics["baselines"] = {name: {"test_accuracy": every[name]["mean"]} for name in ("majority", "tfidf_lr")}
+    metrics["label_curve"] = {
+        labels: {
+            **{arm: {"mean": entry[arm]["mean"]} for arm in INITS_REPORTED if arm in entry},
+            "tfidf_lr": {"mean": baselines["label_curve"][labels]["tfidf_lr"]["mean"]},
+        }
+        for labels, entry in finetune.get("label_curve", {}).items()
+        if labels in baselines["label_curve"]
+    }
     return metrics
+
+
+INITS_REPORTED = ("pretrained", "scratch", "frozen")
 
 
 def arm_summary(
@@ -100,3 +115,58 @@ def arm_summary(
                 [tests[arm][s] for s in seeds], [tests["scratch"][s] for s in seeds]
             )
     return summary
+
+
+def curve_summary(runs, arms: list[str]) -> dict:
+    """The labelled-data curve from the finetune runs (one row per run; `chosen` marks the runs of
+    the chosen recipe): per label count, each arm's test accuracy over seeds and the paired tests
+    against scratch on the same seeds (same subset, head init and batch order)."""
+    chosen = runs[runs["chosen"] & (runs["start"] == "final")]
+    curve = {}
+    for labels, at_count in chosen.groupby("labels", sort=False):
+        tests = {
+            arm: dict(zip(g["seed"], g["test_accuracy"], strict=True)) for arm, g in at_count.groupby("arm")
+        }
+        seeds = sorted(tests["scratch"])
+        entry = {
+            arm: {
+                "mean": float(np.mean(list(acc.values()))),
+                "std": float(np.std(list(acc.values()), ddof=1)) if len(acc) > 1 else 0.0,
+                "by_seed": {str(s): float(a) for s, a in sorted(acc.items())},
+            }
+            for arm, acc in tests.items()
+            if arm in arms
+        }
+        entry["n_train"] = int(at_count["n_train"].max())
+        for arm in ("pretrained", "frozen"):
+            if arm in tests:
+                entry[f"{arm}_vs_scratch"] = paired_comparison(
+                    [tests[arm][s] for s in seeds], [tests["scratch"][s] for s in seeds]
+                )
+        curve[labels] = entry
+    return dict(sorted(curve.items(), key=lambda item: item[1]["n_train"]))
+
+
+def snapshot_curve(runs, labels: str) -> list[dict]:
+    """The pretraining-tokens curve: pretrained − scratch at `labels` labels for each start
+    (scratch = 0 tokens, each snapshot, the final model), paired over the snapshot runs' seeds."""
+    at = runs[runs["chosen"] & (runs["labels"] == labels)]
+    scratch = dict(
+        zip(
+            at.loc[at["arm"] == "scratch", "seed"],
+            at.loc[at["arm"] == "scratch", "test_accuracy"],
+            strict=True,
+        )
+    )
+    pretrained = at[at["arm"] == "pretrained"]
+    points = [{"start": "scratch", "tokens": 0, "mean_difference": 0.0, "std_difference": 0.0, "n": len(scratch),
+               "accuracy_mean": float(np.mean(list(scratch.values())))}]  # fmt: skip
+    snapshot_seeds = sorted(set(pretrained.loc[pretrained["start"] != "final", "seed"]))
+    for start, group in pretrained.groupby("start", sort=False):
+        group = group[group["seed"].isin(snapshot_seeds)] if snapshot_seeds else group
+        seeds = sorted(group["seed"])
+        accuracy = dict(zip(group["seed"], group["test_accuracy"], strict=True))
+        point = paired_comparison([accuracy[s] for s in seeds], [scratch[s] for s in seeds])
+        points.append({"start": start, "tokens": int(group["tokens"].iloc[0]), **point,
+                       "accuracy_mean": float(np.mean(list(accuracy.values())))})  # fmt: skip
+    return sorted(points, key=lambda p: p["tokens"])

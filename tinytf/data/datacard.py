@@ -44,6 +44,7 @@ def dataset_stats(data) -> dict:
 
 
 def render_data_card(stats: dict) -> str:
+    from tinytf.data.in_domain import describe as describe_in_domain
     from tinytf.data.sources import ORIGINS
 
     lines = ["# Data card", ""]
@@ -80,7 +81,8 @@ def render_data_card(stats: dict) -> str:
         notes = entry.get("notes") or {}
         if "dropped_plot_rows" in notes:
             lines.append(
-                f"Dropped {notes['dropped_plot_rows']} plot rows and {notes['dropped_duplicate_texts']} "
+                f"Set aside {notes['dropped_plot_rows']} plot rows (movie synopses, not reviews: never "
+                f"labelled, only the LM may read them) and dropped {notes['dropped_duplicate_texts']} "
                 f"duplicate texts; split grouped by `{notes['grouped_by']}` so no movie is in two splits "
                 f"(movies per split: {notes['movies']})."
             )
@@ -89,6 +91,7 @@ def render_data_card(stats: dict) -> str:
                 "Words counting one end-of-sentence per line (the denominator of word-level "
                 f"perplexity): {notes['words_with_eos']}."
             )
+        lines += describe_in_domain(notes)
         if notes.get("carved_from_train"):
             lines.append(f"Carved from train (stratified, seeded): {', '.join(notes['carved_from_train'])}.")
     return "\n".join(lines) + "\n"

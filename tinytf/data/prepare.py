@@ -17,6 +17,7 @@ import pandas as pd
 from tinytf.config import CorpusParams, FileSplits, PrepareParams, SentimentParams
 from tinytf.data import sources
 from tinytf.data.datacard import dataset_stats, render_data_card
+from tinytf.data.in_domain import add_in_domain
 from tinytf.data.readers import map_labels, parse_label_lines, parse_text_lines, read_table
 from tinytf.data.splits import SPLITS, stratified_group_split
 from tinytf.errors import DataError
@@ -33,6 +34,7 @@ class Dataset:
     classes: list[str] | None = None
     notes: dict = field(default_factory=dict)
     files: dict[str, str] = field(default_factory=dict)
+    unlabelled: pd.Series | None = None  # in-domain text without labels (rotten_tomatoes' plot rows)
 
 
 # --------------------------------------------------------------------------- corpus
@@ -44,11 +46,6 @@ def load_corpus(params: CorpusParams, seed: int) -> Dataset:
         names = {"train": "train", "validation": "valid", "test": "test"}
         splits = {split: parse_text_lines(texts[names[split]]) for split in SPLITS}
         data = Dataset("corpus", "ptb", splits, files={s: f"ptb.{names[s]}" for s in SPLITS})
-        # PTB perplexities in the literature are per word, counting one end-of-sentence per line
-        data.notes["words_with_eos"] = {
-            split: int(frame["text"].str.split().str.len().sum() + len(frame))
-            for split, frame in splits.items()
-        }
     elif params.source == "files":
         data = load_files("corpus", params.files, params, label_column=None, seed=seed)
     else:  # unreachable after params validation; kept so a new source cannot slip through
@@ -81,8 +78,10 @@ def load_sentiment(params: SentimentParams, seed: int) -> Dataset:
 def load_rotten_tomatoes(params: SentimentParams, seed: int) -> Dataset:
     frame = sources.open_bz2_csv(sources.read_rotten_tomatoes_csv())
     frame["row"] = frame.index + 2
-    n_plot = int((frame["category"] == "plot").sum())
-    frame = frame[frame["category"] != "plot"]
+    is_plot = (frame["category"] == "plot").to_numpy()
+    plot = frame.loc[is_plot, "text"].dropna().astype(str).str.strip()  # a few synopses are empty
+    n_plot = int(is_plot.sum())
+    frame = frame[~is_plot]
     frame = frame.assign(text=frame["text"].astype(str).str.strip())
     n_dup = int(frame["text"].duplicated().sum())
     frame = frame.drop_duplicates("text", keep="first").reset_index(drop=True)
@@ -108,7 +107,8 @@ def load_rotten_tomatoes(params: SentimentParams, seed: int) -> Dataset:
     }
     for s in SPLITS:
         splits[s] = splits[s].drop(columns="movie_name")
-    return Dataset("sentiment", "rotten_tomatoes", splits, classes, notes, {s: ROTTEN_FILE for s in SPLITS})
+    files = {s: ROTTEN_FILE for s in SPLITS}
+    return Dataset("sentiment", "rotten_tomatoes", splits, classes, notes, files, plot[plot != ""])
 
 
 ROTTEN_FILE = sources.ROTTEN_TOMATOES.member
@@ -166,7 +166,16 @@ def _finish(data: Dataset, max_rows: int) -> Dataset:
 
 def run_prepare(params: PrepareParams, seed: int, out_dir: str | Path, report_dir: str | Path):
     """Load both datasets, then write parquet splits, label names, stats JSON and the data card."""
-    datasets = [load_corpus(params.corpus, seed), load_sentiment(params.sentiment, seed)]
+    corpus, sentiment = load_corpus(params.corpus, seed), load_sentiment(params.sentiment, seed)
+    add_in_domain(corpus, sentiment, params.corpus, sentiment.unlabelled)
+    if corpus.source == "ptb":
+        # PTB perplexities in the literature are per word, counting one end-of-sentence per line;
+        # only PTB's own validation and test are scored (train holds the in-domain text too)
+        corpus.notes["words_with_eos"] = {
+            split: int(corpus.splits[split]["text"].str.split().str.len().sum() + len(corpus.splits[split]))
+            for split in ("validation", "test")
+        }
+    datasets = [corpus, sentiment]
     stats = {data.name: dataset_stats(data) for data in datasets}
     out_dir, report_dir = Path(out_dir), Path(report_dir)
     for data in datasets:

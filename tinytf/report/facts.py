@@ -26,6 +26,9 @@ class Facts:
     variants: pd.DataFrame | None = None  # mean ± std per positional encoding x head merge
     finetune: dict | None = None  # reports/finetune/summary.json, arms in params order
     curves: pd.DataFrame | None = None  # fine-tuning curves per arm, seed and epoch
+    label_curve: pd.DataFrame | None = None  # every start and baseline per label count
+    baselines: dict | None = None  # reports/baselines/summary.json
+    snapshot_curve: pd.DataFrame | None = None  # pretrained − scratch per pretraining snapshot
     metrics: dict | None = None  # reports/metrics.json
     test_report: dict | None = None
     grid: pd.DataFrame | None = None  # one row per grid cell of the current params
@@ -73,6 +76,10 @@ UPSTREAM = {
     ),
     "finetune_summary": Upstream("fine-tuning summary", "reports/finetune/summary.json", "finetune"),
     "finetune_curves": Upstream("fine-tuning curves", "reports/finetune/curves.csv", "finetune"),
+    "finetune_runs": Upstream("fine-tuning runs", "reports/finetune/runs.csv", "finetune"),
+    "baselines_summary": Upstream(
+        "baselines (majority, TF-IDF + LR)", "reports/baselines/summary.json", "baselines"
+    ),
     "grid": Upstream("grid cells", "data/grid", "grid"),
     "metrics": Upstream("evaluation metrics", "reports/metrics.json", "evaluate"),
     "evaluate_test_report": Upstream("test report", "reports/evaluate/test_report.json", "evaluate"),

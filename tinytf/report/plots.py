@@ -123,3 +123,40 @@ def plot_attention_maps(weights: np.ndarray, tokens: list[str], layer: int, path
         fig.colorbar(image, ax=ax, fraction=0.046, label="attention weight")
     fig.tight_layout()  # keeps each colorbar label clear of the next panel's axis label
     return _save(fig, path)
+
+
+def plot_label_curve(curve: pd.DataFrame, path: str | Path) -> Path:
+    """The study's headline figure: test accuracy against train labels (log x), one line per start
+    with a ±1 std band over its seeds, the baselines dashed."""
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    x = curve["n_train"].to_numpy()
+    for name in ("pretrained", "scratch", "frozen"):
+        if f"{name} mean" not in curve:
+            continue
+        mean, std = curve[f"{name} mean"].to_numpy(), curve[f"{name} std"].fillna(0).to_numpy()
+        line = ax.plot(x, mean, marker="o", label=name)[0]
+        ax.fill_between(x, mean - std, mean + std, color=line.get_color(), alpha=0.2)
+    for name, style in (("tfidf_lr", "--"), ("majority", ":")):
+        if f"{name} mean" in curve:
+            label = "TF-IDF + logistic regression" if name == "tfidf_lr" else "majority class"
+            ax.plot(x, curve[f"{name} mean"], linestyle=style, color="gray" if name == "majority" else "black",
+                    marker=".", label=label)  # fmt: skip
+    ax.set_xscale("log")
+    ax.set(title="Test accuracy against labelled examples (mean ± std over seeds)",
+           xlabel="train labels (log scale)", ylabel="test accuracy (fraction correct)")  # fmt: skip
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3, which="both")
+    return _save(fig, path)
+
+
+def plot_snapshot_curve(points: pd.DataFrame, labels: str, path: str | Path) -> Path:
+    """Pretrained − scratch at a fixed label count against the pretraining tokens of the start."""
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.errorbar(points["tokens"] / 1e6, 100 * points["mean_difference"], yerr=100 * points["std_difference"],
+                marker="o", capsize=3, label=f"pretrained − scratch, {labels} labels (± std over seeds)")  # fmt: skip
+    ax.axhline(0, color="gray", linewidth=0.8)
+    ax.set(title="Transfer gain against pretraining tokens", xlabel="pretraining tokens (millions)",
+           ylabel="test accuracy gain (percentage points)")  # fmt: skip
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    return _save(fig, path)

@@ -8,6 +8,7 @@ import pandas as pd
 
 from tinytf.report import tables as rt
 from tinytf.report.facts import ReportView
+from tinytf.report.transfer import transfer_text
 
 MASKED_RUN = "dvc exp run -S pretrain.objective=masked -S model.pooling=mean"
 SEED_004_GRID = (
@@ -30,6 +31,10 @@ def _headline(r: ReportView) -> list[str]:
     if f.majority_test is not None:
         out.append(f"- Majority-class baseline (always predict the most frequent class): {rt.pct(f.majority_test)} "
                    "of test.")  # fmt: skip
+    if f.baselines is not None and "all" in f.baselines.get("label_curve", {}):
+        tfidf = f.baselines["label_curve"]["all"]["tfidf_lr"]
+        out.append(f"- TF-IDF (word 1–2-grams + character 2–5-grams) + logistic regression, all labels, C chosen on "
+                   f"validation: {rt.pct(tfidf['mean'])} of test.")  # fmt: skip
     if f.finetune is not None:
         s = f.finetune
         out.append(
@@ -327,6 +332,9 @@ def render_readme(r: ReportView) -> str:
              "Built by `tinytf.report.build.build_report` from the pipeline's outputs (nothing is trained here); every "
              "number is read from those files, and the same inputs give the same bytes.", "",
              "## Headline", "", *_headline(r), ""]  # fmt: skip
+    transfer = transfer_text(r)
+    if transfer:
+        lines += ["## Where pretraining helps", "", *transfer, ""]
     missing = list(dict.fromkeys(r.inputs.missing))
     if missing or r.notes:
         lines += ["## Missing inputs", ""]

@@ -184,6 +184,25 @@ class ClassifierRun:
     model: TinyTransformer
     history: list[dict]
     test: dict = field(default_factory=dict)
+    best_epoch: int = 0  # the evaluated epoch whose weights `model` holds (keep_best), else the last
+
+
+class BestEpoch:
+    """Keeps a copy of the weights at the best validation accuracy (the first on a tie): the
+    fine-tuning recipe takes the best validation epoch, never a test figure."""
+
+    def __init__(self, model: torch.nn.Module):
+        self.model, self.accuracy, self.epoch, self.state = model, -1.0, 0, None
+
+    def update(self, epoch: int, accuracy: float) -> None:
+        if accuracy > self.accuracy:
+            self.accuracy, self.epoch = accuracy, epoch
+            self.state = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
+
+    def restore(self) -> int:
+        if self.state is not None:
+            self.model.load_state_dict(self.state)
+        return self.epoch
 
 
 def train_classifier(
@@ -206,7 +225,11 @@ def train_classifier(
     state_path: str | Path | None = None,
     params_hash: str = "",
     desc: str = "finetune",
+    keep_best: bool = False,
+    eval_every: int = 1,
 ) -> ClassifierRun:
+    """`eval_every` data epochs make one loop epoch (one validation pass): small subsets run many
+    short epochs, and a validation pass each would cost as much as the training."""
     prefix = data.cls_id if model.config.pooling == "first" else None
     loader = sentiment_loader(data.splits["train"], batch_size, max_length, shuffle=True, seed=seed,
                               prefix_id=prefix, group_by_length=True)  # fmt: skip
@@ -227,25 +250,49 @@ def train_classifier(
         source.stats["count"] += len(y)
         return loss
 
+    best = BestEpoch(model)
+
     def on_epoch_end(epoch: int, step: int) -> dict[str, float]:
         metrics = source.take_epoch_stats()
         preds, labels, val_loss = predict(model, data.splits["validation"], 256, max_length, runtime, prefix)
         metrics.update(validation_loss=val_loss, validation_accuracy=float((preds == labels).mean()))
+        metrics["data_epochs"] = epoch * eval_every
+        if keep_best:
+            best.update(epoch * eval_every, metrics["validation_accuracy"])
         return metrics
 
-    steps_per_epoch = len(loader)
-    loop = LoopConfig(
-        total_steps=steps_per_epoch * epochs, steps_per_epoch=steps_per_epoch, lr=lr,
-        weight_decay=weight_decay, warmup_steps=int(warmup_ratio * steps_per_epoch * epochs),
-        grad_clip=grad_clip, log_every=max(steps_per_epoch // 10, 1), checkpoint_every=steps_per_epoch,
-        optimizer=optimizer, schedule=schedule, desc=desc,
-    )  # fmt: skip
+    loop = classifier_loop(len(loader), epochs, eval_every, lr, weight_decay, warmup_ratio, grad_clip, optimizer,
+                           schedule, desc)  # fmt: skip
+    epochs = loop.total_steps // loop.steps_per_epoch
     out = run_loop(
         model, source, loss_fn, loop, runtime, on_epoch_end, list(callbacks), state_path, params_hash
     )
+    best_epoch = best.restore() if keep_best else epochs * eval_every
     if init == "frozen":
         model.base.eval()
-    return ClassifierRun(model, out["history"])
+    return ClassifierRun(model, out["history"], best_epoch=best_epoch)
+
+
+def classifier_loop(
+    batches_per_epoch: int,
+    epochs: int,
+    eval_every: int,
+    lr: float,
+    weight_decay: float,
+    warmup_ratio: float,
+    grad_clip: float,
+    optimizer: str,
+    schedule: str,
+    desc: str,
+) -> LoopConfig:
+    """The fine-tuning schedule: `eval_every` data epochs make one loop epoch (one validation pass)."""
+    steps_per_epoch = batches_per_epoch * eval_every
+    total = steps_per_epoch * math.ceil(epochs / eval_every)
+    return LoopConfig(
+        total_steps=total, steps_per_epoch=steps_per_epoch, lr=lr, weight_decay=weight_decay,
+        warmup_steps=int(warmup_ratio * total), grad_clip=grad_clip, log_every=max(steps_per_epoch // 10, 1),
+        checkpoint_every=steps_per_epoch, optimizer=optimizer, schedule=schedule, desc=desc,
+    )  # fmt: skip
 
 
 def evaluate_test_split(model, data: SentimentData, max_length: int, runtime: Runtime) -> dict:

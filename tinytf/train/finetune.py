@@ -1,36 +1,54 @@
-"""Fine-tuning arms (the core of stage `finetune`): pretrained vs scratch vs frozen, each over several seeds.
+"""Fine-tuning (the core of stage `finetune`): the labelled-data curve and the pretraining-tokens curve.
 
-The same seed gives every arm the same head initialisation and the same batch order, so the
-arms differ only in their starting body: a paired comparison over seeds.
+Three starts of the same classifier (pretrained, scratch, frozen linear probe) are fine-tuned on
+nested subsets of the train labels (`tinytf.data.subsets`). A seed fixes the subset, the head
+initialisation and the batch order, so for one seed the starts differ only in their body: the
+comparison over seeds is paired. The recipe is chosen on validation, never on test:
+
+The frozen start's probe trains on features computed once per start (`tinytf.train.probe`).
+
+1. each start's learning rate: one run per candidate on the `lr_search_labels` subset (first
+   seed), the best validation accuracy wins (an untuned scratch arm would flatter pretraining);
+2. every run keeps its best validation epoch;
+3. the same recipe then runs every (label count, seed), and the pretrained start again from each
+   pretraining snapshot at `snapshot_labels` labels.
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from tinytf.config import FinetuneParams
+from tinytf.data.batching import SentimentDataset
+from tinytf.data.subsets import count_name, curve_plan, label_subset
+from tinytf.model.checkpoint import read_config
 from tinytf.train.classify import (
     SentimentData,
     build_classifier,
     classifier_config,
     classifier_runtime,
     evaluate_test_split,
-    planned_steps,
     train_classifier,
 )
 from tinytf.train.loop import Callback
+from tinytf.train.probe import pooled_features, train_probe
 from tinytf.train.runtime import Runtime
+
+MAX_EVALUATIONS = 6  # validation passes per run at most: see `schedule`
 
 
 @dataclass
 class FinetuneResult:
-    curves: pd.DataFrame  # per epoch, every arm and seed
-    tests: dict[str, dict[int, float]]  # test accuracy by arm and seed
+    runs: pd.DataFrame  # one row per run: start, arm, labels, seed, lr, best epoch, accuracies
+    curves: pd.DataFrame  # per evaluated epoch of the all-label runs (the per-epoch plot)
+    lrs: dict[str, float]  # the learning rate chosen on validation for each arm
     classes: list[str]
     runtime: Runtime  # what `auto` resolved to on this machine, for the outputs to record
 
@@ -38,42 +56,114 @@ class FinetuneResult:
 CallbacksFor = Callable[[str, int], contextlib.AbstractContextManager[list[Callback]]]
 
 
+def schedule(n_train: int, params: FinetuneParams) -> tuple[int, int]:
+    """(data epochs, epochs per validation pass) for a train set of `n_train` texts: at least
+    `epochs`, more for small subsets until `min_steps` optimizer steps, validated at most
+    MAX_EVALUATIONS times (a pass over validation costs about as much as 10 training steps)."""
+    steps_per_epoch = math.ceil(n_train / params.batch_size)
+    epochs = max(params.epochs, math.ceil(params.min_steps / steps_per_epoch))
+    every = math.ceil(epochs / MAX_EVALUATIONS)
+    return math.ceil(epochs / every) * every, every
+
+
+def subset(data: SentimentData, count: int, seed: int) -> tuple[SentimentData, np.ndarray]:
+    """The data with train cut to the seed's `count` labels, and the train rows kept."""
+    train = data.splits["train"]
+    rows = label_subset(np.asarray(train.labels), count, seed)
+    splits = dict(data.splits, train=SentimentDataset([train.input_ids[i] for i in rows],
+                                                      [train.labels[i] for i in rows]))  # fmt: skip
+    return SentimentData(splits, data.classes, data.cls_id), rows
+
+
+class Runner:
+    """One fine-tuning run per call, each cached by its key so the lr search's runs are reused."""
+
+    def __init__(self, params, data, max_length, runtime, callbacks_for):
+        self.params, self.data, self.max_length, self.runtime = params, data, max_length, runtime
+        self.callbacks_for = callbacks_for
+        self.done: dict[tuple, dict] = {}
+        self.curves: list[dict] = []
+        self.features: dict[str, dict] = {}  # the frozen body's pooled features, per start
+
+    def probe_features(self, model, start_name: str, rows) -> dict:
+        if start_name not in self.features:
+            self.features[start_name] = pooled_features(model, self.data, self.max_length, self.runtime)
+        return dict(self.features[start_name], train=self.features[start_name]["train"][rows])
+
+    def __call__(self, arm: str, count: int, seed: int, lr: float, start: Path, start_name: str) -> dict:
+        key = (start_name, arm, count, seed, lr)
+        if key in self.done:
+            return self.done[key]
+        p, (data, rows) = self.params, subset(self.data, count, seed)
+        epochs, every = schedule(len(data.splits["train"]), p)
+        name = f"{arm} {count_name(count)} labels seed {seed} lr {lr:g}" + (
+            "" if start_name == "final" else f" from {start_name}"
+        )
+        track = self.callbacks_for and count == 0 and start_name == "final"
+        with self.callbacks_for(arm, seed) if track else contextlib.nullcontext([]) as callbacks:
+            model = build_classifier(arm, classifier_config(start, len(data.classes), p.dropout), start, seed)
+            recipe = dict(optimizer=p.optimizer, lr=lr, batch_size=p.batch_size, epochs=epochs,
+                          max_length=self.max_length, seed=seed, runtime=self.runtime, weight_decay=p.weight_decay,
+                          warmup_ratio=p.warmup_ratio, eval_every=every, desc=name)  # fmt: skip
+            if arm == "frozen":
+                run = train_probe(model, self.probe_features(model, start_name, rows), data, **recipe)
+                test = run.test
+            else:
+                run = train_classifier(model, data, init=arm, callbacks=callbacks, keep_best=True, **recipe)
+                test = evaluate_test_split(run.model, data, self.max_length, self.runtime)
+            for callback in callbacks:
+                callback.on_end({"test_accuracy": test["test_accuracy"], "test_loss": test["test_loss"]})
+        best = next(h for h in run.history if h["data_epochs"] == run.best_epoch)
+        row = {
+            "start": start_name, "tokens": read_config(start).get("pretrain_tokens"), "arm": arm,
+            "labels": count_name(count), "n_train": len(data.splits["train"]), "seed": seed, "lr": lr,
+            "epochs": epochs, "best_epoch": run.best_epoch,
+            "validation_accuracy": best["validation_accuracy"], "test_accuracy": test["test_accuracy"],
+            "test_loss": test["test_loss"],
+        }  # fmt: skip
+        if count == 0 and start_name == "final":
+            self.curves += [{"arm": arm, "seed": seed, **h} for h in run.history]
+        self.done[key] = row
+        return row
+
+
 def run_finetune(
     params: FinetuneParams,
     max_length: int,
     pretrained: str | Path,
     data_dir: str | Path,
+    snapshots: list[Path] = (),
     callbacks_for: CallbacksFor | None = None,
 ) -> FinetuneResult:
-    """Every arm over every seed; `tinytf.analysis.evaluation.arm_summary` turns the test
-    accuracies into the paired comparison.
-
-    `callbacks_for(arm, seed)` is a context manager around that run yielding its callbacks (the
-    stage opens a nested MLflow run there); each gets `on_end` with the run's test metrics.
-    """
+    """The lr search, the labelled-data curve and the snapshot curve; `callbacks_for(arm, seed)`
+    wraps each all-label run (the stage opens a nested MLflow run there)."""
     data = SentimentData.load(data_dir)
-    config = classifier_config(pretrained, len(data.classes), params.dropout)
-    runtime = classifier_runtime(params, planned_steps(data, params.batch_size, params.epochs))
-    rows, tests = [], {arm: {} for arm in params.arms}
+    runtime = classifier_runtime(params, 0)  # every run is short: `auto` never compiles here
+    run = Runner(params, data, max_length, runtime, callbacks_for)
+    pretrained = Path(pretrained)
+    plan = curve_plan(params.label_counts, params.seeds, params.many_labels, params.many_label_seeds)
+    lr_rows, lrs = [], {}
     for arm in params.arms:
-        for seed in params.seeds:
-            with callbacks_for(arm, seed) if callbacks_for else contextlib.nullcontext([]) as callbacks:
-                history, test = _one_run(params, arm, seed, config, pretrained, data, max_length, runtime,
-                                         callbacks)  # fmt: skip
-                for callback in callbacks:
-                    callback.on_end({"test_accuracy": test["test_accuracy"], "test_loss": test["test_loss"]})
-            tests[arm][seed] = test["test_accuracy"]
-            rows += [{"arm": arm, "seed": seed, **h} for h in history]
-    return FinetuneResult(pd.DataFrame(rows), tests, data.classes, runtime)
-
-
-def _one_run(params, arm, seed, config, pretrained, data, max_length, runtime, callbacks):
-    model = build_classifier(arm, config, pretrained, seed)
-    run = train_classifier(
-        model, data, init=arm, optimizer=params.optimizer,
-        lr=params.frozen_lr if arm == "frozen" else params.lr, batch_size=params.batch_size,
-        epochs=params.epochs, max_length=max_length, seed=seed, runtime=runtime,
-        weight_decay=params.weight_decay, warmup_ratio=params.warmup_ratio, callbacks=callbacks,
-        desc=f"{arm} seed {seed}",
-    )  # fmt: skip
-    return run.history, evaluate_test_split(run.model, data, max_length, runtime)
+        candidates = params.frozen_lrs if arm == "frozen" else params.lrs
+        rows = [
+            run(arm, params.lr_search_labels, params.seeds[0], lr, pretrained, "final") for lr in candidates
+        ]
+        lrs[arm] = max(rows, key=lambda r: r["validation_accuracy"])["lr"]  # first best: ties keep the order
+        lr_rows += rows
+    rows = []
+    for count, seeds in plan:
+        rows += [
+            run(arm, count, seed, lrs[arm], pretrained, "final") for arm in params.arms for seed in seeds
+        ]
+    if "pretrained" in params.arms:
+        # the first few seeds, as for large subsets: one run per snapshot and seed adds up
+        seeds = dict(plan)[params.snapshot_labels][: params.many_label_seeds]
+        for snapshot in snapshots:
+            rows += [run("pretrained", params.snapshot_labels, s, lrs["pretrained"], snapshot, snapshot.stem)
+                     for s in seeds]  # fmt: skip
+    frame = pd.DataFrame(rows)
+    frame["chosen"] = True
+    searched = pd.DataFrame(lr_rows).assign(chosen=False)
+    searched = searched[~searched.set_index(["arm", "lr"]).index.isin(list(lrs.items()))]
+    runs = pd.concat([frame, searched], ignore_index=True)
+    return FinetuneResult(runs, pd.DataFrame(run.curves), lrs, data.classes, runtime)

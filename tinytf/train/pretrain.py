@@ -109,7 +109,8 @@ def words_with_eos(stats_path: Path) -> dict[str, int] | None:
     corpus = json.loads(stats_path.read_text()).get("corpus", {})
     if corpus.get("source") != "ptb":
         return None
-    return {s: v["words"] + v["rows"] for s, v in corpus["splits"].items()}
+    # train also holds the in-domain text: only PTB's own validation and test are per-word comparable
+    return {s: v["words"] + v["rows"] for s, v in corpus["splits"].items() if s != "train"}
 
 
 # One recipe (~75 lines), nanochat-style: data, model, runtime, loss, evaluation, loop, samples, read
@@ -123,7 +124,10 @@ def pretrain(
     state_path: str | Path | None = None,
     params_hash: str = "",
     callbacks: list[Callback] = (),
+    snapshot_dir: str | Path | None = None,
 ) -> PretrainResult:
+    """`snapshot_dir` receives the model at the end of every epoch but the last (`epoch<N>.pt`,
+    its tokens in the JSON beside it): the starts of the pretraining-tokens curve."""
     data_dir = Path(data_dir)
     tokenizer = load_tokenizer(data_dir / "tokenizer.json")
     tokens = {s: load_tokens(data_dir / "tokens" / "corpus" / f"{s}.npy") for s in SPLITS}
@@ -148,13 +152,17 @@ def pretrain(
     eval_tokens = params.eval_batches * block * batch
 
     def evaluate_all(epoch: int, step: int) -> dict[str, float]:
+        if snapshot_dir is not None and epoch < params.epochs:
+            save_model(
+                Path(snapshot_dir) / f"epoch{epoch}.pt", model, {"pretrain_tokens": step * tokens_per_step}
+            )
         metrics = {}
         for split in SPLITS:
             limit = eval_tokens or (len(tokens["validation"]) if split == "train" else 0)
             result = lm.evaluate(model, tokens[split], objective, block, batch, runtime, limit)
             metrics[f"{split}_loss"] = result["loss"]
             metrics[f"{split}_perplexity"] = result["perplexity"]
-            if words and not limit and params.objective == "causal":
+            if words and split in words and not limit and params.objective == "causal":
                 metrics[f"{split}_word_perplexity"] = float(np.exp(result["nll_sum"] / words[split]))
         return metrics
 
@@ -172,7 +180,12 @@ def pretrain(
             scored = lm.score_text(model, tokenizer, sample.text, runtime)
             samples.append({"name": sample.name, **scored})
     model.to("cpu")
-    return PretrainResult(model, out["history"], out["step_log"], out["history"][-1], samples, runtime)
+    if snapshot_dir is not None:  # a longer run before this one (no DVC to clear outs) left more
+        for stale in Path(snapshot_dir).glob("epoch*.*"):
+            if stale.stem not in {f"epoch{e}" for e in range(1, params.epochs)}:
+                stale.unlink()
+    final = {**out["history"][-1], "tokens": total_steps * tokens_per_step}
+    return PretrainResult(model, out["history"], out["step_log"], final, samples, runtime)
 
 
 def sample_table(final: dict, samples: list[dict]) -> str:
@@ -190,13 +203,14 @@ def write_outputs(result: PretrainResult, model_path: Path, report_dir: Path, ex
     """Model + config JSON, per-epoch CSV for DVC plots, metrics JSON, the sample table."""
     import pandas as pd
 
-    save_model(model_path, result.model, extra)
+    save_model(model_path, result.model, {**extra, "pretrain_tokens": result.final["tokens"]})
     report_dir.mkdir(parents=True, exist_ok=True)
     epochs = pd.DataFrame(result.history)
     write_text(report_dir / "epochs.csv", epochs.to_csv(index=False))
     write_text(report_dir / "steps.csv", pd.DataFrame(result.step_log).to_csv(index=False))
     metrics = {
-        **{k: v for k, v in result.final.items() if k not in ("epoch", "step")},
+        **{k: v for k, v in result.final.items() if k not in ("epoch", "step", "tokens")},
+        "tokens": result.final["tokens"],
         "epochs": result.final["epoch"],
         "steps": result.final["step"],
         "samples": {s["name"]: {"loss": s["loss"], "perplexity": s["perplexity"]} for s in result.samples},

@@ -1,0 +1,56 @@
+"""Stage `baselines`: majority class and TF-IDF (word 1–2-grams + character 2–5-grams) +
+logistic regression, C chosen on validation, fitted on the same nested label subsets and seeds
+as the finetune stage and scored on the same test split. Every transformer accuracy in the
+report stands next to these.
+
+params: baselines, finetune.label_counts, finetune.seeds, finetune.many_labels,
+        finetune.many_label_seeds
+"""
+
+import sys
+from pathlib import Path
+
+import common
+import pandas as pd
+
+from tinytf.analysis.baselines import baseline_curve
+from tinytf.data.splits import SPLITS
+from tinytf.data.subsets import count_name, curve_plan
+from tinytf.errors import DataError
+from tinytf.io import write_json
+from tinytf.tracking import stage_run
+
+
+def read_split(path: Path) -> tuple[list[str], object]:
+    if not path.exists():
+        raise DataError(f"{path}: file not found; run the prepare stage first")
+    frame = pd.read_parquet(path)
+    return frame["text"].astype(str).tolist(), frame["label"].to_numpy()
+
+
+def main() -> None:
+    parser = common.stage_parser("baselines", __doc__)
+    parser.add_argument("--data", required=True, help="folder of prepared sentiment splits (text, label)")
+    parser.add_argument("--reports", required=True, help="folder for summary.json")
+    args = parser.parse_args()
+    params = common.load_params("baselines", args)
+    b, f = params.baselines, params.finetune
+
+    with stage_run("baselines", params.as_dict()) as tracker:
+        splits = {s: read_split(Path(args.data) / f"{s}.parquet") for s in SPLITS}
+        plan = curve_plan(f.label_counts, f.seeds, f.many_labels, f.many_label_seeds)
+
+        def progress(count, seed, fit):
+            print(f"baselines {count_name(count)} labels seed {seed}: majority {fit.majority:.4f}, "
+                  f"tfidf_lr {fit.tfidf_lr:.4f} (C {fit.tfidf_lr_c:g})", file=sys.stderr)  # fmt: skip
+
+        curve = baseline_curve(splits, plan, b.cs, tuple(b.word_ngrams), tuple(b.char_ngrams), progress)
+        write_json(Path(args.reports) / "summary.json", {"label_curve": curve})
+        for labels, entry in curve.items():
+            tracker.log_metrics({f"majority_{labels}_labels_test_accuracy": entry["majority"]["mean"],
+                                 f"tfidf_lr_{labels}_labels_test_accuracy": entry["tfidf_lr"]["mean"]})  # fmt: skip
+        tracker.log_artifact(Path(args.reports) / "summary.json")
+
+
+if __name__ == "__main__":
+    common.run(main)

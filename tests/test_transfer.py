@@ -1,0 +1,139 @@
+"""The transfer study's pieces: label subsets, the fine-tuning recipe, the baselines, the curves."""
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from tinytf.analysis.baselines import baseline_curve, fit_baselines, majority_accuracy
+from tinytf.analysis.evaluation import curve_summary, snapshot_curve
+from tinytf.config import FinetuneParams, load_params
+from tinytf.data.subsets import ALL, curve_plan, label_order, label_subset
+from tinytf.errors import ParamsError
+from tinytf.report.transfer import detectable_difference, verdict
+from tinytf.train.finetune import run_finetune, schedule
+
+from .conftest import REPO
+from .test_classify import CPU, workdir  # noqa: F401  (the fixture)
+
+LABELS = np.array([0] * 700 + [1] * 300)
+
+
+def test_label_subsets_are_nested_class_balanced_and_seeded():
+    small, large = label_subset(LABELS, 100, seed=1), label_subset(LABELS, 400, seed=1)
+    assert set(small) < set(large) and len(small) == 100 and len(large) == 400
+    assert LABELS[small].mean() == pytest.approx(0.3, abs=0.02)
+    assert np.array_equal(label_subset(LABELS, 100, seed=1), small)
+    assert not np.array_equal(label_subset(LABELS, 100, seed=2), small)
+    assert np.array_equal(label_subset(LABELS, ALL, seed=5), np.arange(1000))
+    assert sorted(label_order(LABELS, 3)) == list(range(1000))
+
+
+def test_small_subsets_run_every_seed_and_large_ones_the_first_few():
+    plan = curve_plan([0, 3000, 250, 1000], [1, 2, 3, 4, 5], many_labels=3000, many_label_seeds=3)
+    assert plan == [(250, [1, 2, 3, 4, 5]), (1000, [1, 2, 3, 4, 5]), (3000, [1, 2, 3]), (0, [1, 2, 3])]
+
+
+def test_small_subsets_train_more_epochs_and_validate_at_most_six_times():
+    params = FinetuneParams(epochs=2, min_steps=200, batch_size=32)
+    assert schedule(10_000, params) == (2, 1)  # 313 steps an epoch: the epoch floor decides
+    epochs, every = schedule(250, params)  # 8 steps an epoch: 25 epochs, validated every 5th
+    assert (epochs, every) == (25, 5) and epochs * 8 >= 200
+
+
+def test_params_need_all_labels_and_known_search_counts():
+    with pytest.raises(ParamsError, match=r"finetune.label_counts: must include 0"):
+        load_params(REPO / "params.yaml", {"finetune.label_counts": [250, 1000]})
+    with pytest.raises(ParamsError, match=r"finetune.snapshot_labels: 500 is not one of label_counts"):
+        load_params(REPO / "params.yaml", {"finetune.snapshot_labels": 500})
+
+
+def test_finetune_chooses_each_lr_on_validation_and_keeps_the_best_epoch(workdir, tmp_path):  # noqa: F811
+    import shutil
+
+    snapshot = tmp_path / "epoch1.pt"
+    shutil.copy(workdir / "models" / "pretrained.pt", snapshot)
+    shutil.copy(workdir / "models" / "pretrained.json", snapshot.with_suffix(".json"))
+    params = FinetuneParams(label_counts=[24, 0], seeds=[1, 2], many_labels=48, many_label_seeds=2, epochs=2,
+                            min_steps=6, batch_size=16, lrs=[1e-4, 3e-3], frozen_lrs=[1e-2], lr_search_labels=24,
+                            snapshot_labels=24, device="cpu", precision="fp32", compile=False)  # fmt: skip
+    result = run_finetune(params, 32, workdir / "models" / "pretrained.pt", workdir, [snapshot])
+    runs = result.runs
+    search = runs[(runs["labels"] == "24") & (runs["seed"] == 1) & (runs["start"] == "final")]
+    for arm in ("pretrained", "scratch"):
+        mine = search[search["arm"] == arm]
+        assert result.lrs[arm] == mine.loc[mine["validation_accuracy"].idxmax(), "lr"]
+    assert result.lrs["frozen"] == 1e-2
+    chosen = runs[runs["chosen"]]
+    # lr search runs of the chosen lr are the curve's first-seed runs, not run twice
+    assert len(chosen) == len(chosen.drop_duplicates(["start", "arm", "labels", "seed"]))
+    assert set(chosen.loc[chosen["start"] == "epoch1", "seed"]) == {1, 2}
+    assert (runs["best_epoch"] <= runs["epochs"]).all() and (runs["n_train"].isin([24, 96])).all()
+    assert set(result.curves["arm"]) == {"pretrained", "scratch", "frozen"}  # all-label runs only
+
+
+def test_baselines_fit_on_train_choose_c_on_validation():
+    words = ["good fine great", "bad awful poor"]
+    texts = [f"{words[i % 2]} film {i}" for i in range(60)]
+    labels = np.array([i % 2 for i in range(60)])
+    split = (texts[:40], labels[:40]), (texts[40:50], labels[40:50]), (texts[50:], labels[50:])
+    scores = fit_baselines(*split, cs=[0.1, 10.0])
+    assert scores.tfidf_lr == 1.0 and scores.tfidf_lr_validation == 1.0 and scores.tfidf_lr_c == 0.1
+    assert majority_accuracy(np.array([1, 1, 0]), np.array([1, 0, 0, 0])) == 0.25
+    curve = baseline_curve({"train": split[0], "validation": split[1], "test": split[2]},
+                           [(20, [1, 2]), (ALL, [1, 2])], [1.0], (1, 1), (2, 3))  # fmt: skip
+    assert list(curve) == ["20", "all"] and curve["20"]["n_train"] == 20
+    assert len(curve["20"]["tfidf_lr"]["by_seed"]) == 2 and len(curve["all"]["tfidf_lr"]["by_seed"]) == 1
+
+
+def runs_frame() -> pd.DataFrame:
+    rows = []
+    for seed, (p, s) in enumerate([(0.70, 0.66), (0.72, 0.67), (0.71, 0.69)], start=1):
+        for labels, n, shift in (("all", 900, 0.1), ("100", 100, 0.0)):
+            rows += [{"start": "final", "tokens": 4000, "arm": "pretrained", "labels": labels, "n_train": n,
+                      "seed": seed, "test_accuracy": p + shift, "chosen": True},
+                     {"start": "final", "tokens": None, "arm": "scratch", "labels": labels, "n_train": n,
+                      "seed": seed, "test_accuracy": s + shift, "chosen": True}]  # fmt: skip
+        rows.append({"start": "epoch1", "tokens": 1000, "arm": "pretrained", "labels": "100", "n_train": 100,
+                     "seed": seed, "test_accuracy": s + 0.01, "chosen": True})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_curve_and_snapshot_summaries_pair_the_same_seeds():
+    curve = curve_summary(runs_frame(), ["pretrained", "scratch"])
+    assert list(curve) == ["100", "all"]  # by train size, whatever the run order
+    assert curve["100"]["pretrained_vs_scratch"]["mean_difference"] == pytest.approx(
+        0.11 / 3
+    )  # 0.04, 0.05, 0.02
+    assert curve["all"]["scratch"]["mean"] == pytest.approx(0.7733, abs=1e-4)
+    points = snapshot_curve(runs_frame(), "100")
+    assert [p["start"] for p in points] == ["scratch", "epoch1", "final"]
+    assert points[1]["mean_difference"] == pytest.approx(0.01) and points[1]["tokens"] == 1000
+
+
+def test_verdicts_and_detectable_difference():
+    assert verdict({"mean_difference": 0.02, "p_value": 0.01}) == "helped"
+    assert verdict({"mean_difference": -0.02, "p_value": 0.01}) == "hurt"
+    assert verdict({"mean_difference": 0.05, "p_value": 0.2}) == "made no detectable difference"
+    # t(0.975, 8) + t(0.8, 8) = 2.306 + 0.889; times std 1 and sqrt(2/2)
+    assert detectable_difference(1.0, 2, 8) == pytest.approx(3.195, abs=1e-3)
+
+
+def test_probe_on_cached_features_trains_the_head_a_frozen_run_trains(workdir):  # noqa: F811
+    from tinytf.train.classify import SentimentData, build_classifier, classifier_config, train_classifier
+    from tinytf.train.probe import pooled_features, train_probe
+
+    data = SentimentData.load(workdir)
+    pretrained = workdir / "models" / "pretrained.pt"
+    config = classifier_config(pretrained, 2)
+    recipe = dict(optimizer="AdamW", lr=1e-2, batch_size=16, epochs=2, max_length=32, seed=3, runtime=CPU)
+    direct = train_classifier(
+        build_classifier("frozen", config, pretrained, 3), data, init="frozen", keep_best=True, **recipe
+    )
+    model = build_classifier("frozen", config, pretrained, 3)
+    probe = train_probe(model, pooled_features(model, data, 32, CPU), data, **recipe)
+    for name in ("weight", "bias"):
+        torch.testing.assert_close(getattr(probe.model.cls_head, name), getattr(direct.model.cls_head, name))
+    assert [round(h["validation_accuracy"], 6) for h in probe.history] == [
+        round(h["validation_accuracy"], 6) for h in direct.history
+    ]

@@ -1,0 +1,111 @@
+"""The baselines every transformer accuracy stands next to: majority class and TF-IDF + logistic
+regression, fitted on the same train subsets and scored on the same test split.
+
+TF-IDF features are word 1–2-grams plus character 2–5-grams inside word boundaries (the strong
+bag-of-words recipe for short reviews); the regularisation C is chosen on the validation split,
+never on test. scikit-learn does the work; nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class BaselineScores:
+    majority: float  # test accuracy of always predicting the subset's most frequent class
+    tfidf_lr: float  # test accuracy of TF-IDF + LR with C chosen on validation
+    tfidf_lr_validation: float
+    tfidf_lr_c: float
+
+
+def majority_accuracy(train_labels: np.ndarray, test_labels: np.ndarray) -> float:
+    values, counts = np.unique(train_labels, return_counts=True)
+    return float(np.mean(np.asarray(test_labels) == values[np.argmax(counts)]))
+
+
+def tfidf_features(word_ngrams: tuple[int, int], char_ngrams: tuple[int, int]):
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.pipeline import FeatureUnion
+
+    return FeatureUnion(
+        [
+            ("word", TfidfVectorizer(ngram_range=word_ngrams, sublinear_tf=True, lowercase=True)),
+            ("char", TfidfVectorizer(analyzer="char_wb", ngram_range=char_ngrams, sublinear_tf=True)),
+        ]
+    )
+
+
+def fit_baselines(
+    train: tuple[list[str], np.ndarray],
+    validation: tuple[list[str], np.ndarray],
+    test: tuple[list[str], np.ndarray],
+    cs: list[float],
+    word_ngrams: tuple[int, int] = (1, 2),
+    char_ngrams: tuple[int, int] = (2, 5),
+) -> BaselineScores:
+    """Fit the features on `train` once, one logistic regression per C; keep the C with the best
+    validation accuracy (the smaller C on a tie: more regularised) and score it on test."""
+    from sklearn.linear_model import LogisticRegression
+
+    features = tfidf_features(word_ngrams, char_ngrams)
+    x_train = features.fit_transform(train[0])
+    x_val, x_test = features.transform(validation[0]), features.transform(test[0])
+    best = None
+    for c in sorted(cs):
+        model = LogisticRegression(C=c, max_iter=2000).fit(x_train, train[1])
+        accuracy = float(np.mean(model.predict(x_val) == validation[1]))
+        if best is None or accuracy > best[0]:
+            best = (accuracy, c, model)
+    accuracy, c, model = best
+    return BaselineScores(
+        majority=majority_accuracy(train[1], test[1]),
+        tfidf_lr=float(np.mean(model.predict(x_test) == test[1])),
+        tfidf_lr_validation=accuracy,
+        tfidf_lr_c=c,
+    )
+
+
+def baseline_curve(
+    splits: dict[str, tuple[list[str], np.ndarray]],
+    plan: list[tuple[int, list[int]]],
+    cs: list[float],
+    word_ngrams: tuple[int, int],
+    char_ngrams: tuple[int, int],
+    progress=None,
+) -> dict:
+    """Both baselines on the fine-tuning curve's subsets: per label count, mean/std/by-seed test
+    accuracy. All labels are the same set for every seed, so that point is fitted once."""
+    from tinytf.data.subsets import ALL, count_name, label_subset
+
+    texts, labels = splits["train"]
+    curve = {}
+    for count, seeds in plan:
+        fits = {}
+        for seed in seeds[:1] if count == ALL else seeds:
+            rows = label_subset(labels, count, seed)
+            fits[seed] = fit_baselines(([texts[i] for i in rows], labels[rows]), splits["validation"],
+                                       splits["test"], cs, word_ngrams, char_ngrams)  # fmt: skip
+            if progress:
+                progress(count, seed, fits[seed])
+        curve[count_name(count)] = {
+            "n_train": int(len(labels) if count == ALL else min(count, len(labels))),
+            "majority": _spread({s: f.majority for s, f in fits.items()}),
+            "tfidf_lr": {
+                **_spread({s: f.tfidf_lr for s, f in fits.items()}),
+                "validation": _spread({s: f.tfidf_lr_validation for s, f in fits.items()})["mean"],
+                "c_by_seed": {str(s): f.tfidf_lr_c for s, f in fits.items()},
+            },
+        }
+    return curve
+
+
+def _spread(by_seed: dict[int, float]) -> dict:
+    values = list(by_seed.values())
+    return {
+        "mean": float(np.mean(values)),
+        "std": float(np.std(values, ddof=1)) if len(values) > 1 else 0.0,
+        "by_seed": {str(s): float(v) for s, v in by_seed.items()},
+    }

@@ -1,0 +1,95 @@
+"""In-domain text for the language model: review text added to the corpus train split.
+
+Out-of-domain news (PTB) alone does not transfer to movie-review sentiment at this scale; the
+review text a user already has does: the sentiment train texts (their labels are never read),
+rotten_tomatoes' plot synopses, and any unlabelled files (IMDB's 50k unlabelled reviews, say).
+Only the LM's train split grows, so its validation and test stay the corpus source's own and
+PTB perplexities stay comparable with the literature.
+
+The LM must never see a text the classifier is scored on: every LM text (in-domain and the
+corpus's own splits) equal to a sentiment validation or test text, after lowercasing and
+collapsing whitespace, is dropped, and the counts go to the data card.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from tinytf.config import CorpusParams
+from tinytf.data.readers import read_table
+from tinytf.data.splits import SPLITS
+
+MATCH_RULE = "exact text after lowercasing and collapsing whitespace"
+
+
+def normalise(texts: pd.Series) -> pd.Series:
+    return texts.astype(str).str.lower().str.split().str.join(" ")
+
+
+def in_domain_parts(params: CorpusParams, sentiment, unlabelled: pd.Series | None) -> dict[str, pd.Series]:
+    """The in-domain texts by origin, each capped at `max_rows` like the corpus splits."""
+    wanted = params.in_domain
+    parts: dict[str, pd.Series] = {}
+    if wanted.sentiment_train:
+        parts["sentiment train texts"] = sentiment.splits["train"]["text"]
+    if wanted.plot_rows and unlabelled is not None:
+        parts["plot rows"] = unlabelled
+    if wanted.imdb_unlabelled:
+        from tinytf.data.sources import imdb_unlabelled
+
+        texts, _ = imdb_unlabelled()
+        parts["IMDB unlabelled reviews"] = pd.Series(texts, dtype=object)
+    for path in wanted.files:
+        parts[str(path)] = read_table(path, params.text_column, None, params.encoding)["text"]
+    if params.max_rows:
+        parts = {name: texts.head(params.max_rows) for name, texts in parts.items()}
+    return {name: texts.reset_index(drop=True) for name, texts in parts.items()}
+
+
+def add_in_domain(corpus, sentiment, params: CorpusParams, unlabelled: pd.Series | None = None) -> None:
+    """Drop LM texts that are sentiment validation/test texts, then append `repeat` copies of the
+    in-domain texts to the corpus train split; what was done goes to `corpus.notes`."""
+    held_out = set(normalise(pd.concat([sentiment.splits[s]["text"] for s in ("validation", "test")])))
+    dropped: dict[str, int] = {}
+
+    def kept(name: str, texts: pd.Series):
+        overlap = normalise(texts).isin(held_out).to_numpy()
+        dropped[name] = int(overlap.sum())
+        return ~overlap
+
+    for split in SPLITS:
+        frame = corpus.splits[split]
+        corpus.splits[split] = frame[kept(f"corpus {split}", frame["text"])].reset_index(drop=True)
+    parts = {
+        name: texts[kept(name, texts)].reset_index(drop=True)
+        for name, texts in in_domain_parts(params, sentiment, unlabelled).items()
+    }
+    repeat = params.in_domain.repeat
+    added = [texts for texts in parts.values() if len(texts)] * repeat
+    if added:
+        extra = pd.DataFrame({"text": pd.concat(added, ignore_index=True)})
+        corpus.splits["train"] = pd.concat([corpus.splits["train"][["text"]], extra], ignore_index=True)
+    corpus.notes["in_domain"] = {
+        "parts": {
+            name: {"rows": len(t), "words": int(t.str.split().str.len().sum())} for name, t in parts.items()
+        },
+        "repeat": repeat,
+        "held_out_texts_checked": len(held_out),
+        "match_rule": MATCH_RULE,
+        "dropped_overlaps": dropped,
+    }
+
+
+def describe(notes: dict) -> list[str]:
+    """The data card's lines about the in-domain text and the overlap check."""
+    entry = notes.get("in_domain")
+    if not entry:
+        return []
+    parts = ", ".join(f"{name}: {p['rows']} rows, {p['words']} words" for name, p in entry["parts"].items())
+    dropped = ", ".join(f"{name}: {n}" for name, n in entry["dropped_overlaps"].items())
+    return [
+        f"In-domain text added to the train split ({entry['repeat']}× each, labels never read): "
+        f"{parts or 'none'}.",
+        f"Overlap check against the {entry['held_out_texts_checked']} sentiment validation and test "
+        f"texts ({entry['match_rule']}); texts dropped: {dropped}.",
+    ]

@@ -1,0 +1,48 @@
+"""Nested, stratified subsets of the train labels: the x axis of the labelled-data curve.
+
+For one seed, the subsets of every size are prefixes of one class-balanced order, so 250 ⊂
+1,000 ⊂ 3,000 ⊂ all and each keeps the train split's class shares. The fine-tuning arms and
+the baselines take the same subset for the same seed: their comparison is paired.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+ALL = 0  # a label count of 0 means every train label
+
+
+def label_order(labels: np.ndarray, seed: int) -> np.ndarray:
+    """A permutation of the rows whose every prefix has (about) the class shares of the whole.
+
+    Each class is shuffled on its own, then the classes are interleaved by the fraction of their
+    rows already placed: a row's key is (its rank in its class + jitter) / class size."""
+    labels = np.asarray(labels)
+    rng = np.random.default_rng(seed)
+    keys = np.empty(len(labels))
+    for value in np.unique(labels):
+        rows = np.flatnonzero(labels == value)
+        ranks = np.arange(len(rows)) + rng.random(len(rows))
+        keys[rng.permutation(rows)] = ranks / len(rows)
+    return np.argsort(keys, kind="stable")
+
+
+def label_subset(labels: np.ndarray, count: int, seed: int) -> np.ndarray:
+    """Row indices of the first `count` labels of the seed's order (all rows for ALL), sorted."""
+    if count == ALL or count >= len(labels):
+        return np.arange(len(labels))
+    return np.sort(label_order(labels, seed)[:count])
+
+
+def count_name(count: int) -> str:
+    return "all" if count == ALL else str(count)
+
+
+def curve_plan(label_counts: list[int], seeds: list[int], many_labels: int, many_label_seeds: int):
+    """[(count, seeds)] in increasing label count: small subsets vary most from seed to seed, so
+    they get every seed; subsets of `many_labels` labels or more (and ALL) the first few."""
+    plan = []
+    for count in sorted(label_counts, key=lambda c: float("inf") if c == ALL else c):
+        many = count == ALL or count >= many_labels
+        plan.append((count, list(seeds[:many_label_seeds]) if many else list(seeds)))
+    return plan
