@@ -39,6 +39,7 @@ def test_small_subsets_train_more_epochs_and_validate_at_most_six_times():
     assert schedule(10_000, params) == (2, 1)  # 313 steps an epoch: the epoch floor decides
     epochs, every = schedule(250, params)  # 8 steps an epoch: 25 epochs, validated every 5th
     assert (epochs, every) == (25, 5) and epochs * 8 >= 200
+    assert schedule(250, params, factor=5) == (126, 21)  # the cheap probe: 5x the epochs, 6 validations
 
 
 def test_params_need_all_labels_and_known_search_counts():

@@ -96,10 +96,14 @@ def transfer_text(r: ReportView) -> list[str]:
     if curve is None:
         return []
     s, out = r.f.finetune, []
-    for labels, entry in s["label_curve"].items():
+    for labels in curve["labels"]:  # by train size (JSON keeps keys sorted as text)
+        entry = s["label_curve"][labels]
         test = entry.get("pretrained_vs_scratch")
         if test:
-            out.append(f"- {labels} labels: pretraining {verdict(test)} ({rt.pct(entry['pretrained']['mean'])} vs "
+            said = verdict(test)
+            if said == "made no detectable difference":
+                said += f": its {100 * test['mean_difference']:+.1f} points are within seed noise"
+            out.append(f"- {labels} labels: pretraining {said} ({rt.pct(entry['pretrained']['mean'])} vs "
                        f"scratch {rt.pct(entry['scratch']['mean'])}; paired {rt.paired_text(test)}).")  # fmt: skip
     every = s["label_curve"].get("all", {})
     if "frozen" in every and r.f.baselines:
