@@ -135,6 +135,8 @@ def test_repro_writes_every_output(workspace):
     readme = (workspace / "reports/README.md").read_text()
     assert f"Test accuracy {final['test_accuracy']:.1%}" in readme
     assert "## Where pretraining helps" in readme
+    searched = pd.read_csv(workspace / "reports/tables/lr_search.csv")  # every candidate of every start
+    assert len(searched) == 5 and searched["chosen"].sum() == 3
     assert (
         readme.index("- 60 labels: pretraining")
         < readme.index("- 120 labels:")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from tinytf.data.subsets import count_name
 from tinytf.errors import DataError
 from tinytf.report import tables as rt
 from tinytf.report.facts import UPSTREAM, ReportView
@@ -80,7 +81,7 @@ def transfer_section(r) -> None:
                s["snapshot_labels"])  # fmt: skip
     runs = r.inputs.csv("finetune_runs", ("arm", "labels", "seed", "lr", "validation_accuracy", "chosen"))
     if runs is not None:
-        search = runs[runs["labels"].astype(str) == str(s.get("lr_search_labels", runs["labels"].iloc[0]))]
+        search = runs[runs["labels"].astype(str) == count_name(r.params.finetune.lr_search_labels)]
         first = search["seed"].min()
         search = search[(search["seed"] == first) & (search["start"] == "final")]
         table = search[["arm", "lr", "validation_accuracy", "best_epoch", "epochs"]].copy()
