@@ -1,26 +1,71 @@
 """Stage `prepare`: fetch and verify the corpus and sentiment sources, split them, and write
 the parquet splits and the data card. Nothing is written until every check has passed.
 
-params: base.seed, prepare
+Bring-your-own files must live under the `--raw` folder (data/raw/), which dvc.yaml declares
+as a dependency: that is how `dvc repro` sees an edited data file. Texts are compared for
+repeats and overlaps as the tokenizer will see them, hence the two tokenize keys.
+
+params: base.seed, prepare, tokenize.kind, tokenize.lowercase
 """
 
+import os
 import sys
+from pathlib import Path
 
 import common
 
 from tinytf.data.prepare import run_prepare
+from tinytf.data.rows import describe_rule, text_key
+from tinytf.errors import DataError
 from tinytf.tracking import stage_run
+
+
+def user_files(prepare) -> dict[str, str]:
+    """Every data file the params point to, by the key that names it."""
+    found = {}
+    for name in ("corpus", "sentiment"):
+        section = getattr(prepare, name)
+        if section.source == "files":
+            for split in ("train", "validation", "test"):
+                if path := getattr(section.files, split):
+                    found[f"prepare.{name}.files.{split}"] = path
+    for i, path in enumerate(prepare.corpus.in_domain.files):
+        found[f"prepare.corpus.in_domain.files[{i}]"] = path
+    return found
+
+
+def check_under(raw: Path, files: dict[str, str]) -> None:
+    """A file outside the declared folder is invisible to `dvc status`: refuse it, saying how to fix."""
+    # lexical, not resolved: a symlink in the folder to a big file elsewhere is fine (DVC hashes
+    # what it points to)
+    root = Path(os.path.abspath(raw))
+    for key, path in files.items():
+        if not Path(os.path.abspath(path)).is_relative_to(root):
+            raise DataError(
+                f"{key}: {path} is outside {raw}/, so `dvc repro` would not see it change; "
+                f"copy it there (cp {path} {raw}/) or track it there with `dvc add`, and point {key} to it"
+            )
 
 
 def main() -> None:
     parser = common.stage_parser("prepare", __doc__)
     parser.add_argument("--out", required=True, help="folder for the parquet splits (corpus/, sentiment/)")
     parser.add_argument("--reports", required=True, help="folder for the data card (data.md, data.json)")
+    parser.add_argument("--raw", required=True, help="the folder every bring-your-own data file must be in")
     args = parser.parse_args()
     params = common.load_params("prepare", args)
+    check_under(Path(args.raw), user_files(params.prepare))
+    kind, lowercase = params.tokenize.kind, params.tokenize.lowercase
 
     with stage_run("prepare", params.as_dict()) as tracker:
-        datasets, _ = run_prepare(params.prepare, params.base.seed, args.out, args.reports)
+        datasets, _ = run_prepare(
+            params.prepare,
+            params.base.seed,
+            args.out,
+            args.reports,
+            text_key(kind, lowercase),
+            describe_rule(kind, lowercase),
+        )
         for data in datasets:
             for split, frame in data.splits.items():
                 path = f"{args.out}/{data.name}/{split}.parquet"

@@ -33,8 +33,9 @@ def test_stage_script_exits_2_without_traceback(tmp_path):
     bad = tmp_path / "params.yaml"
     bad.write_text((REPO / "params.yaml").read_text().replace("tokenize:", "tokenise:"))
     result = stage(
-        tmp_path, "prepare.py", "--params", str(bad), "--out", "data/prepared", "--reports", "reports"
-    )
+        tmp_path, "prepare.py", "--params", str(bad), "--out", "data/prepared", "--reports", "reports",
+        "--raw", "data/raw",
+    )  # fmt: skip
     assert result.returncode == 2
     assert "unknown key 'tokenise' (did you mean 'tokenize'?)" in result.stderr
     assert "Traceback" not in result.stderr
@@ -60,7 +61,7 @@ def test_run_expands_a_matrix_stage_from_params(tmp_path, monkeypatch):
     assert [c[c.index("--optimizer") + 1] for c in commands] == ["AdamW", "SGD"]
     assert commands[0][-2:] == ["--out", "data/grid/AdamW-lr0.01-bs8-ep1"]
     assert stage_commands("prepare") == [
-        ["python", "stages/prepare.py", "--out", "data/prepared", "--reports", "reports"]
+        ["python", "stages/prepare.py", "--out", "data/prepared", "--reports", "reports", "--raw", "data/raw"]
     ]
 
 

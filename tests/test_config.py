@@ -101,3 +101,73 @@ def test_float_written_without_dot_is_accepted(tmp_path):
     data = repo_params()
     data["prepare"]["sentiment"]["split"] = {"validation": "1e-1", "test": 0.1}
     assert load_params(write(tmp_path, data)).prepare.sentiment.split.validation == pytest.approx(0.1)
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (
+            {"prepare.sentiment.files": {"train": "data/raw/a.csv"}},
+            r"prepare.sentiment.files is only read with source: files, but prepare.sentiment.source is "
+            r"'rotten_tomatoes'; set prepare.sentiment.source: files",
+        ),
+        (
+            {"prepare.sentiment.label_column": "stars"},
+            r"prepare.sentiment.label_column is only read with source: files",
+        ),
+        (
+            {"prepare.corpus.text_column": "body"},
+            r"prepare.corpus.text_column is only read with source: files",
+        ),
+        (
+            {"prepare.corpus.files": {"train": "data/raw/a.txt"}},
+            r"prepare.corpus.files is only read with source: files",
+        ),
+        (
+            {"prepare.sentiment.source": "sst2", "prepare.sentiment.split.test": 0.2},
+            r"'sst2' has its own validation",
+        ),
+        (
+            {
+                "prepare.sentiment.source": "files",
+                "prepare.sentiment.files": {"train": "a.csv", "test": "a.csv"},
+            },
+            r"prepare.sentiment.files: train and test are the same file \(a.csv\)",
+        ),
+        (
+            {
+                "prepare.sentiment.source": "files",
+                "prepare.sentiment.files": {"train": "a.csv", "validation": "b.csv", "test": "c.csv"},
+                "prepare.sentiment.split.test": 0.2,
+            },
+            r"prepare.sentiment.split: all three files are given, so no split is carved",
+        ),
+        (
+            {
+                "prepare.sentiment.source": "files",
+                "prepare.sentiment.files": {"train": "a.csv"},
+                "prepare.sentiment.label_column": "text",
+            },
+            r"text_column and label_column are both 'text'",
+        ),
+        (
+            {
+                "prepare.sentiment.source": "files",
+                "prepare.sentiment.files": {"train": "a.csv"},
+                "prepare.sentiment.labels": ["neg", "pos", "neg"],
+            },
+            r"prepare.sentiment.labels: \['neg'\] listed twice",
+        ),
+    ],
+)
+def test_params_that_contradict_each_other_are_refused_naming_the_key(overrides, message):
+    with pytest.raises(ParamsError, match=message):
+        load_params(REPO / "params.yaml", overrides)
+
+
+def test_corpus_text_column_may_be_set_for_in_domain_files_beside_ptb():
+    params = load_params(
+        REPO / "params.yaml",
+        {"prepare.corpus.text_column": "review", "prepare.corpus.in_domain.files": ["data/raw/u.csv"]},
+    )
+    assert params.prepare.corpus.text_column == "review"

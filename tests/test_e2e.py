@@ -64,9 +64,8 @@ def repo_files() -> list[str]:
     return [f for f in listed if (REPO / f).is_file()]
 
 
-@pytest.fixture(scope="module")
-def workspace(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("repo")
+def tiny_copy(root: Path) -> Path:
+    """A copy of the repository's files in `root`, in a fresh git repo, on the tiny preset."""
     for name in repo_files():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(REPO / name, root / name)
@@ -74,6 +73,11 @@ def workspace(tmp_path_factory) -> Path:
     subprocess.run(["git", "init", "-q"], cwd=root, check=True)
     subprocess.run([sys.executable, "-m", "tinytf.cli", "preset", "tiny"], cwd=root, check=True)
     return root
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory) -> Path:
+    return tiny_copy(tmp_path_factory.mktemp("repo"))
 
 
 def dvc(root: Path, *args: str) -> subprocess.CompletedProcess:

@@ -83,7 +83,7 @@ def test_bring_your_own_three_classes_carves_missing_splits(tmp_path):
 
 def test_unknown_label_fails_before_anything_is_written(tmp_path):
     p = byo(tmp_path, [(f"r{i}", "pos" if i % 2 else "neg") for i in range(50)], [("odd one", "meh")])
-    with pytest.raises(DataError, match=r"test.csv: row 2: label 'meh' is not a known class"):
+    with pytest.raises(DataError, match=r"test.csv: line 2: label 'meh' is not a known class"):
         run_prepare(p.prepare, p.base.seed, tmp_path / "out", tmp_path / "reports")
     assert not (tmp_path / "out").exists() and not (tmp_path / "reports").exists()
 
@@ -123,3 +123,74 @@ def test_in_domain_text_joins_lm_train_without_any_held_out_sentiment_text(tmp_p
     assert note["parts"]["sentiment train texts"]["rows"] == len(sentiment_train)
     card = (tmp_path / "reports" / "data.md").read_text()
     assert "Overlap check against the" in card and "texts dropped: corpus train:" in card
+
+
+def run(p, tmp_path):
+    return run_prepare(p.prepare, p.base.seed, tmp_path / "out", tmp_path / "reports")
+
+
+def test_a_missing_label_on_the_carving_path_is_an_error_naming_the_line(tmp_path):
+    # the README's carving example (train only) once ended in a TypeError traceback
+    rows = [(f"review {i}", "pos" if i % 2 else "neg") for i in range(40)]
+    rows[7] = ("no label on this one", None)
+    p = byo(tmp_path, rows)
+    with pytest.raises(DataError, match=r"train.csv: line 9: the label \('stars'\) is empty"):
+        run(p, tmp_path)
+    assert not (tmp_path / "out").exists() and not (tmp_path / "reports").exists()
+
+
+def test_a_txt_train_file_needs_its_classes_listed(tmp_path):
+    train = tmp_path / "train.txt"
+    train.write_text("\n".join([f"{i % 2} review {i}" for i in range(40)] + ["great movie without a label"]))
+    p = byo(tmp_path, [("x", "pos")])
+    p.prepare.sentiment.files.train = str(train)
+    with pytest.raises(
+        DataError, match=r"train.txt: a .txt line's first word is its label.*prepare.sentiment.labels"
+    ):
+        run(p, tmp_path)
+    p.prepare.sentiment.labels = ["0", "1"]
+    with pytest.raises(DataError, match=r"train.txt.*line 41: label 'great' is not a known class"):
+        run(p, tmp_path)
+
+
+def test_every_row_read_is_kept_or_dropped_for_a_counted_reason(tmp_path):
+    rows = [(f"review {i}", "pos" if i % 2 else "neg") for i in range(100)]
+    rows += [("", "pos"), ("   ", "neg"), ("Review 3", "neg"), ("review  5", "neg"), ("in test too", "pos")]
+    p = byo(tmp_path, rows, [("In Test Too", "pos"), ("other", "neg")])
+    datasets, stats = run(p, tmp_path)
+    ledger = stats["sentiment"]["notes"]["rows"][str(tmp_path / "train.csv")]
+    assert ledger["read"] == 105
+    assert ledger["dropped"] == {
+        "empty text": 2,
+        "repeated text": 2,  # case and spacing do not make a text new (the tokenizer lowercases)
+        "text also in validation or test": 1,
+        "beyond max_rows": 0,
+    }
+    assert (
+        ledger["repeats with another label"] == 2
+    )  # both repeats say neg; "review 3" and "review 5" are pos
+    assert sum(ledger["kept"].values()) == 100 and set(ledger["kept"]) == {"train", "validation"}
+    sentiment = datasets[1]
+    assert not (set(sentiment.splits["train"]["text"].str.lower()) & {"in test too"})
+    card = (tmp_path / "reports" / "data.md").read_text()
+    assert "| dropped: empty text " in card and "read = kept + dropped" in card
+
+
+def test_a_split_left_empty_by_drops_says_why(tmp_path):
+    p = byo(tmp_path, [(f"r{i}", "pos" if i % 2 else "neg") for i in range(20)], [("", "pos")])
+    with pytest.raises(
+        DataError, match=r"split 'test' is empty .*test.csv\): 1 rows read, dropped: 1 empty text"
+    ):
+        run(p, tmp_path)
+
+
+def test_a_failed_prepare_leaves_the_previous_outputs_whole(tmp_path):
+    p = byo(tmp_path, [(f"review {i}", "pos" if i % 2 else "neg") for i in range(60)])
+    run(p, tmp_path)
+    before = {f: f.read_bytes() for f in sorted((tmp_path / "out").rglob("*")) if f.is_file()}
+    card = (tmp_path / "reports" / "data.md").read_text()
+    (tmp_path / "train.csv").write_text('body,stars\nfine,pos\n"open quote,neg\n')
+    with pytest.raises(DataError, match="never closed"):
+        run(p, tmp_path)
+    after = {f: f.read_bytes() for f in sorted((tmp_path / "out").rglob("*")) if f.is_file()}
+    assert after == before and (tmp_path / "reports" / "data.md").read_text() == card

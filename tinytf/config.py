@@ -20,6 +20,7 @@ import yaml
 
 from tinytf.errors import ParamsError
 from tinytf.model.architecture import HEAD_MERGES, PARAM_FIELDS, HeadMerge, ModelConfig, PosEncoding
+from tinytf.prepare_params import PrepareParams
 from tinytf.schema import DeclaredParams, bounded, parse_section, set_dotted
 
 # --------------------------------------------------------------------------- sections
@@ -28,77 +29,6 @@ from tinytf.schema import DeclaredParams, bounded, parse_section, set_dotted
 @dataclass
 class BaseParams:
     seed: int = bounded(1337, ge=0)
-
-
-@dataclass
-class SplitFractions:
-    validation: float = bounded(0.1, gt=0, lt=1)
-    test: float = bounded(0.1, gt=0, lt=1)
-
-    def validate(self, key: str, file: str) -> None:
-        if self.validation + self.test >= 1:
-            raise ParamsError(
-                f"{file}: {key}: validation + test must be below 1, got {self.validation} + {self.test}"
-            )
-
-
-@dataclass
-class FileSplits:
-    """Paths of a bring-your-own dataset; a missing validation/test split is carved from train."""
-
-    train: str | None = None
-    validation: str | None = None
-    test: str | None = None
-
-
-CorpusSourceName = Literal["ptb", "files"]
-SentimentSourceName = Literal["rotten_tomatoes", "sst2", "files"]
-
-
-@dataclass
-class InDomainParams:
-    """Unlabelled review text added to the language model's train split (never its validation or
-    test, so PTB perplexities stay comparable). Labels are never read; a text equal to a
-    sentiment validation or test text is dropped, and the data card reports the check."""
-
-    sentiment_train: bool = True  # the sentiment train split's texts
-    plot_rows: bool = True  # rotten_tomatoes only: the movie synopses the classifier never sees
-    # IMDB's 50k unlabelled reviews (about 15M tokens): the Stanford archive, or TINYTF_MIRROR/imdb/
-    imdb_unlabelled: bool = False
-    files: list[str] = bounded([])  # more unlabelled text (any reader format), corpus.text_column
-    # copies of the in-domain text in the train split: the share of review text the LM sees
-    repeat: int = bounded(8, ge=1, le=100)
-
-
-@dataclass
-class CorpusParams:
-    source: CorpusSourceName = "ptb"
-    in_domain: InDomainParams = field(default_factory=InDomainParams)
-    files: FileSplits = field(default_factory=FileSplits)
-    text_column: str = "text"
-    encoding: str = "utf-8"
-    split: SplitFractions = field(default_factory=lambda: SplitFractions(0.05, 0.05))
-    # 0 keeps everything; a positive number keeps the first N rows of each split (tiny presets)
-    max_rows: int = bounded(0, ge=0)
-
-
-@dataclass
-class SentimentParams:
-    source: SentimentSourceName = "rotten_tomatoes"
-    files: FileSplits = field(default_factory=FileSplits)
-    text_column: str = "text"
-    label_column: str = "label"
-    # class names in id order; empty means "infer": integers are kept, strings are sorted
-    labels: list[str] = bounded([])
-    encoding: str = "utf-8"
-    split: SplitFractions = field(default_factory=SplitFractions)
-    max_rows: int = bounded(0, ge=0)
-
-
-@dataclass
-class PrepareParams:
-    corpus: CorpusParams = field(default_factory=CorpusParams)
-    sentiment: SentimentParams = field(default_factory=SentimentParams)
 
 
 @dataclass

@@ -6,36 +6,40 @@ from itertools import combinations
 
 import pandas as pd
 
+from tinytf.data.rows import word_counts
 from tinytf.data.splits import SPLITS
 
 QUANTILES = (0.5, 0.9, 0.99, 1.0)
 
 
-def dataset_stats(data) -> dict:
-    """Rows, label balance, length quantiles, duplicates and cross-split overlaps."""
+def dataset_stats(data, key, match_rule: str) -> dict:
+    """Rows, label balance, length quantiles, repeats and cross-split overlaps; texts are compared
+    as the tokenizer sees them (`key`, described by `match_rule`)."""
     splits: dict[str, pd.DataFrame] = data.splits
+    keys = {split: key(splits[split]["text"]) for split in SPLITS}
     per_split = {}
     for split in SPLITS:
         frame = splits[split]
-        words = frame["text"].str.split().str.len()
+        words = word_counts(frame["text"])
         entry = {
             "rows": int(len(frame)),
             "characters": int(frame["text"].str.len().sum()),
             "words": int(words.sum()),
             "words_per_text": {f"p{int(q * 100)}": float(words.quantile(q)) for q in QUANTILES},
-            "duplicate_texts": int(frame["text"].duplicated().sum()),
+            "duplicate_texts": int(keys[split].duplicated().sum()),
         }
         if data.classes:
             counts = frame["label"].value_counts()
             entry["labels"] = {name: int(counts.get(i, 0)) for i, name in enumerate(data.classes)}
         per_split[split] = entry
-    texts = {split: set(splits[split]["text"]) for split in SPLITS}
+    texts = {split: set(keys[split]) for split in SPLITS}
     overlaps = {f"{a}&{b}": len(texts[a] & texts[b]) for a, b in combinations(SPLITS, 2)}
     stats = {
         "source": data.source,
         "files": data.files,
         "splits": per_split,
         "cross_split_overlaps": overlaps,
+        "match_rule": match_rule,
         "notes": data.notes,
     }
     if data.classes:
@@ -77,7 +81,8 @@ def render_data_card(stats: dict) -> str:
         overlaps = ", ".join(
             f"{k.replace('&', ' ∩ ')}: {v}" for k, v in entry["cross_split_overlaps"].items()
         )
-        lines.append(f"Texts found in two splits: {overlaps}.")
+        lines.append(f"Texts found in two splits ({entry.get('match_rule') or 'exact'}): {overlaps}.")
+        lines += _row_ledger(entry.get("notes", {}).get("rows"))
         notes = entry.get("notes") or {}
         if "dropped_plot_rows" in notes:
             lines.append(
@@ -95,3 +100,25 @@ def render_data_card(stats: dict) -> str:
         if notes.get("carved_from_train"):
             lines.append(f"Carved from train (stratified, seeded): {', '.join(notes['carved_from_train'])}.")
     return "\n".join(lines) + "\n"
+
+
+def _row_ledger(rows: dict | None) -> list[str]:
+    """The data card's table of what happened to every row of each bring-your-own file."""
+    if not rows:
+        return []
+    columns = {}
+    for path, entry in rows.items():
+        column = {"rows read": entry["read"]}
+        column.update({f"kept in {split}": entry["kept"].get(split, 0) for split in SPLITS})
+        column.update({f"dropped: {reason}": n for reason, n in entry["dropped"].items()})
+        column["(repeats with another label)"] = entry.get("repeats with another label", "")
+        columns[f"`{path}`"] = column
+    frame = pd.DataFrame(columns)
+    return [
+        "",
+        "Every row read is kept or dropped for the reason counted here (read = kept + dropped); a "
+        "repeat keeps its first copy, and a train text also in validation or test leaves train:",
+        "",
+        frame.to_markdown(),
+        "",
+    ]

@@ -7,23 +7,18 @@ Only the LM's train split grows, so its validation and test stay the corpus sour
 PTB perplexities stay comparable with the literature.
 
 The LM must never see a text the classifier is scored on: every LM text (in-domain and the
-corpus's own splits) equal to a sentiment validation or test text, after lowercasing and
-collapsing whitespace, is dropped, and the counts go to the data card.
+corpus's own splits) equal to a sentiment validation or test text, as the tokenizer normalises
+them (`rows.text_key`), is dropped, and the counts go to the data card.
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
-from tinytf.config import CorpusParams
 from tinytf.data.readers import read_table
+from tinytf.data.rows import TextKey, word_counts
 from tinytf.data.splits import SPLITS
-
-MATCH_RULE = "exact text after lowercasing and collapsing whitespace"
-
-
-def normalise(texts: pd.Series) -> pd.Series:
-    return texts.astype(str).str.lower().str.split().str.join(" ")
+from tinytf.prepare_params import CorpusParams
 
 
 def in_domain_parts(params: CorpusParams, sentiment, unlabelled: pd.Series | None) -> dict[str, pd.Series]:
@@ -40,20 +35,28 @@ def in_domain_parts(params: CorpusParams, sentiment, unlabelled: pd.Series | Non
         texts, _ = imdb_unlabelled()
         parts["IMDB unlabelled reviews"] = pd.Series(texts, dtype=object)
     for path in wanted.files:
-        parts[str(path)] = read_table(path, params.text_column, None, params.encoding)["text"]
+        texts = read_table(path, params.text_column, None, params.encoding)["text"]
+        parts[str(path)] = texts[texts != ""]  # empty texts hold nothing to learn
     if params.max_rows:
         parts = {name: texts.head(params.max_rows) for name, texts in parts.items()}
     return {name: texts.reset_index(drop=True) for name, texts in parts.items()}
 
 
-def add_in_domain(corpus, sentiment, params: CorpusParams, unlabelled: pd.Series | None = None) -> None:
+def add_in_domain(
+    corpus,
+    sentiment,
+    params: CorpusParams,
+    unlabelled: pd.Series | None,
+    key: TextKey,
+    match_rule: str,
+) -> None:
     """Drop LM texts that are sentiment validation/test texts, then append `repeat` copies of the
     in-domain texts to the corpus train split; what was done goes to `corpus.notes`."""
-    held_out = set(normalise(pd.concat([sentiment.splits[s]["text"] for s in ("validation", "test")])))
+    held_out = set(key(pd.concat([sentiment.splits[s]["text"] for s in ("validation", "test")])))
     dropped: dict[str, int] = {}
 
     def kept(name: str, texts: pd.Series):
-        overlap = normalise(texts).isin(held_out).to_numpy()
+        overlap = key(texts).isin(held_out).to_numpy()
         dropped[name] = int(overlap.sum())
         return ~overlap
 
@@ -70,12 +73,10 @@ def add_in_domain(corpus, sentiment, params: CorpusParams, unlabelled: pd.Series
         extra = pd.DataFrame({"text": pd.concat(added, ignore_index=True)})
         corpus.splits["train"] = pd.concat([corpus.splits["train"][["text"]], extra], ignore_index=True)
     corpus.notes["in_domain"] = {
-        "parts": {
-            name: {"rows": len(t), "words": int(t.str.split().str.len().sum())} for name, t in parts.items()
-        },
+        "parts": {name: {"rows": len(t), "words": int(word_counts(t).sum())} for name, t in parts.items()},
         "repeat": repeat,
         "held_out_texts_checked": len(held_out),
-        "match_rule": MATCH_RULE,
+        "match_rule": match_rule,
         "dropped_overlaps": dropped,
     }
 

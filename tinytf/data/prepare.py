@@ -8,20 +8,23 @@ atomically, so bad input never leaves half-written outputs.
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from tinytf.config import CorpusParams, FileSplits, PrepareParams, SentimentParams
 from tinytf.data import sources
 from tinytf.data.datacard import dataset_stats, render_data_card
 from tinytf.data.in_domain import add_in_domain
-from tinytf.data.readers import map_labels, parse_label_lines, parse_text_lines, read_table
+from tinytf.data.labels import map_labels
+from tinytf.data.readers import parse_label_lines, parse_text_lines, read_table
+from tinytf.data.rows import RowLedger, TextKey, describe_rule, drop_empty_and_repeated, text_key
 from tinytf.data.splits import SPLITS, stratified_group_split
 from tinytf.errors import DataError
 from tinytf.io import write_json, write_parquet, write_text
+from tinytf.prepare_params import CorpusParams, FileSplits, PrepareParams, SentimentParams
 
 
 @dataclass
@@ -40,14 +43,14 @@ class Dataset:
 # --------------------------------------------------------------------------- corpus
 
 
-def load_corpus(params: CorpusParams, seed: int) -> Dataset:
+def load_corpus(params: CorpusParams, seed: int, key: TextKey | None = None) -> Dataset:
     if params.source == "ptb":
         texts = sources.extract_ptb()
         names = {"train": "train", "validation": "valid", "test": "test"}
         splits = {split: parse_text_lines(texts[names[split]]) for split in SPLITS}
         data = Dataset("corpus", "ptb", splits, files={s: f"ptb.{names[s]}" for s in SPLITS})
     elif params.source == "files":
-        data = load_files("corpus", params.files, params, label_column=None, seed=seed)
+        data = load_files("corpus", params.files, params, None, seed, key or text_key())
     else:  # unreachable after params validation; kept so a new source cannot slip through
         raise DataError(f"unknown corpus source '{params.source}'")
     return _finish(data, params.max_rows)
@@ -56,7 +59,7 @@ def load_corpus(params: CorpusParams, seed: int) -> Dataset:
 # --------------------------------------------------------------------------- sentiment
 
 
-def load_sentiment(params: SentimentParams, seed: int) -> Dataset:
+def load_sentiment(params: SentimentParams, seed: int, key: TextKey | None = None) -> Dataset:
     if params.source == "rotten_tomatoes":
         data = load_rotten_tomatoes(params, seed)
     elif params.source == "sst2":
@@ -69,7 +72,7 @@ def load_sentiment(params: SentimentParams, seed: int) -> Dataset:
         splits, classes = map_labels(splits, files, ["0", "1"])
         data = Dataset("sentiment", "sst2", splits, ["negative", "positive"], files=files)
     elif params.source == "files":
-        data = load_files("sentiment", params.files, params, params.label_column, seed)
+        data = load_files("sentiment", params.files, params, params.label_column, seed, key or text_key())
     else:
         raise DataError(f"unknown sentiment source '{params.source}'")
     return _finish(data, params.max_rows)
@@ -117,35 +120,70 @@ ROTTEN_FILE = sources.ROTTEN_TOMATOES.member
 # --------------------------------------------------------------------------- files
 
 
-def load_files(name, files: FileSplits, params, label_column, seed: int) -> Dataset:
-    """Bring-your-own data; missing validation/test splits are carved out of train."""
-    paths = {split: getattr(files, split) for split in SPLITS}
-    if not paths["train"]:
+def load_files(name, files: FileSplits, params, label_column, seed: int, key: TextKey) -> Dataset:
+    """Bring-your-own data; missing validation/test splits are carved out of train.
+
+    Every row read is kept in a split or dropped for a counted reason (empty text, a repeat of
+    an earlier text, a train text that is also a validation or test text, beyond `max_rows`);
+    the ledger goes to the data card and is checked to add up.
+    """
+    paths = {split: str(getattr(files, split)) for split in SPLITS if getattr(files, split)}
+    if "train" not in paths:
         raise DataError(f"prepare.{name}.files.train: a train file is required for source 'files'")
-    frames = {
-        split: read_table(path, params.text_column, label_column, params.encoding)
-        for split, path in paths.items()
-        if path
-    }
+    ledger, frames = RowLedger(), {}
+    for split, path in paths.items():
+        frame = read_table(path, params.text_column, label_column, params.encoding)
+        ledger.read(path, len(frame))
+        frames[split] = drop_empty_and_repeated(frame, path, ledger, key)
+    held_out = set().union(*(set(frames[s]["key"]) for s in ("validation", "test") if s in frames))
+    in_held_out = frames["train"]["key"].isin(held_out).to_numpy()
+    ledger.drop(paths["train"], "text also in validation or test", in_held_out.sum())
+    frames["train"] = frames["train"][~in_held_out].reset_index(drop=True)
+    if label_column and not params.labels and paths["train"].lower().endswith(".txt"):
+        _refuse_txt_label_guess(name, paths["train"], frames["train"])
     carved = [split for split in SPLITS if split not in frames]
     if carved:
-        train = frames["train"]
-        labels = train["label"].astype(str).to_numpy() if label_column else np.zeros(len(train))
-        fractions = {
-            "validation": params.split.validation if "validation" in carved else 0.0,
-            "test": params.split.test if "test" in carved else 0.0,
-        }
-        assignment = stratified_group_split(labels, None, fractions["validation"], fractions["test"], seed)
-        for split in SPLITS:
-            if split == "train" or split in carved:
-                frames[split] = train[assignment == split].reset_index(drop=True)
-                paths[split] = f"{paths['train']} ({split} part)" if split in carved else paths[split]
-    frames = {split: frames[split] for split in SPLITS}
+        _carve(frames, carved, params, bool(label_column), seed)
+    origin = {split: paths.get(split, paths["train"]) for split in SPLITS}
+    for split in SPLITS:
+        frame = frames[split].drop(columns="key")
+        if params.max_rows and len(frame) > params.max_rows:
+            ledger.drop(origin[split], "beyond max_rows", len(frame) - params.max_rows)
+            frame = frame.head(params.max_rows)
+        frames[split] = frame
+        ledger.keep(origin[split], split, len(frame))
+    described = {s: paths[s] if s in paths else f"{paths['train']} ({s} part)" for s in SPLITS}
     classes = None
     if label_column:
-        frames, classes = map_labels(frames, paths, list(params.labels))
-    notes = {"carved_from_train": carved} if carved else {}
-    return Dataset(name, "files", frames, classes, notes, {k: str(v) for k, v in paths.items()})
+        frames, classes = map_labels(frames, described, list(params.labels), f"prepare.{name}")
+    notes = {"rows": ledger.check()}
+    if carved:
+        notes["carved_from_train"] = carved
+    return Dataset(name, "files", frames, classes, notes, described)
+
+
+def _carve(frames: dict[str, pd.DataFrame], carved: list[str], params, labelled: bool, seed: int) -> None:
+    train = frames["train"]
+    labels = train["label"].to_numpy() if labelled else np.zeros(len(train))
+    fractions = {
+        split: getattr(params.split, split) if split in carved else 0.0 for split in ("validation", "test")
+    }
+    assignment = stratified_group_split(labels, None, fractions["validation"], fractions["test"], seed)
+    for split in ["train"] + carved:
+        frames[split] = train[assignment == split].reset_index(drop=True)
+
+
+def _refuse_txt_label_guess(name: str, path: str, train: pd.DataFrame) -> None:
+    """A .txt line's first word is its label, so a line without one silently becomes a class of
+    its own: with a .txt train file the classes must be listed."""
+    counts = train["label"].value_counts()
+    seen = ", ".join(f"{label!r} ({n} lines)" for label, n in counts.head(6).items())
+    raise DataError(
+        f"{path}: a .txt line's first word is its label, so the classes cannot be inferred safely "
+        f"(a line missing its label would become a class). List them in prepare.{name}.labels, "
+        f"e.g. labels: {sorted(counts.index[:2].tolist())}; first words found: {seen}"
+        + (", ..." if len(counts) > 6 else "")
+    )
 
 
 # --------------------------------------------------------------------------- writing
@@ -157,17 +195,35 @@ def _finish(data: Dataset, max_rows: int) -> Dataset:
         if max_rows:
             frame = frame.head(max_rows)
         if frame.empty:
+            rows = data.notes.get("rows", {}).get(data.files.get(split, "").split(" (")[0])
+            why = ""
+            if rows:
+                dropped = ", ".join(f"{n} {reason}" for reason, n in rows["dropped"].items() if n)
+                why = f": {rows['read']} rows read" + (f", dropped: {dropped}" if dropped else "")
             raise DataError(
-                f"{data.name} split '{split}' is empty (source {data.source}, {data.files.get(split, '')})"
+                f"{data.name} split '{split}' is empty (source {data.source}, {data.files.get(split, '')}){why}"
             )
         data.splits[split] = frame.reset_index(drop=True)
     return data
 
 
-def run_prepare(params: PrepareParams, seed: int, out_dir: str | Path, report_dir: str | Path):
-    """Load both datasets, then write parquet splits, label names, stats JSON and the data card."""
-    corpus, sentiment = load_corpus(params.corpus, seed), load_sentiment(params.sentiment, seed)
-    add_in_domain(corpus, sentiment, params.corpus, sentiment.unlabelled)
+def run_prepare(
+    params: PrepareParams,
+    seed: int,
+    out_dir: str | Path,
+    report_dir: str | Path,
+    key: TextKey | None = None,
+    match_rule: str = "",
+):
+    """Load both datasets, then write parquet splits, label names, stats JSON and the data card.
+
+    `key` is the tokenizer's view of a text (see `rows.text_key`): repeats, overlaps and the
+    in-domain held-out check compare texts through it; `match_rule` says so in the data card.
+    """
+    if key is None:
+        key, match_rule = text_key(), describe_rule("bpe", True)
+    corpus, sentiment = load_corpus(params.corpus, seed, key), load_sentiment(params.sentiment, seed, key)
+    add_in_domain(corpus, sentiment, params.corpus, sentiment.unlabelled, key, match_rule)
     if corpus.source == "ptb":
         # PTB perplexities in the literature are per word, counting one end-of-sentence per line;
         # only PTB's own validation and test are scored (train holds the in-domain text too)
@@ -176,14 +232,30 @@ def run_prepare(params: PrepareParams, seed: int, out_dir: str | Path, report_di
             for split in ("validation", "test")
         }
     datasets = [corpus, sentiment]
-    stats = {data.name: dataset_stats(data) for data in datasets}
+    stats = {data.name: dataset_stats(data, key, match_rule) for data in datasets}
     out_dir, report_dir = Path(out_dir), Path(report_dir)
+    staging = out_dir.parent / f".{out_dir.name}.staging"
+    shutil.rmtree(staging, ignore_errors=True)
     for data in datasets:
         columns = ["text", "label"] if data.classes else ["text"]
         for split, frame in data.splits.items():
-            write_parquet(out_dir / data.name / f"{split}.parquet", frame[columns])
+            write_parquet(staging / data.name / f"{split}.parquet", frame[columns])
         if data.classes:
-            write_json(out_dir / data.name / "labels.json", {"classes": data.classes})
+            write_json(staging / data.name / "labels.json", {"classes": data.classes})
+    _replace_dir(staging, out_dir)
     write_json(report_dir / "data.json", stats)
     write_text(report_dir / "data.md", render_data_card(stats))
     return datasets, stats
+
+
+def _replace_dir(new: Path, target: Path) -> None:
+    """Put a fully written folder in place of `target`: the splits of one run never mix with an
+    older run's files, and a failure before this point leaves the previous outputs whole (dvc.yaml
+    marks them `persist` so DVC does not delete them first). Kept here, not in tinytf/io.py,
+    because prepare is the one stage that writes a folder whole."""
+    old = target.parent / f".{target.name}.old"
+    shutil.rmtree(old, ignore_errors=True)
+    if target.exists():
+        target.rename(old)
+    new.rename(target)
+    shutil.rmtree(old, ignore_errors=True)

@@ -1,14 +1,30 @@
 """Parsers for bring-your-own data and for the line formats of the built-in sources.
 
-Formats by extension: .csv, .tsv, .parquet, .jsonl (one JSON object a line) and .txt
-(one text a line; for labelled data `LABEL<space>text`, the SST-2 layout). Every reader
-returns a DataFrame with a `text` column, a `label` column when asked for, and a `row`
-column with the 1-based line or row in the source file, so that later checks can say
-exactly where a bad value is.
+Formats by extension, each read by the library made for it:
+
+- .csv: Python's `csv` module, RFC 4180 quoting (a field in double quotes may hold commas,
+  newlines and doubled `""` quotes; a quote anywhere else is an error, not a guess);
+- .tsv: Python's `csv` module with no quoting (IANA text/tab-separated-values): a quote is
+  data, and a field cannot hold a tab or a newline;
+- .jsonl: one JSON object a line, `json.loads` line by line;
+- .parquet: pyarrow, read in record batches of only the wanted columns;
+- .txt: one text a line; labelled, `LABEL<space>text` (the SST-2 layout).
+
+We use `csv` and `json` rather than `pandas.read_csv`/`read_json` because they stream and
+tell the line a record starts on (a quoted field may span lines), which is what an error
+must name. Every reader returns a DataFrame with `text`, `label` when asked for (the class
+name as a string) and `row`: the line of the record in a text format (as an editor numbers
+it), the 1-based row in a parquet file. Blank lines are not rows. Texts keep their inner
+characters; only surrounding whitespace is stripped, and an empty text is kept here so the
+caller can count what it drops.
 """
 
 from __future__ import annotations
 
+import csv
+import json
+import math
+from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -16,6 +32,9 @@ import pandas as pd
 from tinytf.errors import DataError
 
 FORMATS = (".csv", ".tsv", ".parquet", ".jsonl", ".txt")
+# a quoted field longer than this is almost surely a quote left open many lines above
+FIELD_LIMIT = 1 << 24
+PARQUET_BATCH_ROWS = 65_536
 
 
 def decode(path: Path, raw: bytes, encoding: str) -> str:
@@ -33,39 +52,288 @@ def decode(path: Path, raw: bytes, encoding: str) -> str:
         raise DataError(f"{path}: unknown encoding '{encoding}'") from None
 
 
-def read_text_file(path: str | Path, encoding: str = "utf-8") -> str:
-    path = Path(path)
+def position(path) -> str:
+    """What a row number counts in this file: lines of a text format, rows of a parquet file."""
+    return "row" if ".parquet" in str(path).lower() else "line"
+
+
+def _check_file(path: Path) -> None:
     if not path.exists():
         raise DataError(f"{path}: file not found")
     if path.is_dir():
         raise DataError(f"{path}: is a directory, expected a file")
-    return decode(path, path.read_bytes(), encoding)
+
+
+def _open_text(path: Path, encoding: str):
+    _check_file(path)
+    try:
+        # utf-8-sig drops the byte-order mark spreadsheet programs put before the header
+        codec = "utf-8-sig" if encoding.lower().replace("_", "-") in ("utf-8", "utf8") else encoding
+        return open(path, encoding=codec, newline="")
+    except LookupError:
+        raise DataError(f"{path}: unknown encoding '{encoding}'") from None
+
+
+def _decode_error(path: Path, encoding: str) -> DataError:
+    # the streaming decoder fails a chunk ahead of the parser; decode the bytes again to
+    # find the exact line and byte
+    try:
+        decode(path, path.read_bytes(), encoding)
+    except DataError as exc:
+        return exc
+    return DataError(f"{path}: not valid {encoding}")
+
+
+def _frame(texts: list[str], rows, labels: list[str] | None) -> pd.DataFrame:
+    frame = pd.DataFrame({"text": texts, "row": rows})
+    if labels is not None:
+        frame["label"] = labels
+    return frame
+
+
+# --------------------------------------------------------------------------- labels
+
+
+def label_name(value, path, row: int, column: str) -> str:
+    """The class name of one raw label, or an error naming where it is and why it cannot be one.
+
+    1, 1.0 and "1" are one class (pandas and JSON write whole numbers either way); a missing
+    value, a fraction or a nested value is not a class.
+    """
+    where = f"{path}: {position(path)} {row}"
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        raise DataError(f"{where}: the label ('{column}') is missing; every row needs one")
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if value.is_integer():
+            return str(int(value))
+        raise DataError(f"{where}: label {value!r} is a fraction; a label is a class name or a whole number")
+    if isinstance(value, str):
+        name = value.strip()
+        if not name:
+            raise DataError(f"{where}: the label ('{column}') is empty; every row needs one")
+        try:
+            number = float(name)
+        except ValueError:
+            return name
+        if math.isfinite(number) and number.is_integer():
+            return str(int(number))
+        raise DataError(f"{where}: label {name!r} is not a whole number or a class name")
+    raise DataError(f"{where}: label {value!r} is a {type(value).__name__}, not a class name or a number")
+
+
+def _text_value(value, path, row: int, column: str) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""  # an empty text: dropped and counted by the caller
+    if not isinstance(value, str):
+        raise DataError(
+            f"{path}: line {row}: text ('{column}') is a {type(value).__name__}, expected a string"
+        )
+    return value.strip()
+
+
+# --------------------------------------------------------------------------- line formats
+
+
+def _split_label_line(path, number: int, line: str) -> tuple[str, str]:
+    label, sep, sentence = line.strip().partition(" ")
+    if "\t" in label:  # LABEL<tab>text is the same layout
+        label, _, rest = label.partition("\t")
+        sentence = f"{rest} {sentence}".strip()
+        sep = " "
+    if not sep or not sentence.strip():
+        raise DataError(
+            f"{path}: line {number}: expected 'LABEL text', found one word {line.strip()[:60]!r}: "
+            f"is its label or its text missing?"
+        )
+    return label_name(label, path, number, "first word"), sentence.strip()
 
 
 def parse_label_lines(path: str | Path, text: str) -> pd.DataFrame:
-    """`LABEL<space>sentence` per line (SST-2's stsa.binary.* layout)."""
-    rows, labels, texts = [], [], []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        label, sep, sentence = line.strip().partition(" ")
-        if not sep or not sentence.strip():
-            raise DataError(f"{path}: line {number}: expected 'LABEL text', got {line[:60]!r}")
-        rows.append(number)
-        labels.append(label)
-        texts.append(sentence.strip())
-    return pd.DataFrame({"text": texts, "label": labels, "row": rows})
+    """`LABEL<space>sentence` per line (SST-2's stsa.binary.* layout); blank lines are skipped."""
+    return _label_frame(path, enumerate(text.splitlines(), start=1))
 
 
 def parse_text_lines(text: str) -> pd.DataFrame:
-    """One document per non-empty line; surrounding whitespace dropped."""
+    """One document per non-blank line; surrounding whitespace dropped."""
+    return _text_frame(enumerate(text.splitlines(), start=1))
+
+
+def _label_frame(path, lines: Iterator[tuple[int, str]]) -> pd.DataFrame:
+    rows, labels, texts = [], [], []
+    for number, line in lines:
+        if line.strip():
+            label, sentence = _split_label_line(path, number, line)
+            rows.append(number)
+            labels.append(label)
+            texts.append(sentence)
+    return pd.DataFrame({"text": texts, "label": labels, "row": rows})
+
+
+def _text_frame(lines: Iterator[tuple[int, str]]) -> pd.DataFrame:
     rows, texts = [], []
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in lines:
         stripped = line.strip()
         if stripped:
             rows.append(number)
             texts.append(stripped)
     return pd.DataFrame({"text": texts, "row": rows})
+
+
+def _read_txt(path: Path, labelled: bool, encoding: str) -> pd.DataFrame:
+    with _open_text(path, encoding) as handle:
+        try:
+            # newline="" keeps "\r\n"; strip() removes it like any trailing whitespace
+            lines = enumerate(handle, start=1)
+            return _label_frame(path, lines) if labelled else _text_frame(lines)
+        except UnicodeDecodeError:
+            raise _decode_error(path, encoding) from None
+
+
+# --------------------------------------------------------------------------- csv / tsv
+
+
+def _columns_of(path, header: list[str], text_column: str, label_column: str | None) -> list[int]:
+    if len(set(header)) != len(header):
+        repeated = sorted({c for c in header if header.count(c) > 1})
+        raise DataError(f"{path}: line 1: the header repeats column(s) {repeated}")
+    wanted = [text_column] + ([label_column] if label_column else [])
+    for column in wanted:
+        if column not in header:
+            raise DataError(f"{path}: column '{column}' not found; columns are: {', '.join(header)}")
+    return [header.index(c) for c in wanted]
+
+
+def _read_delimited(path: Path, text_column: str, label_column: str | None, encoding: str) -> pd.DataFrame:
+    tsv = path.suffix.lower() == ".tsv"
+    dialect = (
+        {"delimiter": "\t", "quoting": csv.QUOTE_NONE}
+        if tsv
+        else {"delimiter": ",", "quotechar": '"', "doublequote": True, "strict": True}
+    )
+    csv.field_size_limit(FIELD_LIMIT)
+    texts, labels, rows = [], [], []
+    names: dict[str, str] = {}  # raw label -> class name: a file has few distinct labels
+    with _open_text(path, encoding) as handle:
+        reader = csv.reader(handle, **dialect)
+        start = 1
+        try:
+            header = next(reader, None)
+            if header is None:
+                raise DataError(f"{path}: the file is empty; expected a header line naming the columns")
+            header = [name.strip() for name in header]
+            index = _columns_of(path, header, text_column, label_column)
+            start = reader.line_num + 1
+            for record in reader:
+                if not record or (len(record) == 1 and not record[0].strip()):
+                    start = reader.line_num + 1
+                    continue  # a blank line is not a row
+                if len(record) != len(header):
+                    raise DataError(_field_count_message(path, start, header, record, tsv))
+                texts.append(record[index[0]].strip())
+                if label_column:
+                    raw = record[index[1]]
+                    if (name := names.get(raw)) is None:
+                        name = names[raw] = label_name(raw, path, start, label_column)
+                    labels.append(name)
+                rows.append(start)
+                start = reader.line_num + 1
+        except csv.Error as exc:
+            raise DataError(_quote_message(path, start, reader.line_num, exc)) from None
+        except UnicodeDecodeError:
+            raise _decode_error(path, encoding) from None
+    return _frame(texts, rows, labels if label_column else None)
+
+
+def _field_count_message(path, line: int, header: list[str], record: list[str], tsv: bool) -> str:
+    hint = (
+        "a .tsv field cannot hold a tab"
+        if tsv
+        else 'a field holding a comma, a quote or a newline must be in double quotes, inner quotes doubled ("")'
+    )
+    return (
+        f"{path}: line {line}: expected {len(header)} fields ({', '.join(header)}), found {len(record)}; "
+        f"{hint}"
+    )
+
+
+def _quote_message(path, start: int, line: int, exc: csv.Error) -> str:
+    reason = str(exc)
+    if "unexpected end of data" in reason or "field larger than field limit" in reason:
+        return (
+            f"{path}: line {start}: a quoted field opened on this line is never closed "
+            f"(the file ends, or {FIELD_LIMIT:,} characters pass, before its closing quote)"
+        )
+    return (
+        f"{path}: line {line}: {reason}; in a .csv a field that starts with a double quote must end "
+        f'with one, and a quote inside it is written twice (""). A file without quoting can be '
+        f"saved as .tsv, where quotes are plain characters"
+    )
+
+
+# --------------------------------------------------------------------------- jsonl / parquet
+
+
+def _read_jsonl(path: Path, text_column: str, label_column: str | None, encoding: str) -> pd.DataFrame:
+    texts, labels, rows = [], [], []
+    with _open_text(path, encoding) as handle:
+        try:
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise DataError(
+                        f"{path}: line {number}: not valid JSON ({exc.msg}, column {exc.colno})"
+                    ) from None
+                if not isinstance(record, dict):
+                    raise DataError(
+                        f"{path}: line {number}: expected a JSON object, found {type(record).__name__}"
+                    )
+                for column in [text_column] + ([label_column] if label_column else []):
+                    if column not in record:
+                        keys = ", ".join(record) or "none"
+                        raise DataError(f"{path}: line {number}: key '{column}' not found; keys are: {keys}")
+                texts.append(_text_value(record[text_column], path, number, text_column))
+                if label_column:
+                    labels.append(label_name(record[label_column], path, number, label_column))
+                rows.append(number)
+        except UnicodeDecodeError:
+            raise _decode_error(path, encoding) from None
+    return _frame(texts, rows, labels if label_column else None)
+
+
+def _read_parquet(path: Path, text_column: str, label_column: str | None) -> pd.DataFrame:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    _check_file(path)
+    try:
+        handle = pq.ParquetFile(path)
+    except (pa.ArrowException, OSError) as exc:
+        raise DataError(f"{path}: not a readable parquet file: {exc}") from None
+    names = handle.schema_arrow.names
+    wanted = [text_column] + ([label_column] if label_column else [])
+    for column in wanted:
+        if column not in names:
+            raise DataError(f"{path}: column '{column}' not found; columns are: {', '.join(names)}")
+    text_type = handle.schema_arrow.field(text_column).type
+    if not (
+        pa.types.is_string(text_type) or pa.types.is_large_string(text_type) or pa.types.is_null(text_type)
+    ):
+        raise DataError(f"{path}: text column '{text_column}' holds {text_type}, expected strings")
+    texts, labels = [], []
+    for batch in handle.iter_batches(batch_size=PARQUET_BATCH_ROWS, columns=wanted):
+        first = len(texts) + 1
+        texts.extend("" if t is None else t.strip() for t in batch.column(0).to_pylist())
+        if label_column:
+            values = batch.column(1).to_pylist()
+            labels.extend(label_name(v, path, first + i, label_column) for i, v in enumerate(values))
+    return _frame(texts, range(1, len(texts) + 1), labels if label_column else None)
 
 
 def read_table(
@@ -74,92 +342,15 @@ def read_table(
     label_column: str | None = None,
     encoding: str = "utf-8",
 ) -> pd.DataFrame:
-    """Read any supported file into columns text[, label], row."""
+    """Read any supported file into columns text, row[, label]; see the module docstring."""
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in FORMATS:
         raise DataError(f"{path}: unsupported format '{suffix}'; use one of {', '.join(FORMATS)}")
     if suffix == ".txt":
-        text = read_text_file(path, encoding)
-        return parse_label_lines(path, text) if label_column else parse_text_lines(text)
-    if not path.exists():
-        raise DataError(f"{path}: file not found")
+        return _read_txt(path, bool(label_column), encoding)
     if suffix == ".parquet":
-        try:
-            frame = pd.read_parquet(path)
-        except Exception as exc:  # pyarrow raises several types for corrupt files
-            raise DataError(f"{path}: not a readable parquet file: {exc}") from None
-        frame = frame.reset_index(drop=True)
-        frame["row"] = frame.index + 1
-    else:
-        import io
-
-        text = read_text_file(path, encoding)
-        try:
-            if suffix == ".jsonl":
-                frame = pd.read_json(io.StringIO(text), lines=True)
-            else:
-                frame = pd.read_csv(io.StringIO(text), sep="\t" if suffix == ".tsv" else ",")
-        except ValueError as exc:
-            raise DataError(f"{path}: could not parse as {suffix[1:]}: {exc}") from None
-        # rows are 1-based data lines; csv/tsv have a header line before them
-        frame["row"] = frame.index + (2 if suffix in (".csv", ".tsv") else 1)
-    wanted = [text_column] + ([label_column] if label_column else [])
-    for column in wanted:
-        if column not in frame.columns:
-            found = ", ".join(str(c) for c in frame.columns if c != "row")
-            raise DataError(f"{path}: column '{column}' not found; columns are: {found}")
-    out = pd.DataFrame({"text": frame[text_column], "row": frame["row"]})
-    if label_column:
-        out["label"] = frame[label_column]
-    missing = out["text"].isna()
-    if missing.any():
-        row = int(out.loc[missing, "row"].iloc[0])
-        raise DataError(f"{path}: row {row}: empty value in text column '{text_column}'")
-    out["text"] = out["text"].astype(str).str.strip()
-    return out
-
-
-def map_labels(
-    splits: dict[str, pd.DataFrame],
-    files: dict[str, str],
-    classes: list[str] | None = None,
-) -> tuple[dict[str, pd.DataFrame], list[str]]:
-    """Turn raw labels into ids 0..K-1 and return the class names in id order.
-
-    With `classes` given, every label must be one of them. Otherwise the classes are
-    the sorted distinct labels of the train split (numbers sort numerically), and a label
-    in validation or test that train never shows is an error: the model could not
-    predict it and its metrics would silently lie.
-    """
-    if not classes:
-        train = splits["train"]["label"]
-        if train.isna().any():
-            row = int(splits["train"].loc[train.isna(), "row"].iloc[0])
-            raise DataError(f"{files['train']}: row {row}: empty label")
-        distinct = pd.unique(train)
-        numeric = pd.api.types.is_numeric_dtype(train) and not pd.api.types.is_bool_dtype(train)
-        distinct = sorted(distinct) if numeric else sorted(str(v) for v in distinct)
-        classes = [_label_name(v) for v in distinct]
-    index = {name: i for i, name in enumerate(classes)}
-    mapped = {}
-    for split, frame in splits.items():
-        names = frame["label"].map(_label_name)
-        unknown = ~names.isin(index)
-        if unknown.any():
-            first = frame.loc[unknown].iloc[0]
-            raise DataError(
-                f"{files.get(split, split)}: row {int(first['row'])}: label {first['label']!r} "
-                f"is not a known class; classes are {classes}"
-            )
-        out = frame.copy()
-        out["label"] = names.map(index).astype("int64")
-        mapped[split] = out
-    return mapped, classes
-
-
-def _label_name(value) -> str:
-    # 1 and 1.0 and "1" are one class: pandas reads an int column with gaps as floats
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
+        return _read_parquet(path, text_column, label_column)
+    if suffix == ".jsonl":
+        return _read_jsonl(path, text_column, label_column, encoding)
+    return _read_delimited(path, text_column, label_column, encoding)

@@ -27,9 +27,8 @@ def stratified_group_split(
     inputs and the seed.
     """
     labels = np.asarray(labels)
-    n = len(labels)
     if groups is None:
-        groups = np.arange(n)
+        return _stratified_rows(labels, validation, test, seed)
     groups = np.asarray(groups)
     targets = np.array([1.0 - validation - test, validation, test])
 
@@ -57,3 +56,17 @@ def stratified_group_split(
         assignment[g] = split
         placed[split] += counts
     return np.array(SPLITS, dtype=object)[assignment[group_ids]]
+
+
+def _stratified_rows(labels: np.ndarray, validation: float, test: float, seed: int) -> np.ndarray:
+    """Every row its own group: per class, a seeded shuffle cut at the target shares. Vectorised
+    because the greedy placement above visits groups one at a time (9 s for 800k rows)."""
+    rng = np.random.default_rng(seed)
+    class_ids = np.unique(labels, return_inverse=True)[1]
+    assignment = np.zeros(len(labels), dtype=np.int64)  # 0 = train
+    for class_id in range(class_ids.max(initial=-1) + 1):
+        rows = rng.permutation(np.flatnonzero(class_ids == class_id))
+        n_validation, n_test = round(validation * len(rows)), round(test * len(rows))
+        assignment[rows[:n_validation]] = 1
+        assignment[rows[n_validation : n_validation + n_test]] = 2
+    return np.array(SPLITS, dtype=object)[assignment]

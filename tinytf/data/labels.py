@@ -1,0 +1,78 @@
+"""Class names to label ids: inferred from train, or given by `labels`, and refused when a guess
+would be needed.
+
+The readers have already turned every raw label into a class name (a string) or stopped
+at a missing or impossible one; here the names become ids 0..K-1.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from tinytf.data.readers import position
+from tinytf.errors import DataError
+
+# an inferred label column with more classes than this, and more than a tenth of the train
+# rows, is an id or a free-text column chosen by mistake
+MAX_INFERRED_CLASSES = 50
+
+
+def _as_name(value) -> str:
+    # 1 and 1.0 and "1" are one class: pandas reads an int column with gaps as floats
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _sort_key(name: str):
+    # whole numbers in numeric order, before names in alphabetical order
+    try:
+        return (0, int(name), "")
+    except ValueError:
+        return (1, 0, name)
+
+
+def infer_classes(train: pd.DataFrame, path: str, key: str) -> list[str]:
+    """The sorted distinct class names of train, unless they look like a wrong column."""
+    names = train["label"].map(_as_name)
+    counts = names.value_counts()
+    if len(counts) > MAX_INFERRED_CLASSES and len(counts) > len(train) // 10:
+        raise DataError(
+            f"{path}: the label column has {len(counts)} distinct values in {len(train)} rows: an id or "
+            f"a text column, not classes? Set {key}.label_column to the class column, or list the classes "
+            f"in {key}.labels to use these"
+        )
+    return sorted(counts.index, key=_sort_key)
+
+
+def map_labels(
+    splits: dict[str, pd.DataFrame],
+    files: dict[str, str],
+    classes: list[str] | None = None,
+    key: str = "prepare.sentiment",
+) -> tuple[dict[str, pd.DataFrame], list[str]]:
+    """Turn class names into ids 0..K-1 and return the class names in id order.
+
+    With `classes` given, every label must be one of them. Otherwise the classes are
+    the sorted distinct labels of the train split (numbers sort numerically), and a label
+    in validation or test that train never shows is an error: the model could not
+    predict it and its metrics would silently lie.
+    """
+    if not classes:
+        classes = infer_classes(splits["train"], files.get("train", "train"), key)
+    index = {name: i for i, name in enumerate(classes)}
+    mapped = {}
+    for split, frame in splits.items():
+        names = frame["label"].map(_as_name)
+        unknown = ~names.isin(index)
+        if unknown.any():
+            first = frame.loc[unknown].iloc[0]
+            source = files.get(split, split)
+            raise DataError(
+                f"{source}: {position(source)} {int(first['row'])}: label {first['label']!r} "
+                f"is not a known class; classes are {classes}"
+            )
+        out = frame.copy()
+        out["label"] = names.map(index).astype("int64")
+        mapped[split] = out
+    return mapped, classes
