@@ -60,12 +60,22 @@ def main() -> None:
         tracker.set_tags({"tinytf.best_cell": str(best["key"])})
         tracker.log_artifact(args.metrics)
         tracker.log_artifact(reports / "test_report.json")
-        tracker.register_model(checkpoint, params.evaluate.registry_name)
+        tracker.call("register_model", register_champion, checkpoint, Path(args.data),
+                     params.tokenize.max_length, params.evaluate.registry_name)  # fmt: skip
         print(
             f"evaluate: best cell {best['key']} (validation {best['validation_accuracy']:.4f}); "
             f"test accuracy {report['accuracy']:.4f} [{low:.4f}, {high:.4f}]",
             file=sys.stderr,
         )
+
+
+def register_champion(checkpoint: Path, data_dir: Path, max_length: int, name: str) -> None:
+    # imported here: the rest of the stage runs where mlflow is not installed (tracking off)
+    from tinytf.champion import log_champion
+
+    labels = data_dir / "tokens" / "sentiment" / "labels.json"
+    version = log_champion(checkpoint, data_dir / "tokenizer.json", labels, max_length, name, "champion")
+    print(f"registered {name} version {version} as @champion", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -218,6 +218,20 @@ def test_mlflow_store_holds_one_run_per_stage(workspace):
     assert champion.run_id == runs[runs["tags.tinytf.stage"] == "evaluate"].iloc[0]["run_id"]
 
 
+def test_the_champion_is_a_pyfunc_model_that_classifies_raw_texts(workspace):
+    import json
+
+    import mlflow
+    import pandas as pd
+
+    mlflow.set_tracking_uri(f"sqlite:///{workspace / 'mlflow.db'}")
+    model = mlflow.pyfunc.load_model("models:/tinytf-sentiment@champion")
+    predicted = model.predict(pd.DataFrame({"text": ["a fine, moving film", "a dull mess"]}))
+    classes = json.loads((workspace / "data/tokens/sentiment/labels.json").read_text())["classes"]
+    assert list(predicted.columns) == ["label"] + [f"p_{name}" for name in classes]
+    assert set(predicted["label"]) <= set(classes) and len(predicted) == 2
+
+
 def test_mlflow_ui_lists_runs_and_renders_a_metric_chart(workspace, tmp_path):
     from .mlflow_ui import browser_available, chromium, mlflow_server, wait_for
 

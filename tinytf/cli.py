@@ -67,6 +67,19 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("text", nargs="+", help="one or more texts to score")
     score.add_argument("--model", default="data/models/pretrained.pt", help="model checkpoint (.pt)")
     score.add_argument("--tokenizer", default="data/tokenizer.json", help="tokenizer file")
+    predict = sub.add_parser(
+        "predict",
+        help="classify texts with the registered champion (the model `mlflow models serve` serves)",
+        description="Load the MLflow model MODEL (default: the champion `evaluate` registered, from the "
+        "tracking store at the repository root or MLFLOW_TRACKING_URI) and print, per text, the "
+        "predicted class and every class probability.",
+    )
+    predict.add_argument("text", nargs="+", help="one or more texts to classify")
+    predict.add_argument(
+        "--model",
+        default="models:/tinytf-sentiment@champion",
+        help="an MLflow model URI (default: %(default)s)",
+    )
     preset = sub.add_parser(
         "preset",
         help="merge a named preset (presets/NAME.yaml) into params.yaml",
@@ -142,6 +155,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         from tinytf.tools import score_command
 
         return guarded(lambda: score_command(args.model, args.tokenizer, args.text))
+    if args.command == "predict":
+        from tinytf.champion import predict_command
+        from tinytf.tracking import tracking_uri
+
+        return guarded(lambda: predict_command(args.model, args.text, tracking_uri()))
     if args.command == "preset":
         from tinytf.presets import apply_preset
 

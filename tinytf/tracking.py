@@ -152,25 +152,12 @@ class Tracker:
     def set_tags(self, tags: dict[str, str]) -> None:
         self._call("set_tags", "set_tags", tags)
 
-    def register_model(self, checkpoint: Path, name: str, alias: str = "champion") -> None:
-        """Log the checkpoint (state_dict + config JSON) and register it under `name` with `alias`."""
-
-        def register():
-            self._mlflow.log_artifact(str(checkpoint), "model")
-            self._mlflow.log_artifact(str(checkpoint.with_suffix(".json")), "model")
-            run = self._mlflow.active_run()
-            client = self._mlflow.MlflowClient()
-            try:
-                client.get_registered_model(name)
-            except Exception:
-                client.create_registered_model(
-                    name, description="tinytf sentiment classifier: best grid cell"
-                )
-            version = client.create_model_version(name, f"{run.info.artifact_uri}/model", run.info.run_id)
-            client.set_registered_model_alias(name, alias, version.version)
-            print(f"registered {name} version {version.version} as @{alias}", file=sys.stderr)
-
-        self._call("register_model", register)
+    def call(self, what: str, fn, *args, **kwargs):
+        """Run `fn(*args)` against MLflow as the other logging calls run (skipped while tracking is
+        off; a failure warns once and turns tracking off): for edge code such as `tinytf.champion`
+        that talks to MLflow itself. Not an import of it here, so stages that do not register a
+        model do not depend on that code."""
+        return self._call(what, fn, *args, **kwargs)
 
 
 def _quiet_mlflow_logs() -> None:

@@ -1,0 +1,130 @@
+"""The champion as an MLflow pyfunc model: logged with a signature, loaded by URI, served over HTTP."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tinytf.analysis.predictor import SentimentPredictor
+from tinytf.config import TokenizeParams
+from tinytf.data.tokenizer import train_tokenizer
+from tinytf.model.architecture import ModelConfig
+from tinytf.model.checkpoint import save_model
+from tinytf.model.transformer import TinyTransformer
+
+TEXTS = ["a gripping film", "dull, dull, dull", "an empty one:", ""]
+
+
+@pytest.fixture(scope="module")
+def registered(tmp_path_factory):
+    """A tiny classifier logged and registered as tinytf-sentiment@champion in a fresh store."""
+    import mlflow
+
+    from tinytf.champion import log_champion
+
+    root = tmp_path_factory.mktemp("champion")
+    tokenizer = train_tokenizer(
+        [f"review {i} gripping dull film" for i in range(200)], TokenizeParams(vocab_size=300)
+    )
+    tokenizer.save(str(root / "tokenizer.json"))
+    config = ModelConfig(vocab_size=tokenizer.get_vocab_size(), d_model=16, n_head=2, d_ff=32, n_layer=1,
+                         n_classes=3, pooling="mean")  # fmt: skip
+    save_model(root / "model.pt", TinyTransformer(config).eval())
+    (root / "labels.json").write_text(json.dumps({"classes": ["bad", "mixed", "good"]}))
+    store = f"sqlite:///{root / 'mlflow.db'}"
+    mlflow.set_tracking_uri(store)
+    mlflow.set_experiment("champion-test")
+    with mlflow.start_run():
+        version = log_champion(root / "model.pt", root / "tokenizer.json", root / "labels.json", 16,
+                               "tinytf-sentiment", "champion")  # fmt: skip
+    expected = SentimentPredictor.from_files(
+        root / "model.pt", root / "tokenizer.json", root / "labels.json", 16
+    )
+    return {"root": root, "store": store, "version": version, "expected": expected.predict(TEXTS)}
+
+
+def test_the_registered_champion_loads_by_uri_and_predicts_raw_texts(registered):
+    import mlflow
+
+    mlflow.set_tracking_uri(registered["store"])
+    model = mlflow.pyfunc.load_model("models:/tinytf-sentiment@champion")
+    predicted = model.predict(pd.DataFrame({"text": TEXTS}))
+    assert list(predicted.columns) == ["label", "p_bad", "p_mixed", "p_good"]
+    assert set(predicted["label"]) <= {"bad", "mixed", "good"}
+    np.testing.assert_allclose(predicted[["p_bad", "p_mixed", "p_good"]].sum(axis=1), 1.0, atol=1e-5)
+    pd.testing.assert_frame_equal(predicted, registered["expected"])
+    info = mlflow.models.get_model_info("models:/tinytf-sentiment@champion")
+    assert info.signature.inputs.input_names() == ["text"]
+    assert "p_good" in info.signature.outputs.input_names()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_mlflow_models_serve_answers_like_the_in_process_model(registered):
+    port = free_port()
+    env = dict(os.environ, MLFLOW_TRACKING_URI=registered["store"])
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
+    server = subprocess.Popen(
+        [str(Path(sys.executable).parent / "mlflow"), "models", "serve", "-m", "models:/tinytf-sentiment@champion",
+         "--env-manager", "local", "-h", "127.0.0.1", "-p", str(port)],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.time() + 180
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/ping", timeout=2) as reply:
+                    if reply.status == 200:
+                        break
+            except OSError:
+                if server.poll() is not None or time.time() > deadline:
+                    pytest.fail(
+                        f"the server did not come up:\n{server.stdout.read() if server.poll() is not None else ''}"
+                    )
+                time.sleep(1)
+        body = json.dumps({"dataframe_records": [{"text": t} for t in TEXTS]}).encode()
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/invocations", body,
+                                         {"Content-Type": "application/json"})  # fmt: skip
+        with urllib.request.urlopen(request, timeout=60) as reply:
+            served = pd.DataFrame(json.loads(reply.read())["predictions"])
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    expected = registered["expected"]
+    assert served["label"].tolist() == expected["label"].tolist()
+    np.testing.assert_allclose(
+        served[expected.columns[1:]].to_numpy(), expected[expected.columns[1:]].to_numpy(), atol=1e-6
+    )
+
+
+def test_tinytf_predict_uses_the_same_model(registered):
+    env = dict(os.environ, MLFLOW_TRACKING_URI=registered["store"])
+    result = subprocess.run([sys.executable, "-m", "tinytf.cli", "predict", *TEXTS[:2]], env=env,
+                            capture_output=True, text=True)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    first = registered["expected"].iloc[0]
+    assert first["label"] in result.stdout.splitlines()[1] and f"{first['p_good']:.3f}" in result.stdout
+
+
+def test_tinytf_predict_without_a_registered_model_is_one_line_exit_2(tmp_path):
+    env = dict(os.environ, MLFLOW_TRACKING_URI=f"sqlite:///{tmp_path / 'empty.db'}")
+    result = subprocess.run(
+        [sys.executable, "-m", "tinytf.cli", "predict", "hi"], env=env, capture_output=True, text=True
+    )
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "models:/tinytf-sentiment@champion: cannot load the model" in result.stderr

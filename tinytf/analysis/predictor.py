@@ -1,0 +1,55 @@
+"""Raw texts in, a label and class probabilities out: the classifier as a user (or a server) calls it.
+
+Everything a prediction needs travels with it: the checkpoint (weights and architecture), the
+tokenizer file, the class names and the `max_length` the model was trained with. Texts are
+tokenized and truncated exactly as `tokenize` and the batch collate did in training, then
+scored in fp32 in eval mode, in batches of texts of similar length.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from tinytf.data.batching import PadCollate
+from tinytf.data.tokenizer import CLS, encode, load_tokenizer
+from tinytf.errors import DataError
+from tinytf.model.checkpoint import load_model
+
+
+class SentimentPredictor:
+    def __init__(self, model, tokenizer, classes: list[str], max_length: int):
+        if model.config.n_classes != len(classes):
+            raise DataError(f"the model has {model.config.n_classes} outputs but {len(classes)} class names")
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.classes = list(classes)
+        prefix = tokenizer.token_to_id(CLS) if model.config.pooling == "first" else None
+        self.collate = PadCollate(max_length, prefix_id=prefix)
+
+    @classmethod
+    def from_files(cls, checkpoint: str | Path, tokenizer: str | Path, labels: str | Path, max_length: int):
+        classes = json.loads(Path(labels).read_text(encoding="utf-8"))["classes"]
+        return cls(load_model(checkpoint), load_tokenizer(tokenizer), classes, max_length)
+
+    @torch.no_grad()
+    def predict(self, texts: list[str], batch_size: int = 256) -> pd.DataFrame:
+        """One row per text, in order: `label` (a class name) and `p_<class>` for every class."""
+        if any(not isinstance(text, str) for text in texts):
+            raise DataError("every text must be a string")
+        ids = encode(self.tokenizer, list(texts))
+        order = np.argsort([len(i) for i in ids], kind="stable")  # similar lengths pad little
+        probabilities = np.zeros((len(ids), len(self.classes)), dtype=np.float32)
+        for start in range(0, len(order), batch_size):
+            rows = order[start : start + batch_size]
+            batch = self.collate([(ids[row], 0) for row in rows])
+            logits = self.model.forward_cls(batch["input_ids"], batch["attention_mask"]).float()
+            probabilities[rows] = torch.softmax(logits, dim=-1).numpy()
+        frame = pd.DataFrame({"label": [self.classes[k] for k in probabilities.argmax(axis=1)]})
+        for k, name in enumerate(self.classes):
+            frame[f"p_{name}"] = probabilities[:, k].astype(np.float64)
+        return frame

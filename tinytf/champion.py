@@ -1,0 +1,105 @@
+"""The registered champion as a real MLflow model: a `pyfunc` that takes raw texts.
+
+`mlflow.pyfunc.load_model("models:/tinytf-sentiment@champion").predict(pd.DataFrame({"text": [...]}))`
+returns one row per text (`label` and `p_<class>`), and `mlflow models serve` serves the same
+model over HTTP. The model carries everything it needs: weights and architecture, the
+tokenizer, the class names, `max_length`, and tinytf's own code (`code_paths`), so it loads
+where tinytf is not installed. Like `tracking`, this module sits at the edge: it imports
+mlflow, and only stages and the CLI import it.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+import mlflow
+import pandas as pd
+
+BUNDLE = "bundle"  # the artifact folder: model.pt, model.json, tokenizer.json, labels.json
+EXAMPLE = ["a gripping, beautifully acted film", "a dull and lifeless mess"]
+
+
+class SentimentModel(mlflow.pyfunc.PythonModel):
+    """The pyfunc wrapper; the work is done by `tinytf.analysis.predictor.SentimentPredictor`."""
+
+    def load_context(self, context) -> None:
+        from tinytf.analysis.predictor import SentimentPredictor
+
+        bundle = Path(context.artifacts[BUNDLE])
+        self.predictor = SentimentPredictor.from_files(
+            bundle / "model.pt",
+            bundle / "tokenizer.json",
+            bundle / "labels.json",
+            context.model_config["max_length"],
+        )
+
+    def predict(self, context, model_input: pd.DataFrame, params=None) -> pd.DataFrame:
+        if "text" not in model_input.columns:
+            raise ValueError(f"expected a 'text' column, got {list(model_input.columns)}")
+        return self.predictor.predict(model_input["text"].tolist())
+
+
+def requirements() -> list[str]:
+    """Pinned to this environment: MLflow would otherwise import the model in a subprocess to guess."""
+    import importlib.metadata as metadata
+
+    return [
+        f"{name}=={metadata.version(name)}" for name in ("mlflow", "torch", "tokenizers", "pandas", "numpy")
+    ]
+
+
+def log_champion(
+    checkpoint: Path, tokenizer: Path, labels: Path, max_length: int, name: str, alias: str
+) -> str:
+    """Log the model to the active run, register it under `name` and point `alias` at it; returns the version."""
+    import tinytf
+    from tinytf.analysis.predictor import SentimentPredictor
+
+    with tempfile.TemporaryDirectory(prefix="tinytf-champion-") as tmp:
+        bundle = Path(tmp) / BUNDLE
+        bundle.mkdir()
+        shutil.copy2(checkpoint, bundle / "model.pt")
+        shutil.copy2(checkpoint.with_suffix(".json"), bundle / "model.json")
+        shutil.copy2(tokenizer, bundle / "tokenizer.json")
+        shutil.copy2(labels, bundle / "labels.json")
+        example = pd.DataFrame({"text": EXAMPLE})
+        output = SentimentPredictor.from_files(
+            bundle / "model.pt", bundle / "tokenizer.json", bundle / "labels.json", max_length
+        ).predict(EXAMPLE)
+        info = mlflow.pyfunc.log_model(
+            name="model",
+            python_model=SentimentModel(),
+            artifacts={BUNDLE: str(bundle)},
+            model_config={"max_length": max_length},
+            code_paths=[str(Path(tinytf.__file__).parent)],
+            signature=mlflow.models.infer_signature(example, output),
+            input_example=example,
+            pip_requirements=requirements(),
+            registered_model_name=name,
+        )
+    version = str(info.registered_model_version)
+    mlflow.MlflowClient().set_registered_model_alias(name, alias, version)
+    mlflow.set_tag("tinytf.classes", json.dumps(json.loads(labels.read_text())["classes"]))
+    return version
+
+
+def load_champion(uri: str, store: str):
+    """The pyfunc model at `uri` (e.g. models:/tinytf-sentiment@champion) in the tracking `store`."""
+    from tinytf.errors import DataError
+
+    mlflow.set_tracking_uri(store)
+    try:
+        return mlflow.pyfunc.load_model(uri)
+    except mlflow.exceptions.MlflowException as exc:
+        raise DataError(
+            f"{uri}: cannot load the model ({exc.message}); run the pipeline (evaluate registers it)"
+        ) from None
+
+
+def predict_command(uri: str, texts: list[str], store: str) -> None:
+    predictions = load_champion(uri, store).predict(pd.DataFrame({"text": texts}))
+    predictions.insert(0, "text", [t if len(t) <= 60 else t[:57] + "..." for t in texts])
+    print(predictions.to_string(index=False, float_format=lambda p: f"{p:.3f}"))
