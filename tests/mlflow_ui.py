@@ -89,3 +89,40 @@ def wait_for(driver, predicate, timeout: float = 60.0, what: str = "condition"):
             return result
         time.sleep(0.5)
     raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+# The vega scripts `dvc plots show` links from a CDN (dvc_render.vega.VegaRenderer.SCRIPTS), taken
+# from the npm registry instead (the CDN is not reachable from CI) and checked against pinned sums.
+VEGA_SCRIPTS = {
+    "https://cdn.jsdelivr.net/npm/vega@5.20.2": (
+        "vega/-/vega-5.20.2.tgz", "d77deab01d6104b1239228720721f93003e60797d2faced7ffdd759fa70f989d", "vega.min.js"),
+    "https://cdn.jsdelivr.net/npm/vega-lite@5.2.0": (
+        "vega-lite/-/vega-lite-5.2.0.tgz", "f64ca4745f043447ac86b67dc9e9592ec2b85ac8b8dafc35faf970f142463e4b",
+        "vega-lite.min.js"),
+    "https://cdn.jsdelivr.net/npm/vega-embed@6.18.2": (
+        "vega-embed/-/vega-embed-6.18.2.tgz", "93aeee312e92077b0252ef026c0fe0ec8fa430c19825aeada6cd3a6804e68e1b",
+        "vega-embed.min.js"),
+}  # fmt: skip
+
+
+def local_vega_page(html: Path, cache: Path) -> Path:
+    """A copy of DVC's plots page whose vega scripts are local files; the tarballs are cached."""
+    import hashlib
+    import tarfile
+
+    page = html.read_text(encoding="utf-8")
+    cache.mkdir(parents=True, exist_ok=True)
+    for url, (tarball, sha256, script) in VEGA_SCRIPTS.items():
+        archive = cache / Path(tarball).name
+        if not archive.exists():
+            urllib.request.urlretrieve(f"https://registry.npmjs.org/{tarball}", archive)
+        digest = hashlib.sha256(archive.read_bytes()).hexdigest()
+        assert digest == sha256, f"{archive}: sha256 {digest}, expected {sha256}"
+        target = html.parent / script
+        with tarfile.open(archive) as tar:
+            target.write_bytes(tar.extractfile(f"package/build/{script}").read())
+        assert url in page, f"{html} no longer links {url}: update VEGA_SCRIPTS to DVC's versions"
+        page = page.replace(url, script)
+    local = html.with_name("local.html")
+    local.write_text(page, encoding="utf-8")
+    return local

@@ -251,7 +251,9 @@ def test_empty_tree_still_builds(tmp_path):
                 "reports/checks/counts.json", "reports/checks/pytorch_checks.json"):  # fmt: skip
         assert f"`{rel}` is absent" in text
     # the report builds and runs no model: without the checks stage's tables there are none to show
-    assert {p.name for p in written} == {"README.md"}
+    # headline.json is a declared DVC metrics file, so it exists even when there is nothing to compare
+    assert {p.name for p in written} == {"README.md", "headline.json"}
+    assert json.loads((tmp_path / "reports/headline.json").read_text()) == {}
     assert "run `dvc repro checks`" in text
 
 
@@ -284,3 +286,15 @@ def test_masked_objective_is_reported_from_the_checkpoint(tmp_path, upstream, fa
     build_report(params, tmp_path)
     text = (tmp_path / "reports/README.md").read_text()
     assert "This workspace's body is a masked LM" in text and "no masked-LM result exists" not in text
+
+
+def test_dvc_views_give_one_line_per_start_and_one_row_per_test_text():
+    from tinytf.report.dvc_views import arm_curves, confusion_rows
+
+    curves = pd.DataFrame({"arm": ["pretrained"] * 4 + ["frozen"] * 3, "seed": [1, 1, 2, 2, 1, 1, 1],
+                           "epoch": [1, 2, 1, 2, 1, 2, 3], "validation_accuracy": [0.5, 0.7, 0.7, 0.9, 0.6, 0.6, 0.7]})  # fmt: skip
+    per_arm = arm_curves(curves)
+    assert per_arm["pretrained"]["validation_accuracy"].tolist() == pytest.approx([0.6, 0.8])
+    assert per_arm["frozen"]["epoch"].tolist() == [1, 2, 3]  # its own epochs: no blank drawn as 0
+    rows = confusion_rows({"classes": ["neg", "pos"], "confusion_matrix": [[3, 1], [2, 4]]})
+    assert len(rows) == 10 and ((rows["actual"] == "neg") & (rows["predicted"] == "pos")).sum() == 1

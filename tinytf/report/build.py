@@ -264,6 +264,22 @@ class _Report:
                        "against sequence length and width (seed 003 Q3), beside the operation-count "
                        "prediction.", rt.complexity_table(fits), floatfmt=".3g")  # fmt: skip
 
+    def dvc_views(self) -> None:
+        """reports/headline.json (the declared metrics) and reports/dvc/*.csv (plot data): see dvc_views."""
+        from tinytf.io import write_json
+        from tinytf.report import dvc_views as dv
+
+        self.pending.append((self.out / "headline.json", write_json, (dv.headline(self.f),)))
+        views = {}
+        if self.f.curves is not None:
+            views.update({f"finetune_{arm}": frame for arm, frame in dv.arm_curves(self.f.curves).items()})
+        if self.f.test_report is not None:
+            views["confusion"] = dv.confusion_rows(self.f.test_report)
+        if self.f.grid is not None:
+            views["grid"] = dv.grid_points(self.f.grid)
+        for name, frame in views.items():
+            self.pending.append((self.out / "dvc" / f"{name}.csv", write_text, (frame.to_csv(index=False),)))
+
     def attention(self) -> None:
         from tinytf.report.plots import plot_attention_maps
 
@@ -333,13 +349,13 @@ def build_report(params: Params, root: str | Path = ".", out_dir: str | Path = "
     report = _Report(params, root, out)
     # read and check every input first: a malformed file stops the build before anything is written
     for section in (report.data, report.parameters, report.pretrain, report.variants, report.finetune,
-                    report.grid, report.extras, report.attention):  # fmt: skip
+                    report.grid, report.extras, report.attention, report.dvc_views):  # fmt: skip
         section()
     report.pending.append((out / "README.md", write_text, (render_readme(report),)))
     for path, writer, args in report.pending:
         writer(path, *args)
     written = [path for path, _, _ in report.pending]
-    for folder in ("tables", "plots"):  # outputs of an earlier build whose inputs are gone now
+    for folder in ("tables", "plots", "dvc"):  # outputs of an earlier build whose inputs are gone now
         for path in sorted((out / folder).glob("*")):
             if path.suffix in (".md", ".csv", ".png") and path not in written:
                 path.unlink()

@@ -1,0 +1,70 @@
+"""What `dvc exp show` and `dvc plots show` compare across experiments, built from the report's facts.
+
+`dvc exp show` makes a column of every number in a declared metrics file, so the pipeline
+declares one: `reports/headline.json`, the scalar summaries a person compares between runs
+(test accuracy and its interval, pretrained − scratch and its p-value, the labelled-data
+curve, the LM's perplexities), about 25 of them. The data card, tokenizer statistics and
+per-seed summaries stay reports. DVC's plot templates draw one line per y column and cannot
+group rows, so the fine-tuning curves become one column per start (mean over seeds), and the
+confusion matrix becomes one (actual, predicted) row per test text for the `confusion` template.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from tinytf.report.facts import Facts
+
+
+def headline(f: Facts) -> dict:
+    """Nested scalars (DVC flattens them to dotted columns); a part whose input is missing is left out."""
+    out: dict = {}
+    if f.metrics:
+        low, high = f.metrics["test_accuracy_ci95"]
+        out["test"] = {"accuracy": f.metrics["test_accuracy"], "ci95_low": low, "ci95_high": high,
+                       "macro_f1": f.metrics["test_macro_f1"]}  # fmt: skip
+    if f.finetune and "pretrained_vs_scratch" in f.finetune:
+        paired = f.finetune["pretrained_vs_scratch"]
+        out["pretrained_minus_scratch"] = {"mean": paired["mean_difference"], "p_value": paired["p_value"]}
+    if f.label_curve is not None:
+        starts = ("pretrained", "scratch", "frozen", "tfidf_lr")
+        out["label_curve"] = {
+            str(row["labels"]): {s: float(row[f"{s} mean"]) for s in starts if pd.notna(row.get(f"{s} mean"))}
+            for _, row in f.label_curve.iterrows()
+        }
+    if f.pretrain:
+        out["lm"] = {
+            key: f.pretrain[key]
+            for key in (
+                "validation_perplexity",
+                "validation_word_perplexity",
+                "test_word_perplexity",
+                "tokens",
+            )
+            if key in f.pretrain
+        }
+    return out
+
+
+def arm_curves(curves: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """Per start, validation accuracy per epoch, the mean over seeds. One file per start: starts run
+    different numbers of epochs (the frozen probe more), and a blank cell would be drawn as 0."""
+    means = curves.groupby(["arm", "epoch"], sort=False)["validation_accuracy"].mean().reset_index()
+    return {arm: part[["epoch", "validation_accuracy"]] for arm, part in means.groupby("arm", sort=False)}
+
+
+def confusion_rows(test_report: dict) -> pd.DataFrame:
+    """One (actual, predicted) row per test text, rebuilt from the confusion matrix's counts."""
+    classes = test_report["classes"]
+    rows = [
+        (classes[actual], classes[predicted])
+        for actual, counts in enumerate(test_report["confusion_matrix"])
+        for predicted, count in enumerate(counts)
+        for _ in range(count)
+    ]
+    return pd.DataFrame(rows, columns=["actual", "predicted"])
+
+
+def grid_points(grid: pd.DataFrame) -> pd.DataFrame:
+    """Validation accuracy of every grid cell, named by its key."""
+    return grid[["key", "validation_accuracy"]].sort_values("validation_accuracy", ascending=False)
