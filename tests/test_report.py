@@ -54,7 +54,7 @@ def make_upstream(root: Path) -> Params:
     write_json(reports / "data.json", {
         "corpus": {"source": "ptb", "splits": {s: _split(n) for s, n in (("train", 100), ("validation", 10),
                                                                          ("test", 10))}},
-        "sentiment": {"source": "rotten_tomatoes", "classes": ["rotten", "fresh"],
+        "sentiment": {"source": "rt_critic_snippets", "classes": ["rotten", "fresh"],
                       "splits": {"train": _split(80, {"rotten": 30, "fresh": 50}),
                                  "validation": _split(10, {"rotten": 4, "fresh": 6}),
                                  "test": _split(10, {"rotten": 4, "fresh": 6})}},

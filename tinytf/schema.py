@@ -45,6 +45,12 @@ def parse_section(cls: type, data: Any, key: str, file: str) -> Any:
         if name not in data:
             continue
         dotted = join(key, name)
+        renamed = fld.metadata.get("renamed", {})
+        if isinstance(data[name], str) and data[name] in renamed:
+            new, why = renamed[data[name]]
+            raise ParamsError(
+                f"{file}: {dotted}: '{data[name]}' is now called '{new}' ({why}); write {dotted}: {new}"
+            )
         value = _coerce(hints[name], data[name], dotted, file)
         _check_limits(fld.metadata, value, dotted, file)
         values[name] = value

