@@ -82,3 +82,11 @@ def run(main: Callable[[], None]) -> None:
     except TinyTFError as exc:
         print(f"tinytf: error: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)
+
+
+def log_token_inputs(tracker, data_dir: str | Path, dataset: str, splits: tuple[str, ...]) -> None:
+    """Record in the MLflow run which token files (with their sha256) it trained or was scored on."""
+    root = Path(data_dir) / "tokens" / dataset
+    for split in splits:
+        path = root / (f"{split}.parquet" if dataset == "sentiment" else f"{split}.npy")
+        tracker.log_file_inputs({f"{dataset}-{split}": path}, split)

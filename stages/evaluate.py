@@ -33,6 +33,7 @@ def main() -> None:
     params = common.load_params("evaluate", args)
 
     with stage_run("evaluate", params.as_dict()) as tracker:
+        common.log_token_inputs(tracker, args.data, "sentiment", ("test",))
         table = load_cells(params.grid, args.grid)
         best = best_cell(table)
         checkpoint = Path(args.grid) / best["checkpoint"]

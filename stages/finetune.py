@@ -37,6 +37,7 @@ def main() -> None:
         def child_run(arm: str, seed: int):
             child = {"finetune": {"arm": arm, "seed": seed}}
             with stage_run("finetune", child, run_name=f"finetune-{arm}-seed{seed}", nested=True) as run:
+                common.log_token_inputs(run, args.data, "sentiment", ("train", "validation", "test"))
                 yield [TrackerCallback(run)]
 
         f = params.finetune

@@ -47,6 +47,7 @@ def main() -> None:
     }
     group = params_hash(params.as_dict())  # one MLflow parent run per matrix and its params
     with stage_run("grid", logged, run_name=f"grid-{key}", group_key=group) as tracker:
+        common.log_token_inputs(tracker, args.data, "sentiment", ("train", "validation"))
         data = SentimentData.load(args.data)
         config = classifier_config(args.pretrained, len(data.classes), f.dropout)
         model = build_classifier(g.init, config, args.pretrained, g.seed)

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import common
 
+from tinytf.model.checkpoint import load_training_state
 from tinytf.tracking import TrackerCallback, params_hash, stage_run
-from tinytf.train.pretrain import pretrain, write_outputs
+from tinytf.train.pretrain import pretrain, resume_key, write_outputs
 
 
 def main() -> None:
@@ -28,8 +29,12 @@ def main() -> None:
     args = parser.parse_args()
     params = common.load_params("pretrain", args)
     logged = params.as_dict()
+    # resuming the training state continues the MLflow run the killed process left behind
+    key = resume_key(params_hash(logged), args.data)
+    resuming = params.pretrain.resume and load_training_state(args.state, key) is not None
 
-    with stage_run("pretrain", logged) as tracker:
+    with stage_run("pretrain", logged, resume=resuming) as tracker:
+        common.log_token_inputs(tracker, args.data, "corpus", ("train", "validation", "test"))
         result = pretrain(
             params.model,
             params.pretrain,

@@ -211,6 +211,14 @@ def test_mlflow_store_holds_one_run_per_stage(workspace):
     assert prepare["params.prepare.corpus.max_rows"] == "2000"
     inputs = mlflow.get_run(prepare["run_id"]).inputs.dataset_inputs
     assert len(inputs) == 6 and all(d.dataset.digest for d in inputs)
+    for stage, splits in (
+        ("pretrain", 3),
+        ("grid", 2),
+        ("evaluate", 1),
+    ):  # what each trained or was scored on
+        run_id = runs[runs["tags.tinytf.stage"] == stage].iloc[0]["run_id"]
+        inputs = mlflow.get_run(run_id).inputs.dataset_inputs
+        assert len(inputs) == splits and all(len(d.dataset.digest) == 8 for d in inputs), stage
     parent = runs[runs["tags.tinytf.stage"] == "grid (parent)"].iloc[0]["run_id"]
     cells = runs[runs["tags.tinytf.stage"] == "grid"]
     assert set(cells["tags.mlflow.parentRunId"]) == {parent}

@@ -69,3 +69,47 @@ def test_tracking_failure_mid_run_is_reported_once(capsys):
         tracker.log_metrics({"loss": 0.5}, step=step)
     err = capsys.readouterr().err
     assert err.count("warning: MLflow tracking off") == 1 and "disk I/O error" in err
+
+
+KILLED_MIDWAY = """
+import os
+from tinytf.tracking import stage_run
+with stage_run("pretrain", {"pretrain": {"steps": 2}}, "tinytf-test") as tracker:
+    tracker.log_metrics({"train_loss": 1.0}, step=1)
+    os._exit(9)  # killed: no end_run, the run stays RUNNING
+"""
+
+
+def killed_run(root) -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, TINYTF_TRACKING="1", DVC_ROOT=str(root))
+    result = subprocess.run([sys.executable, "-c", KILLED_MIDWAY], env=env, capture_output=True, text=True)
+    assert result.returncode == 9, result.stderr
+
+
+def test_a_resumed_stage_continues_the_run_a_killed_process_left(store):
+    import mlflow
+
+    killed_run(store)
+    (left,) = runs(store)["run_id"]
+    with stage_run("pretrain", {"pretrain": {"steps": 2}}, "tinytf-test", resume=True) as tracker:
+        tracker.log_metrics({"train_loss": 0.5}, step=2)
+    frame = runs(store)
+    assert frame["run_id"].tolist() == [left] and frame.iloc[0]["status"] == "FINISHED"
+    history = mlflow.MlflowClient().get_metric_history(left, "train_loss")
+    assert [(m.step, m.value) for m in history] == [(1, 1.0), (2, 0.5)]
+
+
+def test_a_run_left_by_a_killed_process_is_marked_killed_when_the_stage_starts_over(store):
+    killed_run(store)
+    (left,) = runs(store)["run_id"]
+    with stage_run("pretrain", {"pretrain": {"steps": 2}}, "tinytf-test"):
+        pass
+    status = dict(zip(runs(store)["run_id"], runs(store)["status"], strict=True))
+    assert status.pop(left) == "KILLED" and list(status.values()) == ["FINISHED"]
+    # a run of other params, or of a live process, is not touched
+    with stage_run("pretrain", {"pretrain": {"steps": 3}}, "tinytf-test"):
+        assert sorted(runs(store)["status"]) == ["FINISHED", "KILLED", "RUNNING"]

@@ -14,6 +14,7 @@ import hashlib
 import json
 import logging
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -149,6 +150,22 @@ class Tracker:
 
         self._call("log_input", _log)
 
+    def log_file_inputs(self, paths: dict[str, str | Path], context: str) -> None:
+        """Files a run trained or was scored on (`context`: train, validation, test), as dataset
+        inputs named by key with the file's sha256 as digest (MLflow's metadata-only dataset)."""
+
+        def _log():
+            from mlflow.data.dataset_source_registry import resolve_dataset_source
+            from mlflow.data.meta_dataset import MetaDataset
+
+            for name, path in paths.items():
+                if Path(path).is_file():
+                    source = resolve_dataset_source(str(Path(path).resolve()))
+                    dataset = MetaDataset(source, name=name, digest=sha256_file(path)[:8])
+                    self._mlflow.log_input(dataset, context=context)
+
+        self._call("log_input", _log)
+
     def set_tags(self, tags: dict[str, str]) -> None:
         self._call("set_tags", "set_tags", tags)
 
@@ -236,6 +253,34 @@ def _group_parent(mlflow, experiment: str, group: str, group_key: str) -> str:
         return run.info.run_id
 
 
+def _left_behind(mlflow, experiment: str, stage: str, params_key: str, run_name: str) -> list[str]:
+    """Ids of RUNNING runs of this stage, name and params whose process is gone (newest first).
+    A run from another machine, or whose process is alive, is someone else's and is left alone."""
+    runs = mlflow.search_runs(
+        experiment_names=[experiment],
+        filter_string=(f"attributes.status = 'RUNNING' and attributes.run_name = '{run_name}' and "
+                       f"tags.`tinytf.stage` = '{stage}' and tags.`tinytf.params_hash` = '{params_key}'"),
+        order_by=["attributes.start_time DESC"],
+        output_format="list",
+    )  # fmt: skip
+    return [run.info.run_id for run in runs if _process_gone(run.data.tags)]
+
+
+def _process_gone(tags: dict) -> bool:
+    if tags.get("tinytf.host") != socket.gethostname() or not tags.get("tinytf.pid", "").isdigit():
+        return False
+    pid = int(tags["tinytf.pid"])
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, another user's
+        return False
+    return False
+
+
 @contextlib.contextmanager
 def stage_run(
     stage: str,
@@ -244,6 +289,7 @@ def stage_run(
     run_name: str | None = None,
     nested: bool = False,
     group_key: str | None = None,
+    resume: bool = False,
 ) -> Iterator[Tracker]:
     """One MLflow run around a stage (or a nested child run); FAILED if the block raises.
 
@@ -251,6 +297,10 @@ def stage_run(
     and its params), so the cells of a grid appear together in the UI. The experiment is
     `MLFLOW_EXPERIMENT_NAME` (MLflow's own variable) unless given, else "tinytf": where runs are
     filed is not a param, since it changes no output.
+
+    A run of the same stage, name and params left RUNNING by a process that died on this machine
+    is continued when `resume` (the stage resumes its training state: same run id, metrics go on
+    at their steps), and otherwise marked KILLED before a new run starts.
     """
     experiment = experiment or os.environ.get("MLFLOW_EXPERIMENT_NAME") or DEFAULT_EXPERIMENT
     if os.environ.get("TINYTF_TRACKING", "1") == "0":
@@ -261,7 +311,13 @@ def stage_run(
         tags = {}
         if group_key is not None:
             tags["mlflow.parentRunId"] = retry_locked(_group_parent, mlflow, experiment, stage, group_key)
-        retry_locked(mlflow.start_run, run_name=run_name or stage, nested=nested, tags=tags or None)
+        left = retry_locked(_left_behind, mlflow, experiment, stage, params_hash(params), run_name or stage)
+        if resume and left:
+            retry_locked(mlflow.start_run, run_id=left.pop(0), nested=nested)
+        else:
+            retry_locked(mlflow.start_run, run_name=run_name or stage, nested=nested, tags=tags or None)
+        for run_id in left:
+            retry_locked(mlflow.MlflowClient().set_terminated, run_id, "KILLED")
     except Exception as exc:
         tracker = Tracker(None)
         tracker.disable(f"cannot open store {tracking_uri()}: {type(exc).__name__}: {exc}")
@@ -273,6 +329,8 @@ def stage_run(
         "tinytf.stage": stage,
         "tinytf.params_hash": params_hash(params),
         "mlflow.source.git.commit": git_commit(root),
+        "tinytf.host": socket.gethostname(),
+        "tinytf.pid": str(os.getpid()),
     }
     if os.environ.get("DVC_EXP_NAME"):
         tags["dvc.exp_name"] = os.environ["DVC_EXP_NAME"]

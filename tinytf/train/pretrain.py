@@ -67,6 +67,12 @@ def code_fingerprint() -> str:
     return digest.hexdigest()[:16]
 
 
+def resume_key(params_hash: str, data_dir: str | Path) -> str:
+    """What a saved state must match to be resumed: the params, and also the data and code, which
+    the params alone do not pin (the tokenizer and token ids, the training step that made it)."""
+    return f"{params_hash}:{data_fingerprint(Path(data_dir))}:{code_fingerprint()}"
+
+
 def data_fingerprint(data_dir: Path) -> str:
     """sha256 over the tokenizer and the train token ids (a few MB: well under a second)."""
     import hashlib
@@ -169,11 +175,8 @@ def pretrain(
     loop = loop_config(params, steps_per_epoch, tokens_per_step)
     print(f"pretrain: {total_steps} steps ({steps_per_epoch}/epoch), {runtime.describe()}")
     source = BlockSource(tokens["train"], objective, block, batch, seed)
-    # a saved state may only be resumed on the same data and code: the params alone say neither
-    # which tokenizer and token ids it was trained on nor which training step made it
-    resume_key = f"{params_hash}:{data_fingerprint(data_dir)}:{code_fingerprint()}"
     out = run_loop(model, source, loss_fn, loop, runtime, evaluate_all, list(callbacks), state_path,
-                   resume_key, params.resume)  # fmt: skip
+                   resume_key(params_hash, data_dir), params.resume)  # fmt: skip
     samples = []
     if params.objective == "causal":
         for sample in params.samples:
