@@ -261,7 +261,12 @@ def test_dvc_compares_a_few_metrics_and_draws_every_plot_in_chromium(workspace, 
         pytest.skip("chromium / chromedriver / selenium not installed (.ci/run installs them)")
     from selenium.webdriver.common.by import By
 
-    page = local_vega_page(html, Path(os.environ.get("TINYTF_CACHE", Path.home() / ".cache/tinytf")) / "vega")
+    try:
+        page = local_vega_page(
+            html, Path(os.environ.get("TINYTF_CACHE", Path.home() / ".cache/tinytf")) / "vega"
+        )
+    except OSError as exc:  # urllib's errors: the npm registry is out of reach (the plots were built above)
+        pytest.skip(f"vega scripts not fetched from registry.npmjs.org: {exc}")
     with chromium(tmp_path / "profile") as driver:
         driver.get(page.as_uri())
 
