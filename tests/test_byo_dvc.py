@@ -1,6 +1,6 @@
 """Bring-your-own data under `dvc repro`: the data files are deps, and a failed prepare loses nothing.
 
-Runs the real `prepare` stage through DVC in a temporary copy of the repository (tiny preset).
+Runs the real `prepare` stage through DVC in a temporary copy of the repository.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from .test_e2e import tiny_copy
+from .test_e2e import repo_copy
 
 pytestmark = pytest.mark.slow
 
@@ -38,7 +38,7 @@ def write_reviews(path: Path, n: int, flip: bool = False) -> None:
 
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory) -> Path:
-    root = tiny_copy(tmp_path_factory.mktemp("byo"))
+    root = repo_copy(tmp_path_factory.mktemp("byo"))
     write_reviews(root / "data/raw/reviews.csv", 400)
     params = yaml.safe_load((root / "params.yaml").read_text())
     params["prepare"]["sentiment"].update(

@@ -72,13 +72,23 @@ def test_run_names_an_unknown_stage(tmp_path, monkeypatch, capsys):
     assert "no stage 'pretrian'" in capsys.readouterr().err
 
 
-def test_preset_merges_and_keeps_comments(tmp_path):
+def test_preset_is_dvc_exp_run_arguments_checked_first_and_never_edits_params(tmp_path, capsys):
     target = tmp_path / "params.yaml"
     target.write_text((REPO / "params.yaml").read_text())
-    assert main(["preset", "tiny", "--params", str(target), "--presets-dir", str(REPO / "presets")]) == 0
-    text = target.read_text()
-    assert "vocab_size: 400" in text and "# Every knob of the pipeline" in text
-    assert main(["preset", "nope", "--params", str(target), "--presets-dir", str(REPO / "presets")]) == 2
+    before = target.read_text()
+    presets = ["--params", str(target), "--presets-dir", str(REPO / "presets")]
+    assert main(["preset", "tiny", "--print", *presets]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert "model.d_model=32" in printed and 'variants.head_merges=["concat", "reweight"]' in printed
+    assert target.read_text() == before
+    assert main(["preset", "nope", *presets]) == 2
+    bad = tmp_path / "presets"
+    bad.mkdir()
+    (bad / "typo.yaml").write_text("model: {d_modle: 8}\n")
+    capsys.readouterr()
+    assert main(["preset", "typo", "--params", str(target), "--presets-dir", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert f"preset {bad / 'typo.yaml'}:" in err and "unknown key 'model.d_modle'" in err, err
 
 
 def test_count_params_prints_the_seed_lab_figures(capsys):

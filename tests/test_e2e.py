@@ -64,36 +64,47 @@ def repo_files() -> list[str]:
     return [f for f in listed if (REPO / f).is_file()]
 
 
-def tiny_copy(root: Path) -> Path:
-    """A copy of the repository's files in `root`, in a fresh git repo, on the tiny preset."""
+GIT = ["git", "-c", "user.name=tinytf-test", "-c", "user.email=test@example.invalid"]
+
+
+def repo_copy(root: Path) -> Path:
+    """A copy of the repository's files in `root`, committed to a fresh git repo (DVC experiments
+    need a commit to start from)."""
     for name in repo_files():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(REPO / name, root / name)
     (root / "dvc.lock").unlink(missing_ok=True)  # the committed lock is for the default params
     subprocess.run(["git", "init", "-q"], cwd=root, check=True)
-    subprocess.run([sys.executable, "-m", "tinytf.cli", "preset", "tiny"], cwd=root, check=True)
+    subprocess.run([*GIT, "add", "-A"], cwd=root, check=True, capture_output=True)
+    subprocess.run([*GIT, "commit", "-qm", "copy"], cwd=root, check=True, capture_output=True)
     return root
 
 
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory) -> Path:
-    return tiny_copy(tmp_path_factory.mktemp("repo"))
+    return repo_copy(tmp_path_factory.mktemp("repo"))
 
 
-def dvc(root: Path, *args: str) -> subprocess.CompletedProcess:
+def dvc(root: Path, *args: str, command: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
     env = dict(os.environ)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
     env["TINYTF_TRACKING"] = "1"
     env.pop("MLFLOW_TRACKING_URI", None)
-    result = subprocess.run(
-        [str(Path(sys.executable).parent / "dvc"), *args], cwd=root, env=env, capture_output=True, text=True
-    )
+    command = command or (str(Path(sys.executable).parent / "dvc"),)
+    result = subprocess.run([*command, *args], cwd=root, env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
     return result
 
 
-def test_repro_writes_every_output(workspace):
-    dvc(workspace, "repro")
+def test_the_tiny_preset_runs_as_a_dvc_experiment_and_writes_every_output(workspace):
+    # the way a user switches configuration: `dvc exp run -S ...` from presets/tiny.yaml
+    dvc(workspace, "preset", "tiny", command=(sys.executable, "-m", "tinytf.cli"))
+    import json
+
+    changed = json.loads(dvc(workspace, "params", "diff", "--json").stdout)["params.yaml"]
+    assert changed["model.d_model"]["new"] == 32 and changed["model.d_model"]["old"] == 128, changed
+    assert "prepare.sentiment.source" not in changed  # and nothing else
+
     import numpy as np
     import pandas as pd
 
@@ -316,9 +327,8 @@ def test_mlflow_ui_lists_runs_and_renders_a_metric_chart(workspace, tmp_path):
 
 
 def test_queued_experiments_run_two_at_once_and_both_reach_mlflow(workspace):
-    git = ["git", "-c", "user.name=tinytf-test", "-c", "user.email=test@example.invalid"]
-    subprocess.run([*git, "add", "-A"], cwd=workspace, check=True, capture_output=True)
-    subprocess.run([*git, "commit", "-qm", "tiny pipeline"], cwd=workspace, check=True, capture_output=True)
+    subprocess.run([*GIT, "add", "-A"], cwd=workspace, check=True, capture_output=True)
+    subprocess.run([*GIT, "commit", "-qm", "tiny pipeline"], cwd=workspace, check=True, capture_output=True)
     # a change that re-runs only evaluate and report, so the two experiments overlap in time
     for resamples in (300, 400):
         dvc(

@@ -82,11 +82,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     preset = sub.add_parser(
         "preset",
-        help="merge a named preset (presets/NAME.yaml) into params.yaml",
-        description="Merge presets/NAME.yaml into params.yaml, keeping comments; e.g. `tinytf preset tiny`.",
+        help="run a named preset (presets/NAME.yaml) as a DVC experiment: dvc exp run -S ...",
+        description="Run `dvc exp run -S key=value ...` with every value of presets/NAME.yaml, checked "
+        "against params.yaml first; params.yaml in git is not rewritten, and `dvc exp show` / "
+        "`dvc params diff` show what the preset changed. e.g. `tinytf preset tiny`, "
+        "`tinytf preset full --queue`, `tinytf preset tiny --temp prepare`: every argument tinytf does not "
+        "know (--temp, --queue, -S key=value, a stage name) goes on to `dvc exp run`.",
     )
-    preset.add_argument("name", help="preset name, e.g. tiny")
-    preset.add_argument("--params", default="params.yaml", help="params file to edit (default: params.yaml)")
+    preset.add_argument("name", help="preset name, e.g. tiny, full, imdb")
+    preset.add_argument("--print", action="store_true", help="only print the key=value pairs, one a line")
+    preset.add_argument(
+        "--params", default="params.yaml", help="params file checked against (default: params.yaml)"
+    )
     preset.add_argument("--presets-dir", default="presets", help="folder of presets (default: presets)")
     return parser
 
@@ -144,7 +151,11 @@ def guarded(fn: Callable[[], None]) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    # `preset` passes what it does not know on to `dvc exp run`; every other command refuses it
+    args, dvc_args = parser.parse_known_args(argv)
+    if dvc_args and args.command != "preset":
+        parser.error(f"unrecognized arguments: {' '.join(dvc_args)}")
     if args.command == "run":
         return guarded(lambda: run_stage(args.stage, args.overrides))
     if args.command == "count-params":
@@ -161,9 +172,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return guarded(lambda: predict_command(args.model, args.text, tracking_uri()))
     if args.command == "preset":
-        from tinytf.presets import apply_preset
+        from tinytf import presets
 
-        return guarded(lambda: apply_preset(args.name, args.params, args.presets_dir))
+        if args.print:
+            return guarded(
+                lambda: print(*presets.set_args(args.name, args.params, args.presets_dir)[1::2], sep="\n")
+            )
+        status = []
+        code = guarded(lambda: status.append(presets.run_preset(args.name, dvc_args, args.params,
+                                                                args.presets_dir)))  # fmt: skip
+        return code or status[0]
     raise AssertionError(f"unhandled command {args.command}")
 
 
