@@ -101,7 +101,7 @@ def test_in_domain_text_joins_lm_train_without_any_held_out_sentiment_text(tmp_p
     news = [f"news line {i}" for i in range(60)]
     (tmp_path / "corpus.txt").write_text("\n".join(["a held-out review"] + news))
     extra = tmp_path / "unlabelled.jsonl"
-    extra.write_text('{"text": "an unlabelled review"}\n{"text": "Another held out one"}\n')
+    extra.write_text('{"text": "an unlabelled review"}\n{"text": "Another held out one"}\n{"text": "  "}\n')
     p.prepare.corpus.in_domain.files = [str(extra)]
     p.prepare.corpus.in_domain.repeat = 2
     datasets, stats = run_prepare(p.prepare, p.base.seed, tmp_path / "out", tmp_path / "reports")
@@ -120,6 +120,7 @@ def test_in_domain_text_joins_lm_train_without_any_held_out_sentiment_text(tmp_p
         note["dropped_overlaps"][f"corpus {s}"] for s in ("train", "validation", "test")
     )
     assert dropped_from_corpus == 1 and note["dropped_overlaps"][str(extra)] == 1
+    assert note["dropped_empty"] == {str(extra): 1}  # read, not kept, and counted
     assert note["parts"]["sentiment train texts"]["rows"] == len(sentiment_train)
     card = (tmp_path / "reports" / "data.md").read_text()
     assert "Overlap check against the" in card and "texts dropped: corpus train:" in card

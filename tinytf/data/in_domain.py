@@ -35,8 +35,7 @@ def in_domain_parts(params: CorpusParams, sentiment, unlabelled: pd.Series | Non
         texts, _ = imdb_unlabelled()
         parts["IMDB unlabelled reviews"] = pd.Series(texts, dtype=object)
     for path in wanted.files:
-        texts = read_table(path, params.text_column, None, params.encoding)["text"]
-        parts[str(path)] = texts[texts != ""]  # empty texts hold nothing to learn
+        parts[str(path)] = read_table(path, params.text_column, None, params.encoding)["text"]
     if params.max_rows:
         parts = {name: texts.head(params.max_rows) for name, texts in parts.items()}
     return {name: texts.reset_index(drop=True) for name, texts in parts.items()}
@@ -63,10 +62,13 @@ def add_in_domain(
     for split in SPLITS:
         frame = corpus.splits[split]
         corpus.splits[split] = frame[kept(f"corpus {split}", frame["text"])].reset_index(drop=True)
-    parts = {
-        name: texts[kept(name, texts)].reset_index(drop=True)
-        for name, texts in in_domain_parts(params, sentiment, unlabelled).items()
-    }
+    parts, empty = {}, {}
+    for name, texts in in_domain_parts(params, sentiment, unlabelled).items():
+        blank = texts.eq("").to_numpy()  # an empty text holds nothing to learn; counted, not kept
+        if blank.any():
+            empty[name] = int(blank.sum())
+        texts = texts[~blank].reset_index(drop=True)
+        parts[name] = texts[kept(name, texts)].reset_index(drop=True)
     repeat = params.in_domain.repeat
     added = [texts for texts in parts.values() if len(texts)] * repeat
     if added:
@@ -79,6 +81,8 @@ def add_in_domain(
         "match_rule": match_rule,
         "dropped_overlaps": dropped,
     }
+    if empty:
+        corpus.notes["in_domain"]["dropped_empty"] = empty
 
 
 def describe(notes: dict) -> list[str]:
@@ -88,9 +92,14 @@ def describe(notes: dict) -> list[str]:
         return []
     parts = ", ".join(f"{name}: {p['rows']} rows, {p['words']} words" for name, p in entry["parts"].items())
     dropped = ", ".join(f"{name}: {n}" for name, n in entry["dropped_overlaps"].items())
-    return [
+    lines = [
         f"In-domain text added to the train split ({entry['repeat']}× each, labels never read): "
         f"{parts or 'none'}.",
         f"Overlap check against the {entry['held_out_texts_checked']} sentiment validation and test "
         f"texts ({entry['match_rule']}); texts dropped: {dropped}.",
     ]
+    if entry.get("dropped_empty"):
+        lines.append(
+            "Empty texts dropped: " + ", ".join(f"{n}: {k}" for n, k in entry["dropped_empty"].items()) + "."
+        )
+    return lines
