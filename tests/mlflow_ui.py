@@ -32,27 +32,28 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def mlflow_server(store: Path, timeout: float = 90.0):
-    """`mlflow server` over a SQLite store on a free loopback port; yields its base URL."""
+def loopback_server(command: list[str], ready_path: str, timeout: float = 90.0, env: dict | None = None):
+    """Start `command` with {port} filled in by a free loopback port, wait until GET `ready_path`
+    answers 200, yield the base URL, and stop the process on the way out."""
     port = free_port()
-    mlflow = Path(sys.executable).parent / "mlflow"
     process = subprocess.Popen(
-        [str(mlflow), "server", "--backend-store-uri", f"sqlite:///{store}", "--host", "127.0.0.1",
-         "--port", str(port), "--workers", "1"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        [part.format(port=port) for part in command],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + timeout
         while True:
             try:
-                with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
+                with urllib.request.urlopen(f"{url}{ready_path}", timeout=2) as response:
                     if response.status == 200:
                         break
             except OSError:
                 pass
             if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"mlflow server did not start: {process.stdout.read()[-2000:]}")
+                raise RuntimeError(
+                    f"{command[1]} {command[2]} did not start: {process.stdout.read()[-2000:]}"
+                )
             time.sleep(0.5)
         yield url
     finally:
@@ -61,6 +62,14 @@ def mlflow_server(store: Path, timeout: float = 90.0):
             process.wait(timeout=10)
         except subprocess.TimeoutExpired:
             process.kill()
+
+
+def mlflow_server(store: Path, timeout: float = 90.0):
+    """`mlflow server` over a SQLite store on a free loopback port; yields its base URL."""
+    mlflow = Path(sys.executable).parent / "mlflow"
+    command = [str(mlflow), "server", "--backend-store-uri", f"sqlite:///{store}", "--host", "127.0.0.1",
+               "--port", "{port}", "--workers", "1"]  # fmt: skip
+    return loopback_server(command, "/health", timeout)
 
 
 @contextlib.contextmanager

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
@@ -68,43 +66,19 @@ def test_the_registered_champion_loads_by_uri_and_predicts_raw_texts(registered)
     assert "p_good" in info.signature.outputs.input_names()
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.mark.slow
 def test_mlflow_models_serve_answers_like_the_in_process_model(registered):
-    port = free_port()
+    from .mlflow_ui import loopback_server
+
     env = dict(os.environ, MLFLOW_TRACKING_URI=registered["store"])
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
-    server = subprocess.Popen(
-        [str(Path(sys.executable).parent / "mlflow"), "models", "serve", "-m", "models:/tinytf-sentiment@champion",
-         "--env-manager", "local", "-h", "127.0.0.1", "-p", str(port)],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
-    try:
-        deadline = time.time() + 180
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/ping", timeout=2) as reply:
-                    if reply.status == 200:
-                        break
-            except OSError:
-                if server.poll() is not None or time.time() > deadline:
-                    pytest.fail(
-                        f"the server did not come up:\n{server.stdout.read() if server.poll() is not None else ''}"
-                    )
-                time.sleep(1)
+    command = [str(Path(sys.executable).parent / "mlflow"), "models", "serve", "-m", "models:/tinytf-sentiment@champion",
+               "--env-manager", "local", "-h", "127.0.0.1", "-p", "{port}"]  # fmt: skip
+    with loopback_server(command, "/ping", timeout=180, env=env) as url:
         body = json.dumps({"dataframe_records": [{"text": t} for t in TEXTS]}).encode()
-        request = urllib.request.Request(f"http://127.0.0.1:{port}/invocations", body,
-                                         {"Content-Type": "application/json"})  # fmt: skip
+        request = urllib.request.Request(f"{url}/invocations", body, {"Content-Type": "application/json"})
         with urllib.request.urlopen(request, timeout=60) as reply:
             served = pd.DataFrame(json.loads(reply.read())["predictions"])
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
     expected = registered["expected"]
     assert served["label"].tolist() == expected["label"].tolist()
     np.testing.assert_allclose(

@@ -140,14 +140,14 @@ def run_stage(stage: str, overrides: Sequence[str]) -> None:
             raise TinyTFError(f"stage {stage}: `{shlex.join(argv)}` exited with status {code}")
 
 
-def guarded(fn: Callable[[], None]) -> int:
-    """Run `fn`; a user-fixable error becomes one line on stderr and exit status 2."""
+def guarded(fn: Callable[[], int | None]) -> int:
+    """Run `fn` and return its exit status (None is 0); a user-fixable error becomes one line on
+    stderr and exit status 2."""
     try:
-        fn()
+        return fn() or 0
     except TinyTFError as exc:
         print(f"tinytf: error: {exc}", file=sys.stderr)
         return exc.exit_code
-    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -178,10 +178,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return guarded(
                 lambda: print(*presets.set_args(args.name, args.params, args.presets_dir)[1::2], sep="\n")
             )
-        status = []
-        code = guarded(lambda: status.append(presets.run_preset(args.name, dvc_args, args.params,
-                                                                args.presets_dir)))  # fmt: skip
-        return code or status[0]
+        return guarded(lambda: presets.run_preset(args.name, dvc_args, args.params, args.presets_dir))
     raise AssertionError(f"unhandled command {args.command}")
 
 
