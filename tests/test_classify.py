@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 import torch
 
-from tinytf.analysis.evaluation import classification_report, paired_comparison
+from tinytf.analysis.evaluation import bootstrap_interval, classification_report, paired_comparison
 from tinytf.config import GridParams
 from tinytf.model.checkpoint import save_model
 from tinytf.model.transformer import ModelConfig, TinyTransformer
@@ -131,6 +131,16 @@ def test_classification_report_on_a_known_case():
     assert report["per_class"]["c"]["f1"] == 0.0
     low, high = report["accuracy_ci95"]
     assert low <= report["accuracy"] <= high
+
+
+def test_bootstrap_interval_matches_the_binomial_width_and_is_seeded():
+    correct = np.r_[np.ones(800), np.zeros(200)]
+    low, high = bootstrap_interval(correct, resamples=2000, seed=3)
+    # the normal approximation's 95 % half-width for p = 0.8, n = 1000 is 0.0248
+    assert low < 0.8 < high
+    assert high - low == pytest.approx(2 * 1.96 * (0.8 * 0.2 / 1000) ** 0.5, rel=0.1)
+    assert bootstrap_interval(correct, resamples=2000, seed=3) == (low, high)
+    assert bootstrap_interval(np.ones(50)) == (1.0, 1.0)  # every answer right: no spread
 
 
 def test_paired_comparison_sign_and_p_value():
