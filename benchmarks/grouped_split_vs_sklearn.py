@@ -40,7 +40,9 @@ def errors(assignment, labels) -> tuple[float, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--seeds", type=int, default=10)
     args = parser.parse_args()
     frame = sources.open_bz2_csv(sources.read_rotten_tomatoes_csv())

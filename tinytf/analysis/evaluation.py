@@ -34,8 +34,12 @@ def classification_report(
         labels, preds, labels=ids, average=None, zero_division=0.0
     )
     per_class = {
-        name: {"precision": float(precision[i]), "recall": float(recall[i]), "f1": float(f1[i]),
-               "support": int(support[i])}  # fmt: skip
+        name: {
+            "precision": float(precision[i]),
+            "recall": float(recall[i]),
+            "f1": float(f1[i]),
+            "support": int(support[i]),
+        }
         for i, name in enumerate(classes)
     }
     correct = (preds == labels).astype(float)
