@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 
@@ -23,6 +24,32 @@ def make_corpus_dir(root: Path, lines: int = 400, seed: int = 0) -> Path:
     tokenizer.save(str(root / "tokenizer.json"))
     for split, part in (("train", texts), ("validation", texts[:60]), ("test", texts[60:120])):
         write_npy(root / "tokens" / "corpus" / f"{split}.npy", encode_stream(tokenizer, part))
+    return root
+
+
+def make_sentiment_dir(root: Path, dropout: float = 0.1) -> Path:
+    """Tokenizer + sentiment token files + a 'pretrained' checkpoint, like the pipeline makes."""
+    import pandas as pd
+    import torch
+
+    from tinytf.data.tokenizer import encode, load_tokenizer
+    from tinytf.model.checkpoint import save_model
+    from tinytf.model.transformer import ModelConfig, TinyTransformer
+
+    make_corpus_dir(root)
+    tokenizer = load_tokenizer(root / "tokenizer.json")
+    rng = np.random.default_rng(0)
+    for split, n in (("train", 96), ("validation", 32), ("test", 32)):
+        labels = rng.integers(0, 2, n)
+        texts = [" ".join(rng.choice(WORDS, 5)) + (" red red" if y else " blue blue") for y in labels]
+        frame = pd.DataFrame({"input_ids": encode(tokenizer, texts), "label": labels})
+        (root / "tokens" / "sentiment").mkdir(parents=True, exist_ok=True)
+        frame.to_parquet(root / "tokens" / "sentiment" / f"{split}.parquet")
+    (root / "tokens" / "sentiment" / "labels.json").write_text(json.dumps({"classes": ["neg", "pos"]}))
+    config = ModelConfig(vocab_size=tokenizer.get_vocab_size(), d_model=32, n_layer=2, n_head=2, d_ff=64,
+                         block_size=32, dropout=dropout, norm_first=False, activation="relu")  # fmt: skip
+    torch.manual_seed(0)
+    save_model(root / "models" / "pretrained.pt", TinyTransformer(config))
     return root
 
 

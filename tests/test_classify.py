@@ -7,8 +7,6 @@ import torch
 
 from tinytf.analysis.evaluation import bootstrap_interval, classification_report, paired_comparison
 from tinytf.config import GridParams
-from tinytf.model.checkpoint import save_model
-from tinytf.model.transformer import ModelConfig, TinyTransformer
 from tinytf.train.classify import (
     SentimentData,
     build_classifier,
@@ -20,40 +18,14 @@ from tinytf.train.grid import best_cell, cell_key, load_cells
 from tinytf.train.loop import Callback
 from tinytf.train.runtime import Runtime
 
-from .lm_fixtures import WORDS, make_corpus_dir
+from .lm_fixtures import make_sentiment_dir
 
 CPU = Runtime(torch.device("cpu"), "fp32", False)
 
 
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory):
-    """Tokenizer + sentiment token files + a 'pretrained' checkpoint, like the pipeline makes."""
-    root = make_corpus_dir(tmp_path_factory.mktemp("cls"))
-    from tinytf.data.tokenizer import encode, load_tokenizer
-
-    tokenizer = load_tokenizer(root / "tokenizer.json")
-    rng = np.random.default_rng(0)
-    for split, n in (("train", 96), ("validation", 32), ("test", 32)):
-        labels = rng.integers(0, 2, n)
-        texts = [" ".join(rng.choice(WORDS, 5)) + (" red red" if y else " blue blue") for y in labels]
-        frame = pd.DataFrame({"input_ids": encode(tokenizer, texts), "label": labels})
-        (root / "tokens" / "sentiment").mkdir(parents=True, exist_ok=True)
-        frame.to_parquet(root / "tokens" / "sentiment" / f"{split}.parquet")
-    (root / "tokens" / "sentiment" / "labels.json").write_text(json.dumps({"classes": ["neg", "pos"]}))
-    config = ModelConfig(
-        vocab_size=tokenizer.get_vocab_size(),
-        d_model=32,
-        n_layer=2,
-        n_head=2,
-        d_ff=64,
-        block_size=32,
-        dropout=0.1,
-        norm_first=False,
-        activation="relu",
-    )
-    torch.manual_seed(0)
-    save_model(root / "models" / "pretrained.pt", TinyTransformer(config))
-    return root
+    return make_sentiment_dir(tmp_path_factory.mktemp("cls"))
 
 
 def train(workdir, init, state=None, callbacks=(), epochs=3, seed=1):

@@ -177,6 +177,27 @@ def test_second_repro_does_nothing(workspace):
     assert "Running stage" not in out
 
 
+def test_a_clone_pulls_outputs_and_run_cache_from_a_remote_and_repro_runs_nothing(workspace, tmp_path):
+    """DVC's remote, as a runner uses it: push outputs and run cache from one clone, pull them
+    into a fresh clone, where `dvc repro` then recomputes nothing (a local-directory remote
+    here; S3 or GCS take the same commands, README "Running on GPUs and clusters")."""
+    remote = tmp_path / "remote"
+    dvc(workspace, "remote", "add", "--force", "-d", "storage", str(remote))
+    subprocess.run([*GIT, "add", "-A"], cwd=workspace, check=True, capture_output=True)
+    subprocess.run([*GIT, "commit", "-qm", "tiny results"], cwd=workspace, check=True, capture_output=True)
+    dvc(workspace, "push", "--run-cache")
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(workspace), str(clone)], check=True)
+    assert not (clone / "data" / "models" / "pretrained.pt").exists()
+    dvc(clone, "pull", "--run-cache")
+    out = dvc(clone, "repro").stdout
+    assert "Running stage" not in out, out
+    for stage in DVC_STAGES:
+        assert f"Stage '{stage}' didn't change, skipping" in out
+    for name in ("reports/headline.json", "data/models/pretrained.pt"):
+        assert (clone / name).read_bytes() == (workspace / name).read_bytes(), name
+
+
 # one module each stage's code reaches (the first five are the issue's examples of edits that
 # `dvc status` used to miss); editing it must make `dvc status` list that stage
 EDITS = {

@@ -103,6 +103,9 @@ class PretrainParams:
     device: str = "auto"  # auto | cpu | cuda | cuda:N
     precision: Literal["auto", "fp32", "bf16"] = "auto"
     compile: Literal["auto"] | bool = "auto"  # auto: on for runs long enough to repay compiling
+    # what dvc.yaml runs the stage with: python, or e.g. "torchrun --nproc_per_node=8" (DDP);
+    # a param, not an environment variable, because with dropout it changes the numbers
+    launcher: str = "python"
     # sentences scored after training (seed 004: normal / weird / long); params.yaml lists them
     samples: list[SampleText] = bounded([])
 

@@ -29,7 +29,10 @@ def sha256_file(path: str | Path, chunk_size: int = 1 << 20) -> str:
 
 @contextlib.contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
-    """Yield a temporary path beside `path`; rename it onto `path` only if the block succeeds."""
+    """Yield a temporary path beside `path`; rename it onto `path` only if the block succeeds.
+
+    Under torchrun only rank 0 renames: the other ranks run the same code (so their control
+    flow matches) but their copies are dropped, and no two processes replace one file."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
@@ -39,7 +42,8 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         yield tmp
         # mkstemp makes the file 0600; give it the permissions a plain open() would have
         os.chmod(tmp, 0o666 & ~_UMASK)
-        os.replace(tmp, target)
+        if os.environ.get("RANK", "0") == "0":  # tinytf.train.distributed.is_main, without torch
+            os.replace(tmp, target)
     finally:
         tmp.unlink(missing_ok=True)
 

@@ -306,6 +306,9 @@ def stage_run(
     if os.environ.get("TINYTF_TRACKING", "1") == "0":
         yield Tracker(None, "disabled by TINYTF_TRACKING=0")
         return
+    if os.environ.get("RANK", "0") != "0":  # under torchrun, rank 0 alone logs
+        yield Tracker(None)
+        return
     try:
         mlflow = retry_locked(_connect, experiment)
         tags = {}

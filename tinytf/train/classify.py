@@ -25,6 +25,7 @@ from tinytf.data.tokenizer import CLS
 from tinytf.errors import DataError
 from tinytf.model.checkpoint import read_config, safe_load
 from tinytf.model.transformer import ModelConfig, TinyTransformer, cls_loss
+from tinytf.train import distributed
 from tinytf.train.loop import Callback, LoopConfig, run_loop
 from tinytf.train.runtime import Runtime, maybe_compile, resolve_device, resolve_runtime, seed_everything
 
@@ -133,11 +134,13 @@ class LoaderSource:
         return batch
 
     def take_epoch_stats(self) -> dict[str, float]:
-        count = max(self.stats["count"], 1)
-        return {"train_loss": self.stats["loss_sum"] / count, "train_accuracy": self.stats["correct"] / count}
+        stats = distributed.sum_counts(self.stats)  # under torchrun each rank saw its slices
+        count = max(stats["count"], 1)
+        return {"train_loss": stats["loss_sum"] / count, "train_accuracy": stats["correct"] / count}
 
     def state(self) -> dict:
-        return {"epoch_state": self.epoch_state, "consumed": self.consumed, "stats": dict(self.stats)}
+        stats = distributed.sum_counts(self.stats)
+        return {"epoch_state": self.epoch_state, "consumed": self.consumed, "stats": dict(stats)}
 
     def load_state(self, state: dict) -> None:
         self.loader.generator.set_state(state["epoch_state"])
@@ -146,7 +149,8 @@ class LoaderSource:
         for _ in range(state["consumed"]):
             next(self.iterator)
         self.consumed = state["consumed"]
-        self.stats = dict(state["stats"])
+        # the saved sums are over all ranks: rank 0 carries them on, the others start at zero
+        self.stats = dict(state["stats"]) if distributed.is_main() else {k: 0 for k in state["stats"]}
 
 
 @torch.no_grad()
@@ -245,6 +249,8 @@ def train_classifier(
             model.base.eval()  # run_loop and predict() put the whole model back in train mode
         ids, mask, y = (batch[k].to(runtime.device) for k in ("input_ids", "attention_mask", "labels"))
         loss, logits = step(ids, mask, y)
+        if not len(y):  # a rank's empty slice of a batch smaller than the number of ranks
+            return loss
         source.stats["loss_sum"] += float(loss.detach()) * len(y)
         source.stats["correct"] += int((logits.argmax(-1) == y).sum())
         source.stats["count"] += len(y)

@@ -26,6 +26,7 @@ from tqdm import tqdm
 
 from tinytf.errors import TinyTFError
 from tinytf.model.checkpoint import load_training_state, save_training_state
+from tinytf.train import distributed
 from tinytf.train.runtime import Runtime, rng_state, set_rng_state
 
 
@@ -115,11 +116,17 @@ def train_step(
     loss_fn: Callable[[Any], torch.Tensor],
     cfg: LoopConfig,
     runtime: Runtime,
+    ddp: torch.nn.Module | None = None,
 ) -> tuple[float, float | None]:
     """One optimizer step: cfg.grad_accum micro-batches forward and backward, gradient clipping,
     the update. Returns (loss, gradient norm before clipping); a non-finite loss returns before
     the update, with the gradients cleared. What `run_loop` runs each step, and what
-    benchmarks/ time as "tinytf's training step"."""
+    benchmarks/ time as "tinytf's training step".
+
+    With `ddp` (torchrun), each micro-batch is this rank's slice of the global batch, and only
+    the last micro-batch all-reduces the gradients."""
+    if ddp is not None:
+        return _ddp_train_step(model, optimizer, source, cfg, runtime, ddp)
     loss_sum = None
     for _ in range(cfg.grad_accum):
         batch = source.next_batch()
@@ -127,7 +134,24 @@ def train_step(
             loss = loss_fn(batch) / cfg.grad_accum
         loss.backward()
         loss_sum = loss.detach() if loss_sum is None else loss_sum + loss.detach()
-    loss_value = float(loss_sum)  # the one host sync of a step: the NaN check needs the value
+    return _finish_step(model, optimizer, float(loss_sum), cfg)
+
+
+def _ddp_train_step(model, optimizer, source, cfg, runtime, ddp):
+    loss_sum = None
+    for micro in range(cfg.grad_accum):
+        batch, weight = distributed.shard(source.next_batch())
+        with distributed.no_sync(ddp, sync=micro == cfg.grad_accum - 1), runtime.autocast():
+            loss = ddp(batch)
+            # an empty slice's loss is NaN but its gradients are zeros: weight 0 keeps both out
+            loss = loss * weight / cfg.grad_accum if weight else loss.nan_to_num(0.0) * 0.0
+            loss.backward()  # inside no_sync: DDP decides at backward whether to all-reduce
+        loss_sum = loss.detach() if loss_sum is None else loss_sum + loss.detach()
+    return _finish_step(model, optimizer, float(distributed.mean(loss_sum)), cfg)
+
+
+def _finish_step(model, optimizer, loss_value: float, cfg: LoopConfig) -> tuple[float, float | None]:
+    # float(loss) above is the one host sync of a step: the NaN check needs the value
     if not math.isfinite(loss_value):
         optimizer.zero_grad(set_to_none=True)
         return loss_value, None
@@ -198,6 +222,9 @@ def run_loop(
         history, step, step_log = saved["history"], saved["step"], saved.get("step_log", [])
         print(f"resuming {cfg.desc} from step {step} ({state_path})", file=sys.stderr)
     last_good = step
+    ddp = distributed.wrap(model, loss_fn, runtime.device) if distributed.enabled() else None
+    if not distributed.is_main():
+        callbacks = ()  # rank 0 logs
 
     def checkpoint():
         nonlocal last_good
@@ -213,14 +240,14 @@ def run_loop(
 
     model.train()
     bar = tqdm(total=cfg.total_steps, initial=step, desc=cfg.desc, unit="step", file=sys.stderr,
-               mininterval=1.0, disable=None, dynamic_ncols=True)  # fmt: skip
+               mininterval=1.0, disable=None if distributed.is_main() else True, dynamic_ncols=True)  # fmt: skip
     window_started, window_steps = time.perf_counter(), 0
     with _StopFlag() as stop:
         while step < cfg.total_steps:
             lr = lr_at(step, cfg)
             for group in optimizer.param_groups:
                 group["lr"] = lr
-            loss_value, grad_norm = train_step(model, optimizer, source, loss_fn, cfg, runtime)
+            loss_value, grad_norm = train_step(model, optimizer, source, loss_fn, cfg, runtime, ddp)
             if not math.isfinite(loss_value):
                 bar.close()
                 where = f"{state_path} (step {last_good})" if state_path and last_good else "none saved yet"

@@ -23,7 +23,7 @@ from tinytf.io import write_json, write_text
 from tinytf.model.architecture import model_config
 from tinytf.model.checkpoint import save_model
 from tinytf.model.transformer import TinyTransformer
-from tinytf.train import lm
+from tinytf.train import distributed, lm
 from tinytf.train.loop import Callback, LoopConfig, run_loop
 from tinytf.train.runtime import Runtime, maybe_compile, resolve_runtime, seed_everything
 
@@ -183,7 +183,7 @@ def pretrain(
             scored = lm.score_text(model, tokenizer, sample.text, runtime)
             samples.append({"name": sample.name, **scored})
     model.to("cpu")
-    if snapshot_dir is not None:  # a longer run before this one (no DVC to clear outs) left more
+    if snapshot_dir is not None and distributed.is_main():  # a longer run (no DVC to clear outs) left more
         for stale in Path(snapshot_dir).glob("epoch*.*"):
             if stale.stem not in {f"epoch{e}" for e in range(1, params.epochs)}:
                 stale.unlink()

@@ -50,8 +50,9 @@ def seed_everything(seed: int) -> None:
 
 
 def resolve_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "auto":  # under torchrun, each process takes the GPU of its local rank
+        local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+        return torch.device("cuda", local_rank) if torch.cuda.is_available() else torch.device("cpu")
     if name == "cpu":
         return torch.device("cpu")
     if name.startswith("cuda"):
