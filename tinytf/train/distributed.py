@@ -91,10 +91,9 @@ def shard(batch: Any) -> tuple[Any, float]:
     rows here / mean rows per rank. A batch with fewer rows than ranks leaves some ranks an
     empty slice of weight 0 (their gradients are zeros)."""
     rows = _rows(batch)
-    count = len(torch.tensor_split(torch.arange(rows), world_size())[rank()])
-    start = sum(len(part) for part in torch.tensor_split(torch.arange(rows), world_size())[: rank()])
-    piece = _slice(batch, start, start + count)
-    return piece, count * world_size() / rows
+    mine = torch.tensor_split(torch.arange(rows), world_size())[rank()]
+    start = int(mine[0]) if len(mine) else rows
+    return _slice(batch, start, start + len(mine)), len(mine) * world_size() / rows
 
 
 def _rows(batch) -> int:
