@@ -16,6 +16,7 @@ import common
 from tinytf.analysis.evaluation import classification_report, headline_metrics
 from tinytf.io import write_json, write_text
 from tinytf.model.checkpoint import load_model
+from tinytf.model.hf import HFClassifier
 from tinytf.tracking import stage_run
 from tinytf.train.classify import SentimentData, classifier_runtime, evaluate_test_split
 from tinytf.train.grid import BEST_COLUMNS, best_cell, load_cells
@@ -37,9 +38,12 @@ def main() -> None:
         table = load_cells(params.grid, args.grid)
         best = best_cell(table)
         checkpoint = Path(args.grid) / best["checkpoint"]
-        data = SentimentData.load(args.data)
+        data, model = SentimentData.load(args.data), load_model(checkpoint)
+        max_length = params.tokenize.max_length
+        if isinstance(model, HFClassifier):  # grid.init hf: its own tokenizer, carried in the checkpoint
+            data, max_length = SentimentData.for_hf(args.data, model), model.config.max_length
         runtime = classifier_runtime(params.finetune)
-        test = evaluate_test_split(load_model(checkpoint), data, params.tokenize.max_length, runtime)
+        test = evaluate_test_split(model, data, max_length, runtime)
         report = classification_report(
             test["predictions"], test["labels"], data.classes,
             params.evaluate.bootstrap_resamples, params.base.seed,
@@ -62,7 +66,7 @@ def main() -> None:
         tracker.log_artifact(args.metrics)
         tracker.log_artifact(reports / "test_report.json")
         tracker.call("register_model", register_champion, checkpoint, Path(args.data),
-                     params.tokenize.max_length, params.evaluate.registry_name)  # fmt: skip
+                     max_length, params.evaluate.registry_name)  # fmt: skip
         print(
             f"evaluate: best cell {best['key']} (validation {best['validation_accuracy']:.4f}); "
             f"test accuracy {report['accuracy']:.4f} [{low:.4f}, {high:.4f}]",

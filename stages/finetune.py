@@ -2,9 +2,10 @@
 and frozen (linear probe) starts, fine-tuned on nested subsets of the train labels over paired
 seeds (a seed fixes the subset, the head init and the batch order for every start). Each start's
 learning rate is chosen on validation and every run keeps its best validation epoch. The
-pretrained start runs again from each pretraining snapshot: the pretraining-tokens curve.
+pretrained start runs again from each pretraining snapshot: the pretraining-tokens curve. With `hf` in finetune.arms, an external
+pretrained encoder (the `hf:` section) is one more start, with its own tokenizer and lr candidates.
 
-params: finetune, tokenize.max_length
+params: finetune, hf, tokenize.max_length
 """
 
 import contextlib
@@ -26,7 +27,9 @@ def main() -> None:
     parser.add_argument("--data", required=True, help="folder holding tokenizer.json and tokens/sentiment/")
     parser.add_argument("--pretrained", required=True, help="the pretrained model (.pt)")
     parser.add_argument("--snapshots", required=True, help="folder of pretraining snapshots (epoch<N>.pt)")
-    parser.add_argument("--reports", required=True, help="folder for runs.csv, curves.csv/.png, summary.json")
+    parser.add_argument(
+        "--reports", required=True, help="folder for runs.csv, curves.csv/.png, summary.json, timings.csv"
+    )
     args = parser.parse_args()
     params = common.load_params("finetune", args)
     snapshots = sorted(Path(args.snapshots).glob("epoch*.pt"), key=lambda p: int(p.stem[5:]))
@@ -41,7 +44,10 @@ def main() -> None:
                 yield [TrackerCallback(run)]
 
         f = params.finetune
-        result = run_finetune(f, params.tokenize.max_length, args.pretrained, args.data, snapshots, child_run)
+        hf = params.hf if "hf" in f.arms else None
+        result = run_finetune(
+            f, params.tokenize.max_length, args.pretrained, args.data, snapshots, child_run, hf
+        )
         runs, runtime = result.runs, result.runtime
         everything = runs[runs["chosen"] & (runs["labels"] == "all") & (runs["start"] == "final")]
         tests = {
@@ -57,11 +63,15 @@ def main() -> None:
             # what `auto` chose on this machine: a rerun elsewhere that chose otherwise is visible
             precision=runtime.precision,
             compile=runtime.compile,
+            parameters=result.parameters,
+            hf_checkpoint=hf.checkpoint if hf else None,
+            hf_max_length=hf.max_length if hf else None,
         )
         tracker.set_tags({"tinytf.precision": runtime.precision, "tinytf.compile": str(runtime.compile)})
         reports = Path(args.reports)
         write_text(reports / "runs.csv", runs.to_csv(index=False))
         write_text(reports / "curves.csv", result.curves.to_csv(index=False))
+        write_text(reports / "timings.csv", result.timings.to_csv(index=False))
         write_json(reports / "summary.json", summary)
         plot_finetune_curves(result.curves, reports / "curves.png")
         for labels, entry in summary["label_curve"].items():
@@ -71,7 +81,7 @@ def main() -> None:
             line = ", ".join(f"{arm} {entry[arm]['mean']:.4f}" for arm in f.arms)
             print(f"finetune {labels} labels: {line}", file=sys.stderr)
         tracker.log_params({f"chosen_lr_{arm}": lr for arm, lr in result.lrs.items()})
-        for name in ("runs.csv", "curves.csv", "summary.json", "curves.png"):
+        for name in ("runs.csv", "curves.csv", "summary.json", "curves.png", "timings.csv"):
             tracker.log_artifact(reports / name)
 
 

@@ -1,13 +1,16 @@
 """Stage `grid` (one cell of a DVC matrix): the classifier trained with one optimizer x lr x
-batch size x epochs, from grid.init, with grid.seed. Writes the trained model (<out>.pt and
+batch size x epochs, from grid.init (hf: the external encoder of the `hf:` section, with its
+own tokenizer), with grid.seed. Writes the trained model (<out>.pt and
 <out>.json) and the cell's curves and final validation metrics (<out>.result.json); `evaluate`
 picks the best cell. Adding a value to a list in params.yaml runs only the new cells.
 
 params: grid.init, grid.seed, grid.weight_decay, finetune.dropout, finetune.warmup_ratio,
-        finetune.device, finetune.precision, finetune.compile, tokenize.max_length
+        finetune.device, finetune.precision, finetune.compile, tokenize.max_length, hf
 """
 
+import dataclasses
 import sys
+import time
 from pathlib import Path
 
 import common
@@ -18,6 +21,7 @@ from tinytf.tracking import TrackerCallback, params_hash, stage_run
 from tinytf.train.classify import (
     SentimentData,
     build_classifier,
+    build_hf_classifier,
     classifier_config,
     classifier_runtime,
     planned_steps,
@@ -44,18 +48,26 @@ def main() -> None:
     logged = {
         "grid": {**cell, "init": g.init, "seed": g.seed, "weight_decay": g.weight_decay},
         "tokenize": {"max_length": params.tokenize.max_length},
+        **({"hf": dataclasses.asdict(params.hf)} if g.init == "hf" else {}),
     }
     group = params_hash(params.as_dict())  # one MLflow parent run per matrix and its params
     with stage_run("grid", logged, run_name=f"grid-{key}", group_key=group) as tracker:
         common.log_token_inputs(tracker, args.data, "sentiment", ("train", "validation"))
         data = SentimentData.load(args.data)
-        config = classifier_config(args.pretrained, len(data.classes), f.dropout)
-        model = build_classifier(g.init, config, args.pretrained, g.seed)
+        max_length = params.tokenize.max_length
+        if g.init == "hf":
+            max_length = params.hf.max_length
+            model = build_hf_classifier(params.hf.checkpoint, len(data.classes), max_length, g.seed)
+            data = SentimentData.for_hf(args.data, model)
+        else:
+            config = classifier_config(args.pretrained, len(data.classes), f.dropout)
+            model = build_classifier(g.init, config, args.pretrained, g.seed)
         runtime = classifier_runtime(f, planned_steps(data, args.batch_size, args.epochs))
         tracker.set_tags({"tinytf.precision": runtime.precision, "tinytf.compile": str(runtime.compile)})
+        began = time.perf_counter()
         run = train_classifier(
             model, data, init=g.init, **cell,
-            max_length=params.tokenize.max_length, seed=g.seed, runtime=runtime,
+            max_length=max_length, seed=g.seed, runtime=runtime,
             weight_decay=g.weight_decay, warmup_ratio=f.warmup_ratio,
             callbacks=[TrackerCallback(tracker)], desc=f"grid {key}",
         )  # fmt: skip
@@ -72,6 +84,9 @@ def main() -> None:
                 "checkpoint": checkpoint.name,
                 "precision": runtime.precision,
                 "compile": runtime.compile,
+                # the report's "who pretrained the body" table: size and cost of this start
+                "parameters": sum(t.numel() for t in run.model.parameters()),
+                "train_seconds": round(time.perf_counter() - began, 1),
             },  # what `auto` chose here
         )
         print(f"grid {key}: validation accuracy {final['validation_accuracy']:.4f}", file=sys.stderr)

@@ -42,13 +42,13 @@ class SentimentModel(mlflow.pyfunc.PythonModel):
         return self.predictor.predict(model_input["text"].tolist())
 
 
-def requirements() -> list[str]:
-    """Pinned to this environment: MLflow would otherwise import the model in a subprocess to guess."""
+def requirements(external: bool = False) -> list[str]:
+    """Pinned to this environment: MLflow would otherwise import the model in a subprocess to guess.
+    An external encoder (`hf`) also needs `transformers` to rebuild its architecture."""
     import importlib.metadata as metadata
 
-    return [
-        f"{name}=={metadata.version(name)}" for name in ("mlflow", "torch", "tokenizers", "pandas", "numpy")
-    ]
+    names = ("mlflow", "torch", "tokenizers", "pandas", "numpy") + (("transformers",) if external else ())
+    return [f"{name}=={metadata.version(name)}" for name in names]
 
 
 def log_champion(
@@ -77,7 +77,7 @@ def log_champion(
             code_paths=[str(Path(tinytf.__file__).parent)],
             signature=mlflow.models.infer_signature(example, output),
             input_example=example,
-            pip_requirements=requirements(),
+            pip_requirements=requirements("hf" in json.loads(checkpoint.with_suffix(".json").read_text())),
             registered_model_name=name,
         )
     version = str(info.registered_model_version)

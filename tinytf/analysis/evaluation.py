@@ -107,7 +107,7 @@ def arm_summary(
     tests: dict[str, dict[int, float]], seeds: list[int], epochs: int, classes: list[str]
 ) -> dict:
     """The finetune summary: test accuracy per start (mean, std, per seed), and the paired t-test
-    over seeds of each of pretrained and frozen against scratch."""
+    over seeds of each of pretrained, frozen and hf against scratch."""
     summary = {
         "arms": {
             arm: {
@@ -121,7 +121,7 @@ def arm_summary(
         "epochs": epochs,
         "classes": classes,
     }
-    for arm in ("pretrained", "frozen"):
+    for arm in ("pretrained", "frozen", "hf"):
         if arm in tests and "scratch" in tests:
             summary[f"{arm}_vs_scratch"] = paired_comparison(
                 [tests[arm][s] for s in seeds], [tests["scratch"][s] for s in seeds]
@@ -150,7 +150,7 @@ def curve_summary(runs, arms: list[str]) -> dict:
             if arm in arms
         }
         entry["n_train"] = int(at_count["n_train"].max())
-        for arm in ("pretrained", "frozen"):
+        for arm in ("pretrained", "frozen", "hf"):
             if arm in tests:
                 entry[f"{arm}_vs_scratch"] = paired_comparison(
                     [tests[arm][s] for s in seeds], [tests["scratch"][s] for s in seeds]

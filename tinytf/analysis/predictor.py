@@ -19,17 +19,25 @@ from tinytf.data.batching import PadCollate
 from tinytf.data.tokenizer import CLS, encode, load_tokenizer
 from tinytf.errors import DataError
 from tinytf.model.checkpoint import load_model
+from tinytf.model.hf import HFClassifier
 
 
 class SentimentPredictor:
     def __init__(self, model, tokenizer, classes: list[str], max_length: int):
+        """`tokenizer` is ours (data/tokenizer.json); an external encoder (`hf`) brings its own,
+        which adds its special tokens and truncates to the max_length it was trained with."""
         if model.config.n_classes != len(classes):
             raise DataError(f"the model has {model.config.n_classes} outputs but {len(classes)} class names")
         self.model = model.eval()
-        self.tokenizer = tokenizer
         self.classes = list(classes)
-        prefix = tokenizer.token_to_id(CLS) if model.config.pooling == "first" else None
-        self.collate = PadCollate(max_length, prefix_id=prefix)
+        self.external = isinstance(model, HFClassifier)
+        if self.external:
+            self.tokenizer = model.text_tokenizer()
+            self.collate = PadCollate(model.config.max_length, pad_id=model.pad_id)
+        else:
+            self.tokenizer = tokenizer
+            prefix = tokenizer.token_to_id(CLS) if model.config.pooling == "first" else None
+            self.collate = PadCollate(max_length, prefix_id=prefix)
 
     @classmethod
     def from_files(cls, checkpoint: str | Path, tokenizer: str | Path, labels: str | Path, max_length: int):
@@ -41,7 +49,7 @@ class SentimentPredictor:
         """One row per text, in order: `label` (a class name) and `p_<class>` for every class."""
         if any(not isinstance(text, str) for text in texts):
             raise DataError("every text must be a string")
-        ids = encode(self.tokenizer, list(texts))
+        ids = encode(self.tokenizer, list(texts), add_special_tokens=self.external)
         order = np.argsort([len(i) for i in ids], kind="stable")  # similar lengths pad little
         probabilities = np.zeros((len(ids), len(self.classes)), dtype=np.float32)
         for start in range(0, len(order), batch_size):

@@ -121,12 +121,13 @@ def sentiment_loader(
     seed: int,
     prefix_id: int | None = None,
     group_by_length: bool = False,
+    pad_id: int = PAD_ID,
 ) -> DataLoader:
     """Training loaders shuffle (a fresh order each epoch from a seeded generator);
     evaluation loaders keep file order, or length order with `group_by_length`. Workers stay
     at 0: batches are tiny and a worker process costs more than it saves on two cores."""
     generator = torch.Generator().manual_seed(seed)
-    collate = PadCollate(max_length, prefix_id=prefix_id)
+    collate = PadCollate(max_length, pad_id=pad_id, prefix_id=prefix_id)
     if group_by_length:
         lengths = [min(len(ids), max_length) for ids in dataset.input_ids]
         batches = LengthGroupedBatches(lengths, batch_size, shuffle, generator)

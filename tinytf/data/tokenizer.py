@@ -72,10 +72,12 @@ def load_tokenizer(path: str | Path) -> Tokenizer:
     return Tokenizer.from_file(str(path))
 
 
-def encode(tokenizer: Tokenizer, texts: list[str]) -> list[list[int]]:
+def encode(tokenizer: Tokenizer, texts: list[str], add_special_tokens: bool = False) -> list[list[int]]:
+    """Ids per text. Ours add no special tokens here (pooling adds [CLS] where it needs it); an
+    external checkpoint's tokenizer adds its own ([CLS] ... [SEP]) with `add_special_tokens`."""
     # encode_batch_fast skips offset tracking, which we never use; older versions lack it
     batch = getattr(tokenizer, "encode_batch_fast", tokenizer.encode_batch)
-    return [e.ids for e in batch(texts, add_special_tokens=False)]
+    return [e.ids for e in batch(texts, add_special_tokens=add_special_tokens)]
 
 
 def id_dtype(vocab_size: int) -> type:

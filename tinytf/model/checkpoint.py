@@ -22,14 +22,17 @@ import torch
 
 from tinytf.errors import DataError
 from tinytf.io import atomic_path, write_json
+from tinytf.model import hf
+from tinytf.model.hf import HFClassifier
 from tinytf.model.transformer import ModelConfig, TinyTransformer
 
 
-def save_model(path: str | Path, model: TinyTransformer, extra: dict | None = None) -> None:
+def save_model(path: str | Path, model: TinyTransformer | HFClassifier, extra: dict | None = None) -> None:
     path = Path(path)
     with atomic_path(path) as tmp:
         torch.save(model.state_dict(), tmp)
-    write_json(path.with_suffix(".json"), {"model": model.config.to_dict(), **(extra or {})})
+    meta = model.meta() if isinstance(model, HFClassifier) else {"model": model.config.to_dict()}
+    write_json(path.with_suffix(".json"), {**meta, **(extra or {})})
 
 
 def safe_load(path: str | Path) -> Any:
@@ -63,19 +66,23 @@ def config_differences(saved: dict, expected: dict) -> list[str]:
     ]
 
 
-def load_model(path: str | Path, expect: ModelConfig | None = None) -> TinyTransformer:
-    """Build the model from the JSON beside `path` and load its weights.
+def load_model(path: str | Path, expect: ModelConfig | None = None) -> TinyTransformer | HFClassifier:
+    """Build the model from the JSON beside `path` and load its weights: ours, or a fine-tuned
+    external encoder (`hf` in the JSON; tinytf.model.hf).
 
     With `expect`, a config that differs (other than in fields that do not change the weights'
     shapes or meaning, which there are none of) is refused with the fields named.
     """
     meta = read_config(path)
-    config = ModelConfig.from_dict(meta["model"])
-    if expect is not None:
-        diffs = config_differences(config.to_dict(), expect.to_dict())
-        if diffs:
-            raise DataError(f"{path}: config does not match the model: " + "; ".join(diffs))
-    model = TinyTransformer(config)
+    if "hf" in meta:
+        model = hf.from_meta(meta)
+    else:
+        config = ModelConfig.from_dict(meta["model"])
+        if expect is not None:
+            diffs = config_differences(config.to_dict(), expect.to_dict())
+            if diffs:
+                raise DataError(f"{path}: config does not match the model: " + "; ".join(diffs))
+        model = TinyTransformer(config)
     state = safe_load(path)
     try:
         model.load_state_dict(state)

@@ -21,6 +21,7 @@ from tinytf.config import Params
 from tinytf.errors import DataError
 from tinytf.io import write_text
 from tinytf.report import tables as rt
+from tinytf.report.bodies import bodies_section
 from tinytf.report.facts import UPSTREAM, Facts
 from tinytf.report.text import render_readme
 from tinytf.report.transfer import detectable_difference, transfer_section
@@ -243,6 +244,9 @@ class _Report:
                   f"{best['lr']:g} and batch size {best['batch_size']} (seed 004's optimizer figures).",
                   plot_optimizer_curves, curves, best["lr"], best["batch_size"])  # fmt: skip
 
+    def bodies(self) -> None:
+        bodies_section(self)
+
     def extras(self) -> None:
         probes = self.inputs.csv("probes_probes",
                                  ("exercise", "weight_err", "pass"))  # fmt: skip
@@ -349,7 +353,7 @@ def build_report(params: Params, root: str | Path = ".", out_dir: str | Path = "
     report = _Report(params, root, out)
     # read and check every input first: a malformed file stops the build before anything is written
     for section in (report.data, report.parameters, report.pretrain, report.variants, report.finetune,
-                    report.grid, report.extras, report.attention, report.dvc_views):  # fmt: skip
+                    report.grid, report.bodies, report.extras, report.attention, report.dvc_views):  # fmt: skip
         section()
     report.pending.append((out / "README.md", write_text, (render_readme(report),)))
     for path, writer, args in report.pending:

@@ -33,6 +33,8 @@ class Facts:
     test_report: dict | None = None
     grid: pd.DataFrame | None = None  # one row per grid cell of the current params
     best: dict | None = None  # optimizer, lr, batch_size, epochs of the best cell
+    bodies: pd.DataFrame | None = None  # who pretrained the body: one row per start (report.bodies)
+    external: dict | None = None  # the hf start's checkpoint: source, max_length
     probes: pd.DataFrame | None = None
     fits: pd.DataFrame | None = None  # attention-cost exponents
     heads: pd.DataFrame | None = None  # where each head looks
@@ -77,6 +79,7 @@ UPSTREAM = {
     "finetune_summary": Upstream("fine-tuning summary", "reports/finetune/summary.json", "finetune"),
     "finetune_curves": Upstream("fine-tuning curves", "reports/finetune/curves.csv", "finetune"),
     "finetune_runs": Upstream("fine-tuning runs", "reports/finetune/runs.csv", "finetune"),
+    "finetune_timings": Upstream("fine-tuning wall times", "reports/finetune/timings.csv", "finetune"),
     "baselines_summary": Upstream(
         "baselines (majority, TF-IDF + LR)", "reports/baselines/summary.json", "baselines"
     ),

@@ -283,6 +283,13 @@ def _answers(r: ReportView) -> list[str]:
     out.append(f"- **Q1.x / Q2.3 padding, truncation, shapes**: a batch is input_ids and attention_mask, int64 (B, L) "
                f"with B = batch size and L the longest text in the batch, at most `tokenize.max_length` = "
                f"{p.tokenize.max_length} (longer texts truncated), and labels (B,).")  # fmt: skip
+    if f.external:
+        out.append(f"- **Q1.1–Q1.2 for the external encoder** (`{f.external['source']}`): its own tokenizer adds its "
+                   f"special tokens ([CLS] … [SEP] for BERT), truncates each text to {f.external['max_length']} tokens "
+                   "*including* them (`truncation=True, max_length`), and a batch is padded with its pad id to "
+                   "its longest text under an attention mask of 1s and 0s (PyTorch int64 tensors). The seed's "
+                   "`padding='max_length'` with 512 pads every sentence to 512 tokens, nearly all of them padding: "
+                   "the same predictions (masked) for many times the work.")  # fmt: skip
     if first is not None and "pretrained" in first.index:
         cur = f.curves
         arm = (

@@ -17,26 +17,30 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import torch
 
-from tinytf.data.batching import SentimentDataset, sentiment_loader
+from tinytf.data.batching import PAD_ID, SentimentDataset, sentiment_loader
 from tinytf.data.splits import SPLITS
-from tinytf.data.tokenizer import CLS
+from tinytf.data.tokenizer import CLS, encode
 from tinytf.errors import DataError
+from tinytf.model import hf
 from tinytf.model.checkpoint import read_config, safe_load
+from tinytf.model.hf import HFClassifier
 from tinytf.model.transformer import ModelConfig, TinyTransformer, cls_loss
 from tinytf.train import distributed
 from tinytf.train.loop import Callback, LoopConfig, run_loop
 from tinytf.train.runtime import Runtime, maybe_compile, resolve_device, resolve_runtime, seed_everything
 
-INITS = ("pretrained", "scratch", "frozen")
+INITS = ("pretrained", "scratch", "frozen", "hf")
 
 
 @dataclass
 class SentimentData:
     splits: dict[str, SentimentDataset]
     classes: list[str]
-    cls_id: int
+    cls_id: int | None  # our tokenizer's [CLS] (first-token pooling prepends it); None for `hf`
+    pad_id: int = PAD_ID
 
     @classmethod
     def load(cls, data_dir: str | Path) -> SentimentData:
@@ -50,6 +54,27 @@ class SentimentData:
 
         cls_id = load_tokenizer(Path(data_dir) / "tokenizer.json").token_to_id(CLS)
         return cls(splits, classes, cls_id)
+
+    @classmethod
+    def for_hf(cls, data_dir: str | Path, model: HFClassifier) -> SentimentData:
+        """The same splits and labels, the texts encoded by the external checkpoint's own tokenizer
+        (special tokens added, truncated to its max_length) from `prepare`'s sentiment files."""
+        ours = cls.load(data_dir)  # labels as `tokenize` numbered them, in file order
+        prepared = Path(data_dir) / "prepared" / "sentiment"
+        tokenizer, splits = model.text_tokenizer(), {}
+        for split in SPLITS:
+            texts = pd.read_parquet(prepared / f"{split}.parquet", columns=["text"])["text"].tolist()
+            labels = ours.splits[split].labels
+            if len(texts) != len(labels):
+                raise DataError(
+                    f"{prepared / split}.parquet: {len(texts)} texts but {len(labels)} tokenized labels"
+                )
+            splits[split] = SentimentDataset(encode(tokenizer, texts, add_special_tokens=True), list(labels))
+        return cls(splits, ours.classes, None, model.pad_id)
+
+    def loader_options(self, model) -> dict:
+        """How batches of this data are made for `model`: its pad id; our [CLS] prefix where it pools the first token."""
+        return {"prefix_id": self.cls_id if model.config.pooling == "first" else None, "pad_id": self.pad_id}
 
 
 def classifier_config(
@@ -66,8 +91,10 @@ def classifier_config(
 def build_classifier(
     init: str, config: ModelConfig, pretrained_path: str | Path, seed: int
 ) -> TinyTransformer:
-    if init not in INITS:
-        raise DataError(f"unknown initialisation '{init}'; expected one of {INITS}")
+    if init not in INITS or init == "hf":
+        raise DataError(
+            f"unknown initialisation '{init}'; expected one of {INITS[:3]} (hf: build_hf_classifier)"
+        )
     seed_everything(seed)  # the head (and for scratch the whole model) starts from this seed
     model = TinyTransformer(config)
     if init in ("pretrained", "frozen"):
@@ -76,6 +103,12 @@ def build_classifier(
         for p in model.base.parameters():
             p.requires_grad_(False)
     return model
+
+
+def build_hf_classifier(checkpoint: str, n_classes: int, max_length: int, seed: int) -> HFClassifier:
+    """The external encoder with a new head drawn from `seed` (tinytf.model.hf)."""
+    seed_everything(seed)
+    return hf.build(checkpoint, n_classes, max_length)
 
 
 def classifier_runtime(params, planned_steps: int = 0) -> Runtime:
@@ -161,12 +194,13 @@ def predict(
     max_length: int,
     runtime: Runtime,
     prefix_id: int | None,
+    pad_id: int = PAD_ID,
 ) -> tuple[np.ndarray, np.ndarray, float]:
     """(predicted labels, true labels, mean loss) over a split, in file order."""
     was_training = model.training
     model.eval()
     loader = sentiment_loader(dataset, batch_size, max_length, shuffle=False, seed=0, prefix_id=prefix_id,
-                              group_by_length=True)  # fmt: skip
+                              group_by_length=True, pad_id=pad_id)  # fmt: skip
     order = [i for batch in loader.batch_sampler for i in batch]
     preds, labels, loss_sum = [], [], 0.0
     for batch in loader:
@@ -234,9 +268,9 @@ def train_classifier(
 ) -> ClassifierRun:
     """`eval_every` data epochs make one loop epoch (one validation pass): small subsets run many
     short epochs, and a validation pass each would cost as much as the training."""
-    prefix = data.cls_id if model.config.pooling == "first" else None
+    options = data.loader_options(model)
     loader = sentiment_loader(data.splits["train"], batch_size, max_length, shuffle=True, seed=seed,
-                              prefix_id=prefix, group_by_length=True)  # fmt: skip
+                              group_by_length=True, **options)  # fmt: skip
     source = LoaderSource(loader)
     model.to(runtime.device)
     if init == "frozen":
@@ -260,7 +294,9 @@ def train_classifier(
 
     def on_epoch_end(epoch: int, step: int) -> dict[str, float]:
         metrics = source.take_epoch_stats()
-        preds, labels, val_loss = predict(model, data.splits["validation"], 256, max_length, runtime, prefix)
+        preds, labels, val_loss = predict(
+            model, data.splits["validation"], 256, max_length, runtime, **options
+        )
         metrics.update(validation_loss=val_loss, validation_accuracy=float((preds == labels).mean()))
         metrics["data_epochs"] = epoch * eval_every
         if keep_best:
@@ -302,7 +338,8 @@ def classifier_loop(
 
 
 def evaluate_test_split(model, data: SentimentData, max_length: int, runtime: Runtime) -> dict:
-    prefix = data.cls_id if model.config.pooling == "first" else None
-    preds, labels, loss = predict(model, data.splits["test"], 256, max_length, runtime, prefix)
+    preds, labels, loss = predict(
+        model, data.splits["test"], 256, max_length, runtime, **data.loader_options(model)
+    )
     return {"test_accuracy": float((preds == labels).mean()), "test_loss": loss,
             "predictions": preds.tolist(), "labels": labels.tolist()}  # fmt: skip

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,13 +26,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from tinytf.config import FinetuneParams
+from tinytf.config import FinetuneParams, HFParams
 from tinytf.data.batching import SentimentDataset
 from tinytf.data.subsets import count_name, curve_plan, label_subset
 from tinytf.model.checkpoint import read_config
 from tinytf.train.classify import (
     SentimentData,
     build_classifier,
+    build_hf_classifier,
     classifier_config,
     classifier_runtime,
     evaluate_test_split,
@@ -55,6 +57,8 @@ class FinetuneResult:
     lrs: dict[str, float]  # the learning rate chosen on validation for each arm
     classes: list[str]
     runtime: Runtime  # what `auto` resolved to on this machine, for the outputs to record
+    timings: pd.DataFrame  # wall seconds per run (a measurement: kept apart from the results)
+    parameters: dict[str, int]  # parameters per arm's classifier
 
 
 CallbacksFor = Callable[[str, int], contextlib.AbstractContextManager[list[Callback]]]
@@ -82,12 +86,28 @@ def subset(data: SentimentData, count: int, seed: int) -> tuple[SentimentData, n
 class Runner:
     """One fine-tuning run per call, each cached by its key so the lr search's runs are reused."""
 
-    def __init__(self, params, data, max_length, runtime, callbacks_for):
+    def __init__(
+        self, params, data, max_length, runtime, callbacks_for, data_dir=None, hf: HFParams | None = None
+    ):
         self.params, self.data, self.max_length, self.runtime = params, data, max_length, runtime
         self.callbacks_for = callbacks_for
+        self.data_dir, self.hf, self.hf_data = data_dir, hf, None  # the hf arm's texts, encoded once
         self.done: dict[tuple, dict] = {}
         self.curves: list[dict] = []
         self.features: dict[str, dict] = {}  # the frozen body's pooled features, per start
+        self.seconds: list[dict] = []
+        self.parameters: dict[str, int] = {}
+
+    def build(self, arm: str, start: Path, seed: int):
+        """(model, its data, its max_length): the hf arm has its own tokenizer, hence its own ids."""
+        n_classes, p = len(self.data.classes), self.params
+        if arm != "hf":
+            model = build_classifier(arm, classifier_config(start, n_classes, p.dropout), start, seed)
+            return model, self.data, self.max_length
+        model = build_hf_classifier(self.hf.checkpoint, n_classes, self.hf.max_length, seed)
+        if self.hf_data is None:
+            self.hf_data = SentimentData.for_hf(self.data_dir, model)
+        return model, self.hf_data, self.hf.max_length
 
     def probe_features(self, model, start_name: str, rows) -> dict:
         if start_name not in self.features:
@@ -98,28 +118,31 @@ class Runner:
         key = (start_name, arm, count, seed, lr)
         if key in self.done:
             return self.done[key]
-        p, (data, rows) = self.params, subset(self.data, count, seed)
+        began = time.perf_counter()
+        model, data, max_length = self.build(arm, start, seed)
+        self.parameters[arm] = sum(t.numel() for t in model.parameters())
+        p, (data, rows) = self.params, subset(data, count, seed)
         epochs, every = schedule(len(data.splits["train"]), p, PROBE_EPOCHS if arm == "frozen" else 1)
         name = f"{arm} {count_name(count)} labels seed {seed} lr {lr:g}" + (
             "" if start_name == "final" else f" from {start_name}"
         )
         track = self.callbacks_for and count == 0 and start_name == "final"
         with self.callbacks_for(arm, seed) if track else contextlib.nullcontext([]) as callbacks:
-            model = build_classifier(arm, classifier_config(start, len(data.classes), p.dropout), start, seed)
             recipe = dict(optimizer=p.optimizer, lr=lr, batch_size=p.batch_size, epochs=epochs,
-                          max_length=self.max_length, seed=seed, runtime=self.runtime, weight_decay=p.weight_decay,
+                          max_length=max_length, seed=seed, runtime=self.runtime, weight_decay=p.weight_decay,
                           warmup_ratio=p.warmup_ratio, eval_every=every, desc=name)  # fmt: skip
             if arm == "frozen":
                 run = train_probe(model, self.probe_features(model, start_name, rows), data, **recipe)
                 test = run.test
             else:
                 run = train_classifier(model, data, init=arm, callbacks=callbacks, keep_best=True, **recipe)
-                test = evaluate_test_split(run.model, data, self.max_length, self.runtime)
+                test = evaluate_test_split(run.model, data, max_length, self.runtime)
             for callback in callbacks:
                 callback.on_end({"test_accuracy": test["test_accuracy"], "test_loss": test["test_loss"]})
         best = next(h for h in run.history if h["data_epochs"] == run.best_epoch)
         row = {
-            "start": start_name, "tokens": read_config(start).get("pretrain_tokens"), "arm": arm,
+            "start": start_name, "tokens": None if arm == "hf" else read_config(start).get("pretrain_tokens"),
+            "arm": arm,
             "labels": count_name(count), "n_train": len(data.splits["train"]), "seed": seed, "lr": lr,
             "epochs": epochs, "best_epoch": run.best_epoch,
             "validation_accuracy": best["validation_accuracy"], "test_accuracy": test["test_accuracy"],
@@ -128,6 +151,8 @@ class Runner:
         if count == 0 and start_name == "final":
             self.curves += [{"arm": arm, "seed": seed, **h} for h in run.history]
         self.done[key] = row
+        self.seconds.append({k: row[k] for k in ("start", "arm", "labels", "seed", "lr")}
+                            | {"seconds": round(time.perf_counter() - began, 2)})  # fmt: skip
         return row
 
 
@@ -138,17 +163,20 @@ def run_finetune(
     data_dir: str | Path,
     snapshots: list[Path] = (),
     callbacks_for: CallbacksFor | None = None,
+    hf: HFParams | None = None,
 ) -> FinetuneResult:
     """The lr search, the labelled-data curve and the snapshot curve; `callbacks_for(arm, seed)`
     wraps each all-label run (the stage opens a nested MLflow run there)."""
     data = SentimentData.load(data_dir)
     runtime = classifier_runtime(params, 0)  # every run is short: `auto` never compiles here
-    run = Runner(params, data, max_length, runtime, callbacks_for)
+    if "hf" in params.arms and hf is None:
+        raise ValueError("finetune.arms has 'hf': pass the hf params")
+    run = Runner(params, data, max_length, runtime, callbacks_for, data_dir, hf)
     pretrained = Path(pretrained)
     plan = curve_plan(params.label_counts, params.seeds, params.many_labels, params.many_label_seeds)
     lr_rows, lrs = [], {}
     for arm in params.arms:
-        candidates = params.frozen_lrs if arm == "frozen" else params.lrs
+        candidates = {"frozen": params.frozen_lrs, "hf": hf.lrs if hf else []}.get(arm, params.lrs)
         rows = [
             run(arm, params.lr_search_labels, params.seeds[0], lr, pretrained, "final") for lr in candidates
         ]
@@ -170,4 +198,5 @@ def run_finetune(
     searched = pd.DataFrame(lr_rows).assign(chosen=False)
     searched = searched[~searched.set_index(["arm", "lr"]).index.isin(list(lrs.items()))]
     runs = pd.concat([frame, searched], ignore_index=True)
-    return FinetuneResult(runs, pd.DataFrame(run.curves), lrs, data.classes, runtime)
+    timings = pd.DataFrame(run.seconds)
+    return FinetuneResult(runs, pd.DataFrame(run.curves), lrs, data.classes, runtime, timings, run.parameters)

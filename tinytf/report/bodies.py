@@ -1,0 +1,131 @@
+"""The report's "who pretrained the body" table: scratch, our own language model and an external
+encoder (the `hf` start) side by side, with their size, what they were pretrained on, what a
+fine-tuning run cost and the test accuracy, all on the same splits.
+
+Rows come from what the stages wrote: every fine-tuning arm at all labels (finetune summary and
+timings: mean ± std over seeds), and the grid's best cell as evaluate scored it on test (one
+seed, with the bootstrap interval), whichever start `grid.init` gave it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pandas as pd
+
+# what is published about the pretraining of checkpoints people use with the hf start (matched on
+# the checkpoint's name); anything else says "see its model card"
+KNOWN_PRETRAINING = {
+    r"minilm[-_]l6[-_]v2": "nreimers/MiniLM-L6-H384-uncased (every second layer of Microsoft's MiniLM-L12-H384, "
+    "distilled from UniLMv2 on English Wikipedia and BookCorpus), then 1B+ sentence pairs, contrastive "
+    "(all-MiniLM-L6-v2's model card)",
+    r"(^|/)roberta-base$": "160 GB of English text: BookCorpus, Wikipedia, CC-News, OpenWebText, Stories "
+    "(Liu et al. 2019)",
+}
+
+
+def pretraining_of(checkpoint: str) -> str:
+    for pattern, text in KNOWN_PRETRAINING.items():
+        if re.search(pattern, checkpoint.lower()):
+            return f"`{checkpoint}`: {text}"
+    return f"`{checkpoint}`: see its model card"
+
+
+def our_pretraining(pretrained_meta: dict | None, corpus: str) -> str:
+    tokens = (pretrained_meta or {}).get("pretrain_tokens")
+    amount = f", {tokens / 1e6:.1f}M tokens" if tokens else ""
+    return f"this pipeline's language model ({corpus} plus in-domain text{amount})"
+
+
+def bodies_table(
+    finetune: dict | None,
+    timings: pd.DataFrame | None,
+    metrics: dict | None,
+    best_result: dict | None,
+    best_model: dict | None,
+    grid_init: str,
+    pretrained_meta: dict | None,
+    corpus: str,
+) -> pd.DataFrame:
+    """One row per start; `best_result`/`best_model` are the grid's best cell files (result and
+    model JSON)."""
+    ours = our_pretraining(pretrained_meta, corpus)
+    hf_source = (finetune or {}).get("hf_checkpoint")
+    bodies = {
+        "scratch": "nobody (random initialisation)",
+        "pretrained": ours,
+        "frozen": f"{ours}; body frozen",
+    }
+    rows = []
+    for arm, entry in ((finetune or {}).get("arms") or {}).items():
+        seconds = None
+        if timings is not None and {"arm", "labels", "seconds"} <= set(timings.columns):
+            mine = timings[(timings["arm"] == arm) & (timings["labels"].astype(str) == "all")]
+            seconds = float(mine["seconds"].mean()) if len(mine) else None
+        n = len(entry.get("test_accuracy_by_seed", {}))
+        rows.append({
+            "start": arm,
+            "pretrained by / on": pretraining_of(hf_source) if arm == "hf" and hf_source else bodies.get(arm, arm),
+            "parameters": (finetune.get("parameters") or {}).get(arm),
+            "fine-tune seconds": seconds,
+            "test accuracy": 100 * entry["test_accuracy_mean"],
+            "spread": f"± {100 * entry['test_accuracy_std']:.1f} (std, {n} seeds)",
+            "measured by": "finetune stage: all labels, lr chosen on validation, best validation epoch",
+        })  # fmt: skip
+    if metrics is not None and best_result is not None:
+        low, high = metrics["test_accuracy_ci95"]
+        source = ((best_model or {}).get("hf") or {}).get("source")
+        rows.append({
+            "start": f"grid best cell ({grid_init})",
+            "pretrained by / on": pretraining_of(source) if source else bodies.get(grid_init, grid_init),
+            "parameters": best_result.get("parameters"),
+            "fine-tune seconds": best_result.get("train_seconds"),
+            "test accuracy": 100 * metrics["test_accuracy"],
+            "spread": f"95% interval {100 * low:.1f}–{100 * high:.1f} (bootstrap, 1 seed)",
+            "measured by": "grid + evaluate: best cell on validation, scored once on test",
+        })  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def bodies_section(report) -> None:
+    """Add the table to a `tinytf.report.build._Report` (after its finetune and grid sections)."""
+    from tinytf.report.facts import UPSTREAM
+
+    f, root = report.f, report.root
+    if f.finetune is None and f.metrics is None:
+        return
+    timings = report.inputs.csv("finetune_timings", ("arm", "labels", "seconds"))
+    best_result = best_model = None
+    if f.metrics is not None and f.grid is not None:
+        from tinytf.train.grid import cell_key
+
+        key = cell_key(**{k: f.metrics["best"][k] for k in ("optimizer", "lr", "batch_size", "epochs")})
+        grid_dir = root / UPSTREAM["grid"].path
+        result_path, model_path = grid_dir / f"{key}.result.json", grid_dir / f"{key}.json"
+        if result_path.exists():
+            best_result = json.loads(result_path.read_text(encoding="utf-8"))
+        if model_path.exists():
+            best_model = json.loads(model_path.read_text(encoding="utf-8"))
+    meta = root / UPSTREAM["models_pretrained"].path
+    pretrained_meta = json.loads(meta.read_text(encoding="utf-8")) if meta.exists() else None
+    table = bodies_table(f.finetune, timings, f.metrics, best_result, best_model, report.params.grid.init,
+                         pretrained_meta, report.params.prepare.corpus.source)  # fmt: skip
+    if table.empty:
+        return
+    f.bodies = table
+    external = ((best_model or {}).get("hf") if report.params.grid.init == "hf" else None) or (
+        {"source": f.finetune.get("hf_checkpoint"), "max_length": f.finetune.get("hf_max_length")}
+        if f.finetune and f.finetune.get("hf_checkpoint")
+        else None
+    )
+    f.external = external  # seed 004 Q1 for its tokenizer (report text)
+    shown = table.assign(**{
+        "parameters": [f"{p / 1e6:.2f}M" if pd.notna(p) else "" for p in table["parameters"]],
+        "fine-tune seconds": [f"{s:,.0f}" if pd.notna(s) else "" for s in table["fine-tune seconds"]],
+        "test accuracy": [f"{a:.1f} %" for a in table["test accuracy"]],
+    })  # fmt: skip
+    report.table("bodies", "Who pretrained the body", "The same sentiment splits, classified from bodies "
+                 "nobody pretrained, our own language model pretrained, and an external encoder pretrained "
+                 "at scale (the `hf` start): size, pretraining data, wall time of one fine-tuning run on "
+                 "this machine, test accuracy.", table, shown)  # fmt: skip
