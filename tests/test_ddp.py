@@ -76,6 +76,17 @@ def test_a_killed_two_process_run_resumes_to_the_same_curve(data, tmp_path):
     )
 
 
+def run_stage(script: str, args: list[str], overrides: list[str], processes: int) -> None:
+    """`python -m torch.distributed.run --nproc_per_node N stages/<script> ...`, as dvc.yaml runs a
+    stage with a torchrun launcher (1 process for the reference)."""
+    launcher = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(processes),
+                "--rdzv_backend", "c10d", "--rdzv_endpoint", "127.0.0.1:0"]  # fmt: skip
+    command = [*launcher, f"stages/{script}", *args] + [arg for item in overrides for arg in ("--set", item)]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "TINYTF_TRACKING": "0"}
+    done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
 def test_the_pretrain_stage_under_torchrun_writes_once_what_one_process_writes(data, tmp_path):
     """The stage script itself, as dvc.yaml runs it with `pretrain.launcher` set to torchrun."""
     small = ["model.d_model=32", "model.n_layer=2", "model.n_head=2", "model.d_ff=64", "model.block_size=16",
@@ -84,18 +95,38 @@ def test_the_pretrain_stage_under_torchrun_writes_once_what_one_process_writes(d
     outputs = {}
     for processes in (1, 2):
         out = tmp_path / f"n{processes}"
-        launcher = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(processes),
-                    "--rdzv_backend", "c10d", "--rdzv_endpoint", "127.0.0.1:0"]  # fmt: skip
-        command = [*launcher, "stages/pretrain.py", "--data", str(data), "--data-card", str(out / "none.json"),
-                   "--model", str(out / "model.pt"), "--reports", str(out / "reports"),
-                   "--state", str(out / "state.pt"), "--snapshots", str(out / "snapshots")]  # fmt: skip
-        command += [arg for item in small for arg in ("--set", item)]
-        env = {**os.environ, "OMP_NUM_THREADS": "1", "TINYTF_TRACKING": "0"}
-        done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
-        assert done.returncode == 0, done.stderr[-3000:]
+        run_stage("pretrain.py", ["--data", str(data), "--data-card", str(out / "none.json"),
+                                  "--model", str(out / "model.pt"), "--reports", str(out / "reports"),
+                                  "--state", str(out / "state.pt"), "--snapshots", str(out / "snapshots")],
+                  small, processes)  # fmt: skip
         assert not list(out.rglob("*.tmp")), "a rank left a temporary file"
         outputs[processes] = out
     one, two = (pd.read_csv(outputs[n] / "reports" / "steps.csv")["train_loss"].tolist() for n in (1, 2))
     assert len(one) == len(two) == 10
     assert two == pytest.approx(one, rel=2e-4)
     assert sorted(p.name for p in (outputs[2] / "snapshots").iterdir()) == ["epoch1.json", "epoch1.pt"]
+
+
+def test_the_finetune_stage_under_torchrun_gives_what_one_process_gives(data, tmp_path):
+    """The finetune stage script under torchrun: every start (the frozen probe too), the lr search
+    and the summary, written once; the same runs as one process."""
+    small = ["finetune.label_counts=[0]", "finetune.seeds=[1,2]", "finetune.epochs=2", "finetune.min_steps=1",
+             "finetune.batch_size=16", "finetune.lrs=[0.001,0.003]", "finetune.frozen_lrs=[0.01]",
+             "finetune.lr_search_labels=0", "finetune.snapshot_labels=0", "finetune.dropout=0",
+             "finetune.precision=fp32", "finetune.compile=false", "tokenize.max_length=32"]  # fmt: skip
+    outputs = {}
+    for processes in (1, 2):
+        out = tmp_path / f"n{processes}"
+        (out / "snapshots").mkdir(parents=True)
+        run_stage("finetune.py", ["--data", str(data), "--pretrained", str(data / "models" / "pretrained.pt"),
+                                  "--snapshots", str(out / "snapshots"), "--reports", str(out / "reports")],
+                  small, processes)  # fmt: skip
+        assert not list(out.rglob("*.tmp")), "a rank left a temporary file"
+        outputs[processes] = out
+    one, two = (pd.read_csv(outputs[n] / "reports" / "runs.csv") for n in (1, 2))
+    assert len(one) == len(two) == 8  # 3 starts x 2 seeds, and the two lr candidates not chosen
+    columns = ["arm", "seed", "lr", "best_epoch", "validation_accuracy", "test_accuracy", "chosen"]
+    pd.testing.assert_frame_equal(one[columns], two[columns])
+    assert two["test_loss"].tolist() == pytest.approx(one["test_loss"].tolist(), rel=1e-4)
+    curves = [pd.read_csv(outputs[n] / "reports" / "curves.csv")["train_loss"].tolist() for n in (1, 2)]
+    assert curves[1] == pytest.approx(curves[0], rel=2e-4)
