@@ -7,6 +7,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -36,9 +37,11 @@ def loopback_server(command: list[str], ready_path: str, timeout: float = 90.0, 
     """Start `command` with {port} filled in by a free loopback port, wait until GET `ready_path`
     answers 200, yield the base URL, and stop the process on the way out."""
     port = free_port()
+    # its log goes to a file, never a pipe: a server logs a line per request, and once a pipe nobody
+    # reads holds 64 KB the server blocks on its next write and stops answering
+    log = tempfile.TemporaryFile(mode="w+")
     process = subprocess.Popen(
-        [part.format(port=port) for part in command],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        [part.format(port=port) for part in command], env=env, stdout=log, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:
@@ -51,9 +54,8 @@ def loopback_server(command: list[str], ready_path: str, timeout: float = 90.0, 
             except OSError:
                 pass
             if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(
-                    f"{command[1]} {command[2]} did not start: {process.stdout.read()[-2000:]}"
-                )
+                log.seek(0)
+                raise RuntimeError(f"{command[1]} {command[2]} did not start: {log.read()[-2000:]}")
             time.sleep(0.5)
         yield url
     finally:
@@ -62,6 +64,7 @@ def loopback_server(command: list[str], ready_path: str, timeout: float = 90.0, 
             process.wait(timeout=10)
         except subprocess.TimeoutExpired:
             process.kill()
+        log.close()
 
 
 def mlflow_server(store: Path, timeout: float = 90.0):

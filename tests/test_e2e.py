@@ -85,11 +85,17 @@ def workspace(tmp_path_factory) -> Path:
     return repo_copy(tmp_path_factory.mktemp("repo"))
 
 
-def dvc(root: Path, *args: str, command: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
+def dvc(
+    root: Path, *args: str, command: tuple[str, ...] = (), tracking_uri: str | None = None
+) -> subprocess.CompletedProcess:
+    """Run dvc (or `command`) in `root` with tracking on: into `tracking_uri` when given, else
+    into the copy's own mlflow.db (never the developer's MLFLOW_TRACKING_URI)."""
     env = dict(os.environ)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
     env["TINYTF_TRACKING"] = "1"
     env.pop("MLFLOW_TRACKING_URI", None)
+    if tracking_uri:
+        env["MLFLOW_TRACKING_URI"] = tracking_uri
     command = command or (str(Path(sys.executable).parent / "dvc"),)
     result = subprocess.run([*command, *args], cwd=root, env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -347,10 +353,11 @@ def test_mlflow_ui_lists_runs_and_renders_a_metric_chart(workspace, tmp_path):
         driver.save_screenshot(str(workspace / "mlflow-chart.png"))
 
 
-def test_queued_experiments_run_two_at_once_and_both_reach_mlflow(workspace):
+def run_two_queued_experiments(workspace: Path, tracking_uri: str | None = None) -> None:
+    """Queue two experiments that re-run only evaluate and report (so they overlap in time:
+    evaluate.bootstrap_resamples 300 and 400, named boot300 / boot400) and run them at once."""
     subprocess.run([*GIT, "add", "-A"], cwd=workspace, check=True, capture_output=True)
     subprocess.run([*GIT, "commit", "-qm", "tiny pipeline"], cwd=workspace, check=True, capture_output=True)
-    # a change that re-runs only evaluate and report, so the two experiments overlap in time
     for resamples in (300, 400):
         dvc(
             workspace,
@@ -361,8 +368,9 @@ def test_queued_experiments_run_two_at_once_and_both_reach_mlflow(workspace):
             f"boot{resamples}",
             "-S",
             f"evaluate.bootstrap_resamples={resamples}",
+            tracking_uri=tracking_uri,
         )
-    dvc(workspace, "queue", "start", "-j", "2")
+    dvc(workspace, "queue", "start", "-j", "2", tracking_uri=tracking_uri)
     deadline = time.monotonic() + 600
     while True:
         status = dvc(workspace, "queue", "status").stdout
@@ -371,6 +379,10 @@ def test_queued_experiments_run_two_at_once_and_both_reach_mlflow(workspace):
         assert time.monotonic() < deadline, status
         time.sleep(3)
     assert status.count("Success") == 2, status
+
+
+def test_queued_experiments_run_two_at_once_and_both_reach_mlflow(workspace):
+    run_two_queued_experiments(workspace)
     import mlflow
 
     mlflow.set_tracking_uri(f"sqlite:///{workspace / 'mlflow.db'}")
