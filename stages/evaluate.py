@@ -41,7 +41,7 @@ def main() -> None:
         data, model = SentimentData.load(args.data), load_model(checkpoint)
         max_length = params.tokenize.max_length
         if isinstance(model, HFClassifier):  # grid.init hf: its own tokenizer, carried in the checkpoint
-            data, max_length = SentimentData.for_hf(args.data, model), model.config.max_length
+            data, max_length = data.for_hf(args.data, model), model.config.max_length
         runtime = classifier_runtime(params.finetune)
         test = evaluate_test_split(model, data, max_length, runtime)
         report = classification_report(

@@ -58,7 +58,7 @@ def main() -> None:
         if g.init == "hf":
             max_length = params.hf.max_length
             model = build_hf_classifier(params.hf.checkpoint, len(data.classes), max_length, g.seed)
-            data = SentimentData.for_hf(args.data, model)
+            data = data.for_hf(args.data, model)
         else:
             config = classifier_config(args.pretrained, len(data.classes), f.dropout)
             model = build_classifier(g.init, config, args.pretrained, g.seed)

@@ -75,7 +75,7 @@ def test_the_checkpoints_own_tokenizer_encodes_as_transformers_does(sst2_dir):
     from tinytf.train.classify import SentimentData
 
     model = hf.build(CHECKPOINT, 2, 16)
-    data = SentimentData.for_hf(sst2_dir, model)
+    data = SentimentData.load(sst2_dir).for_hf(sst2_dir, model)
     texts = pd.read_parquet(sst2_dir / "prepared" / "sentiment" / "train.parquet")["text"].tolist()
     reference = AutoTokenizer.from_pretrained(hf.locate(CHECKPOINT))(texts, truncation=True, max_length=16)
     assert data.splits["train"].input_ids == reference["input_ids"]  # [CLS] ... [SEP], at most 16
@@ -130,7 +130,7 @@ def test_the_hf_arm_fine_tunes_beats_scratch_and_its_saved_model_serves_the_same
     # a grid cell's life: train, save, reload (no checkpoint at hand: it rebuilds from the JSON), serve
     runtime = resolve_runtime("cpu", "fp32", False, 0)
     model = build_hf_classifier(CHECKPOINT, 2, 64, seed=3)
-    data = SentimentData.for_hf(sst2_dir, model)
+    data = SentimentData.load(sst2_dir).for_hf(sst2_dir, model)
     run = train_classifier(model, data, init="hf", optimizer="AdamW", lr=2e-4, batch_size=16, epochs=3,
                            max_length=64, seed=3, runtime=runtime)  # fmt: skip
     before = evaluate_test_split(run.model, data, 64, runtime)
@@ -138,7 +138,7 @@ def test_the_hf_arm_fine_tunes_beats_scratch_and_its_saved_model_serves_the_same
     assert "hf" in json.loads((tmp_path / "cell.json").read_text())
     loaded = load_model(tmp_path / "cell.pt")
     assert isinstance(loaded, HFClassifier)
-    after = evaluate_test_split(loaded, SentimentData.for_hf(sst2_dir, loaded), 64, runtime)
+    after = evaluate_test_split(loaded, SentimentData.load(sst2_dir).for_hf(sst2_dir, loaded), 64, runtime)
     assert after["predictions"] == before["predictions"] and before["test_accuracy"] >= 0.65
     predictor = SentimentPredictor.from_files(
         tmp_path / "cell.pt", sst2_dir / "tokenizer.json", sst2_dir / "tokens/sentiment/labels.json", 999

@@ -25,6 +25,7 @@ runs without it.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import os
@@ -48,8 +49,7 @@ class HFConfig:
     pooling: str = "hf"  # the head is the checkpoint's own: no [CLS] prefix of ours to add
 
     def to_dict(self) -> dict:
-        return {"source": self.source, "n_classes": self.n_classes, "max_length": self.max_length,
-                "hf_config": self.hf_config, "pooling": self.pooling}  # fmt: skip
+        return dataclasses.asdict(self)
 
 
 class HFClassifier(nn.Module):

@@ -55,22 +55,21 @@ class SentimentData:
         cls_id = load_tokenizer(Path(data_dir) / "tokenizer.json").token_to_id(CLS)
         return cls(splits, classes, cls_id)
 
-    @classmethod
-    def for_hf(cls, data_dir: str | Path, model: HFClassifier) -> SentimentData:
-        """The same splits and labels, the texts encoded by the external checkpoint's own tokenizer
-        (special tokens added, truncated to its max_length) from `prepare`'s sentiment files."""
-        ours = cls.load(data_dir)  # labels as `tokenize` numbered them, in file order
+    def for_hf(self, data_dir: str | Path, model: HFClassifier) -> SentimentData:
+        """These splits and labels (as `tokenize` numbered them, in file order), the texts encoded
+        by the external checkpoint's own tokenizer (special tokens added, truncated to its
+        max_length) from `prepare`'s sentiment files."""
         prepared = Path(data_dir) / "prepared" / "sentiment"
         tokenizer, splits = model.text_tokenizer(), {}
         for split in SPLITS:
             texts = pd.read_parquet(prepared / f"{split}.parquet", columns=["text"])["text"].tolist()
-            labels = ours.splits[split].labels
+            labels = self.splits[split].labels
             if len(texts) != len(labels):
                 raise DataError(
                     f"{prepared / split}.parquet: {len(texts)} texts but {len(labels)} tokenized labels"
                 )
             splits[split] = SentimentDataset(encode(tokenizer, texts, add_special_tokens=True), list(labels))
-        return cls(splits, ours.classes, None, model.pad_id)
+        return SentimentData(splits, self.classes, None, model.pad_id)
 
     def loader_options(self, model) -> dict:
         """How batches of this data are made for `model`: its pad id; our [CLS] prefix where it pools the first token."""

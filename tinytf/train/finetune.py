@@ -106,7 +106,7 @@ class Runner:
             return model, self.data, self.max_length
         model = build_hf_classifier(self.hf.checkpoint, n_classes, self.hf.max_length, seed)
         if self.hf_data is None:
-            self.hf_data = SentimentData.for_hf(self.data_dir, model)
+            self.hf_data = self.data.for_hf(self.data_dir, model)
         return model, self.hf_data, self.hf.max_length
 
     def probe_features(self, model, start_name: str, rows) -> dict:
