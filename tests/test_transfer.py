@@ -10,6 +10,7 @@ from tinytf.analysis.evaluation import curve_summary, snapshot_curve
 from tinytf.config import FinetuneParams, load_params
 from tinytf.data.subsets import ALL, curve_plan, label_order, label_subset
 from tinytf.errors import ParamsError
+from tinytf.report.tables import paired_text
 from tinytf.report.transfer import detectable_difference, verdict
 from tinytf.train.finetune import run_finetune, schedule
 
@@ -116,6 +117,15 @@ def test_verdicts_and_detectable_difference():
     assert verdict({"mean_difference": 0.02, "p_value": 0.01}) == "helped"
     assert verdict({"mean_difference": -0.02, "p_value": 0.01}) == "hurt"
     assert verdict({"mean_difference": 0.05, "p_value": 0.2}) == "made no detectable difference"
+    # every seed the same difference: no t-test; a sign test needs 6 seeds to get below 0.05
+    same = {"mean_difference": 0.016, "std_difference": 0.0, "t": None, "p_value": None}
+    assert verdict({**same, "n": 3}) == "made no detectable difference"
+    assert verdict({**same, "n": 6}) == "helped"
+    assert verdict({**same, "mean_difference": -0.016, "n": 6}) == "hurt"
+    assert paired_text({**same, "n": 3}) == (
+        "+1.6 pp (the same in every seed, so no t-test; a sign test gives p = 0.25, 3 paired seeds)"
+    )
+    assert "no spread: t-test undefined" in paired_text({**same, "mean_difference": 0.0, "n": 3})
     # t(0.975, 8) + t(0.8, 8) = 2.306 + 0.889; times std 1 and sqrt(2/2)
     assert detectable_difference(1.0, 2, 8) == pytest.approx(3.195, abs=1e-3)
 
@@ -138,3 +148,17 @@ def test_probe_on_cached_features_trains_the_head_a_frozen_run_trains(workdir): 
     assert [round(h["validation_accuracy"], 6) for h in probe.history] == [
         round(h["validation_accuracy"], 6) for h in direct.history
     ]
+
+
+def test_baseline_sentence_says_when_the_published_numbers_are_on_the_same_test_sentences():
+    from tinytf.report.transfer import _baseline_text
+
+    curve = pd.DataFrame(
+        {"pretrained mean": [0.70, 0.85], "scratch mean": [0.6, 0.75], "tfidf_lr mean": [0.7, 0.82]}
+    )
+    [sst2] = _baseline_text(curve, "sst2")
+    assert "(pretrained, 85.0%) stands 3.0 points above TF-IDF" in sst2
+    assert "1.3 points above CNN-rand's published 83.7%" in sst2 and "the same 1,821 test sentences" in sst2
+    [other] = _baseline_text(curve.assign(**{"pretrained mean": [0.7, 0.8]}), "rt_critic_snippets")
+    assert "2.0 points below TF-IDF" in other and "3.7 points below CNN-rand" in other
+    assert "context only, another dataset" in other
