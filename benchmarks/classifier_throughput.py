@@ -78,7 +78,7 @@ def main() -> None:
     ours = TinyTransformer(model_config(params.model, vocab, "causal", 0, dropout=f.dropout)).to(
         runtime.device
     )
-    cfg = LoopConfig(total_steps=planned, steps_per_epoch=planned, lr=f.lr, weight_decay=f.weight_decay)
+    cfg = LoopConfig(total_steps=planned, steps_per_epoch=planned, lr=f.lrs[0], weight_decay=f.weight_decay)
     optimizer = build_optimizer(ours, cfg)
     ours_source = Batches(data, f.batch_size, max_length, runtime.device)
     step_loss = classifier_step_loss(ours, runtime)
@@ -89,7 +89,7 @@ def main() -> None:
     seed_everything(0)
     lab_params = dataclasses.replace(params.model, arch="torch_encoder")
     lab = TinyTransformer(model_config(lab_params, vocab, "causal", 0, dropout=f.dropout)).to(runtime.device)
-    lab_optimizer = torch.optim.AdamW(lab.parameters(), lr=f.lr, weight_decay=f.weight_decay)
+    lab_optimizer = torch.optim.AdamW(lab.parameters(), lr=f.lrs[0], weight_decay=f.weight_decay)
     lab_source = Batches(data, f.batch_size, max_length, runtime.device)
 
     def lab_step():
