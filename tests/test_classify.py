@@ -119,6 +119,17 @@ def test_paired_comparison_sign_and_p_value():
     result = paired_comparison([0.80, 0.82, 0.81], [0.70, 0.71, 0.72])
     assert result["mean_difference"] == pytest.approx(0.1, abs=1e-9)
     assert result["p_value"] < 0.01
+    assert result["sign_test_p"] == pytest.approx(0.25)  # 3 of 3 seeds one way: 2 / 2^3
+
+
+def test_paired_comparison_without_spread_leaves_the_decision_to_the_sign_test():
+    # SST-2 gave +29 of 1,821 test sentences in every seed: the t-test divides by zero
+    same = paired_comparison([0.80] * 6, [0.784] * 6)
+    assert same["t"] is None and same["p_value"] is None
+    assert same["sign_test_p"] == pytest.approx(2 / 2**6)
+    mixed = paired_comparison([0.8, 0.7, 0.8, 0.8], [0.7, 0.8, 0.8, 0.7])  # one tie is not counted
+    assert mixed["sign_test_p"] == pytest.approx(1.0)  # 2 of 3 nonzero differences positive
+    assert paired_comparison([0.8, 0.8], [0.8, 0.8])["sign_test_p"] is None
 
 
 def test_best_cell_breaks_ties_on_validation_loss():

@@ -119,13 +119,16 @@ def test_verdicts_and_detectable_difference():
     assert verdict({"mean_difference": 0.05, "p_value": 0.2}) == "made no detectable difference"
     # every seed the same difference: no t-test; a sign test needs 6 seeds to get below 0.05
     same = {"mean_difference": 0.016, "std_difference": 0.0, "t": None, "p_value": None}
-    assert verdict({**same, "n": 3}) == "made no detectable difference"
-    assert verdict({**same, "n": 6}) == "helped"
-    assert verdict({**same, "mean_difference": -0.016, "n": 6}) == "hurt"
-    assert paired_text({**same, "n": 3}) == (
+    three, six = ({**same, "n": n, "sign_test_p": 2 / 2**n} for n in (3, 6))
+    assert verdict(three) == "made no detectable difference"
+    assert verdict(six) == "helped"
+    assert verdict({**six, "mean_difference": -0.016}) == "hurt"
+    assert paired_text(three) == (
         "+1.6 pp (the same in every seed, so no t-test; a sign test gives p = 0.25, 3 paired seeds)"
     )
-    assert "no spread: t-test undefined" in paired_text({**same, "mean_difference": 0.0, "n": 3})
+    assert "no spread: t-test undefined" in paired_text(
+        {**same, "mean_difference": 0.0, "n": 3, "sign_test_p": None}
+    )
     # t(0.975, 8) + t(0.8, 8) = 2.306 + 0.889; times std 1 and sqrt(2/2)
     assert detectable_difference(1.0, 2, 8) == pytest.approx(3.195, abs=1e-3)
 

@@ -279,23 +279,16 @@ def paired_text(test: dict) -> str:
     if t is not None and p is not None:
         stats = f"t = {t:.2f}, p = {p:.3g}"
     elif no_spread(test):
-        stats = f"the same in every seed, so no t-test; a sign test gives p = {sign_test_p(test['n']):.3g}"
+        stats = f"the same in every seed, so no t-test; a sign test gives p = {test['sign_test_p']:.3g}"
     else:
         stats = "no spread: t-test undefined"
     return f"{pp(test['mean_difference'])} ({stats}, {test['n']} paired seeds)"
 
 
 def no_spread(test: dict) -> bool:
-    """Several seeds, every one with the same nonzero difference: a t-test divides by zero."""
+    """Several seeds, every one with the same nonzero difference: a t-test divides by zero, and
+    the sign test (`tinytf.analysis.evaluation.paired_comparison`) is the one that can decide."""
     return test.get("p_value") is None and test["n"] > 1 and test["mean_difference"] != 0
-
-
-def sign_test_p(n: int) -> float:
-    """The exact two-sided sign test's p for n seeds that all differ the same way: the smallest
-    any test of signs can give (0.25 at 3 seeds, 0.0625 at 5, 0.03125 at 6)."""
-    from scipy import stats
-
-    return float(stats.binomtest(n, n).pvalue)
 
 
 def first_epoch(c: pd.DataFrame | None) -> pd.DataFrame | None:

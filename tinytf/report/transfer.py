@@ -48,7 +48,7 @@ def curve_frame(finetune: dict, baselines: dict | None, path) -> pd.DataFrame:
 
 def verdict(test: dict) -> str:
     """'helped' / 'hurt' / 'made no detectable difference', by sign and paired p value."""
-    p = rt.sign_test_p(test["n"]) if rt.no_spread(test) else test.get("p_value")
+    p = test.get("sign_test_p") if rt.no_spread(test) else test.get("p_value")
     if p is None or p >= ALPHA:
         return "made no detectable difference"
     return "helped" if test["mean_difference"] > 0 else "hurt"
@@ -103,10 +103,11 @@ def transfer_text(r: ReportView) -> list[str]:
         if test:
             said = verdict(test)
             if said == "made no detectable difference":
-                said += f": its {100 * test['mean_difference']:+.1f} points are " + (
-                    f"the same in every seed, but {test['n']} seeds are too few to call that detected"
+                points = f"its {100 * test['mean_difference']:+.1f} points"
+                said += (
+                    f": {test['n']} seeds are too few for a sign test to call {points} detected"
                     if rt.no_spread(test)
-                    else "within seed noise"
+                    else f": {points} are within seed noise"
                 )
             out.append(f"- {labels} labels: pretraining {said} ({rt.pct(entry['pretrained']['mean'])} vs "
                        f"scratch {rt.pct(entry['scratch']['mean'])}; paired {rt.paired_text(test)}).")  # fmt: skip
