@@ -1,4 +1,4 @@
-"""The throughput benchmarks still run against the current params schema and training code.
+"""The benchmarks still run against the current params schema, data sources and training code.
 
 They are scripts nobody imports, so a renamed params key or a changed helper breaks them
 silently (the classifier benchmark once read `finetune.lr` after it became `finetune.lrs`).
@@ -48,3 +48,20 @@ def test_benchmark_runs_and_ends_with_its_speedup_line(script, tiny_params):
     assert result.returncode == 0, result.stderr[-3000:]
     last = result.stdout.strip().splitlines()[-1]
     assert re.match(r"speedup: \d+\.\d\dx tinytf", last), last
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "script, args, expected",
+    [
+        ("grouped_split_vs_sklearn.py", ["--seeds", "1"], r"sklearn +worst share error"),
+        ("prepare_scale.py", ["--rows", "2000"], r"prepare: \d+ rows/s, peak [\d.]+ GiB; [\d.]+x the time"),
+    ],
+)
+def test_data_benchmark_runs_and_prints_its_headline(script, args, expected):
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / script), *args],
+        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert re.search(expected, result.stdout.strip().splitlines()[-1]), result.stdout[-2000:]
