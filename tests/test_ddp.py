@@ -25,16 +25,24 @@ def data(tmp_path_factory):
     return make_sentiment_dir(tmp_path_factory.mktemp("ddp"), dropout=0.0)
 
 
-def run(task, data, state, result, processes, crash=None, check=True):
+def launch(tail: list[str], processes: int, torchrun: bool = False, check: bool = True):
+    """`python <tail>`, under `torch.distributed.run --nproc_per_node N` when N > 1 or `torchrun`
+    (as dvc.yaml runs a stage with a torchrun launcher, 1 process included)."""
     launcher = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(processes),
                 "--master_port", "0", "--rdzv_backend", "c10d", "--rdzv_endpoint", "127.0.0.1:0"]  # fmt: skip
-    command = (launcher if processes > 1 else [sys.executable]) + ["-m", "tests.ddp_worker", task]
-    command += [str(data), str(state), str(result)] + ([str(crash)] if crash else [])
+    command = (launcher if processes > 1 or torchrun else [sys.executable]) + tail
     env = {**os.environ, "OMP_NUM_THREADS": "1", "TINYTF_TRACKING": "0"}
     done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     if check:
         assert done.returncode == 0, done.stderr[-3000:]
     return done
+
+
+def run(task, data, state, result, processes, crash=None, check=True):
+    tail = ["-m", "tests.ddp_worker", task, str(data), str(state), str(result)] + (
+        [str(crash)] if crash else []
+    )
+    return launch(tail, processes, check=check)
 
 
 def losses(result: Path, key: str, field: str) -> list[float]:
@@ -77,14 +85,12 @@ def test_a_killed_two_process_run_resumes_to_the_same_curve(data, tmp_path):
 
 
 def run_stage(script: str, args: list[str], overrides: list[str], processes: int) -> None:
-    """`python -m torch.distributed.run --nproc_per_node N stages/<script> ...`, as dvc.yaml runs a
-    stage with a torchrun launcher (1 process for the reference)."""
-    launcher = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(processes),
-                "--rdzv_backend", "c10d", "--rdzv_endpoint", "127.0.0.1:0"]  # fmt: skip
-    command = [*launcher, f"stages/{script}", *args] + [arg for item in overrides for arg in ("--set", item)]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "TINYTF_TRACKING": "0"}
-    done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
+    """`stages/<script>` under torchrun with N processes, 1 for the reference."""
+    launch(
+        [f"stages/{script}", *args] + [arg for item in overrides for arg in ("--set", item)],
+        processes,
+        torchrun=True,
+    )
 
 
 def test_the_pretrain_stage_under_torchrun_writes_once_what_one_process_writes(data, tmp_path):
