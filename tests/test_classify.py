@@ -132,6 +132,15 @@ def test_paired_comparison_without_spread_leaves_the_decision_to_the_sign_test()
     assert paired_comparison([0.8, 0.8], [0.8, 0.8])["sign_test_p"] is None
 
 
+def test_the_same_count_difference_is_no_spread_even_where_floats_differ_in_the_last_bit():
+    pretrained, scratch = [1382 / 1821, 1417 / 1821, 1399 / 1821], [1353 / 1821, 1388 / 1821, 1370 / 1821]
+    # +29 sentences in each seed, yet not three equal floats
+    assert len({p - s for p, s in zip(pretrained, scratch, strict=True)}) > 1
+    same = paired_comparison(pretrained, scratch)
+    assert same["std_difference"] == 0.0 and same["p_value"] is None  # not t = inf, p = 0
+    assert same["sign_test_p"] == pytest.approx(0.25)
+
+
 def test_best_cell_breaks_ties_on_validation_loss():
     table = pd.DataFrame(
         [

@@ -55,6 +55,12 @@ def classification_report(
     }
 
 
+# Accuracies are counts over one test set, so two seeds with the same difference in counts can
+# differ in the last bit as floats (1417/1821 - 1388/1821 != 1400/1821 - 1371/1821); read as a
+# spread, that noise gives t = inf and p = 0. Real differences are at least 1 / test size.
+SAME_DIFFERENCE = 1e-9
+
+
 def paired_comparison(a: list[float], b: list[float]) -> dict:
     """Paired t-test of a - b over seeds (the same seed means the same head init and data order),
     and the exact two-sided sign test of the same differences.
@@ -66,14 +72,16 @@ def paired_comparison(a: list[float], b: list[float]) -> dict:
 
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     diff = a - b
-    result = {"mean_difference": float(diff.mean()), "n": int(len(diff)),
-              "std_difference": float(diff.std(ddof=1)) if len(diff) > 1 else 0.0}  # fmt: skip
-    if len(diff) >= 2 and diff.std(ddof=1) > 0:
+    spread = float(diff.std(ddof=1)) if len(diff) > 1 else 0.0
+    if spread < SAME_DIFFERENCE:
+        spread = 0.0
+    result = {"mean_difference": float(diff.mean()), "n": int(len(diff)), "std_difference": spread}
+    if spread > 0:
         test = stats.ttest_rel(a, b)
         result.update(t=float(test.statistic), p_value=float(test.pvalue))
     else:
         result.update(t=None, p_value=None)
-    nonzero = diff[diff != 0]
+    nonzero = diff[np.abs(diff) >= SAME_DIFFERENCE]
     result["sign_test_p"] = (
         float(stats.binomtest(int((nonzero > 0).sum()), len(nonzero)).pvalue) if len(nonzero) else None
     )
