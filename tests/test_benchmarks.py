@@ -17,36 +17,39 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tinytf.presets import preset_values
+from tinytf.schema import set_dotted
+
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _merge(base: dict, override: dict) -> dict:
-    merged = dict(base)
-    for key, value in override.items():
-        merged[key] = _merge(base[key], value) if isinstance(value, dict) else value
-    return merged
 
 
 @pytest.fixture(scope="module")
 def tiny_params(tmp_path_factory) -> Path:
-    params = yaml.safe_load((ROOT / "params.yaml").read_text())
-    tiny = yaml.safe_load((ROOT / "presets" / "tiny.yaml").read_text())
+    """params.yaml with presets/tiny.yaml applied, as `tinytf preset tiny` applies it."""
+    raw = yaml.safe_load((ROOT / "params.yaml").read_text())
+    for dotted, value in preset_values("tiny", ROOT / "presets").items():
+        set_dotted(raw, dotted, value)
     path = tmp_path_factory.mktemp("bench") / "params.yaml"
-    path.write_text(yaml.safe_dump(_merge(params, tiny)))
+    path.write_text(yaml.safe_dump(raw))
     return path
+
+
+def run_benchmark(script: str, args: list[str], cwd: Path) -> str:
+    """The script's last line of output, after checking it exited 0."""
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / script), *args],
+        cwd=cwd, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result.stdout.strip().splitlines()[-1]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("script", ["pretrain_throughput.py", "classifier_throughput.py"])
 def test_benchmark_runs_and_ends_with_its_speedup_line(script, tiny_params):
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / script), "--params", str(tiny_params),
-         "--steps", "1", "--rounds", "1"],
-        cwd=tiny_params.parent, env=env, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr[-3000:]
-    last = result.stdout.strip().splitlines()[-1]
+    last = run_benchmark(
+        script, ["--params", str(tiny_params), "--steps", "1", "--rounds", "1"], tiny_params.parent
+    )
     assert re.match(r"speedup: \d+\.\d\dx tinytf", last), last
 
 
@@ -59,9 +62,5 @@ def test_benchmark_runs_and_ends_with_its_speedup_line(script, tiny_params):
     ],
 )
 def test_data_benchmark_runs_and_prints_its_headline(script, args, expected):
-    result = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / script), *args],
-        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert re.search(expected, result.stdout.strip().splitlines()[-1]), result.stdout[-2000:]
+    last = run_benchmark(script, args, ROOT)
+    assert re.search(expected, last), last
