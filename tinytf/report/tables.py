@@ -287,8 +287,9 @@ def paired_text(test: dict) -> str:
 
 def no_spread(test: dict) -> bool:
     """Several seeds, every one with the same nonzero difference: a t-test divides by zero, and
-    the sign test (`tinytf.analysis.evaluation.paired_comparison`) is the one that can decide."""
-    return test.get("p_value") is None and test["n"] > 1 and test["mean_difference"] != 0
+    the sign test is the one that can decide. `tinytf.analysis.evaluation.paired_comparison`
+    decided both (with its float tolerance): no t-test p, a sign-test p."""
+    return test.get("p_value") is None and test["n"] > 1 and test.get("sign_test_p") is not None
 
 
 def first_epoch(c: pd.DataFrame | None) -> pd.DataFrame | None:
