@@ -15,7 +15,7 @@ import pandas as pd
 
 from tinytf.analysis.baselines import baseline_curve
 from tinytf.data.splits import SPLITS
-from tinytf.data.subsets import count_name, curve_plan
+from tinytf.data.subsets import count_name
 from tinytf.errors import DataError
 from tinytf.io import write_json
 from tinytf.tracking import stage_run
@@ -38,7 +38,7 @@ def main() -> None:
 
     with stage_run("baselines", params.as_dict()) as tracker:
         splits = {s: read_split(Path(args.data) / f"{s}.parquet") for s in SPLITS}
-        plan = curve_plan(f.label_counts, f.seeds, f.many_labels, f.many_label_seeds)
+        plan = f.curve_plan()
 
         def progress(count, seed, fit):
             print(f"baselines {count_name(count)} labels seed {seed}: majority {fit.majority:.4f}, "

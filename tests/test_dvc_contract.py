@@ -67,6 +67,17 @@ def test_declared_view_refuses_an_undeclared_key():
     assert view.as_dict() == {"model": view.as_dict()["model"], "tokenize": {"max_length": 64}}
 
 
+def test_a_method_of_the_params_reads_through_the_declared_view():
+    params = load_params(REPO / "params.yaml")
+    keys = [f"finetune.{k}" for k in ("label_counts", "seeds", "many_labels", "many_label_seeds")]
+    assert narrow_params(params, keys, "stage 'x'", "params.yaml").finetune.curve_plan() == (
+        params.finetune.curve_plan()
+    )
+    narrower = narrow_params(params, keys[:3], "stage 'x'", "params.yaml")
+    with pytest.raises(UndeclaredParam, match="'finetune.many_label_seeds'"):
+        narrower.finetune.curve_plan()
+
+
 def test_a_stage_reading_an_undeclared_key_stops_naming_it(tmp_path):
     dvc = yaml.safe_load((REPO / "dvc.yaml").read_text())
     dvc["stages"]["probes"]["params"] = ["probes.seed"]  # the script also reads n, d, scale, tolerance

@@ -8,11 +8,11 @@ import torch
 from tinytf.analysis.baselines import baseline_curve, fit_baselines, majority_accuracy
 from tinytf.analysis.evaluation import curve_summary, snapshot_curve
 from tinytf.config import FinetuneParams, load_params
-from tinytf.data.subsets import ALL, curve_plan, label_order, label_subset
+from tinytf.data.subsets import ALL, label_order, label_subset
 from tinytf.errors import ParamsError
 from tinytf.report.tables import paired_text
 from tinytf.report.transfer import detectable_difference, verdict
-from tinytf.train.finetune import run_finetune, schedule
+from tinytf.train.finetune import chosen_lr, run_finetune, schedule
 
 from .conftest import REPO
 from .test_classify import CPU, workdir  # noqa: F401  (the fixture)
@@ -31,7 +31,9 @@ def test_label_subsets_are_nested_class_balanced_and_seeded():
 
 
 def test_small_subsets_run_every_seed_and_large_ones_the_first_few():
-    plan = curve_plan([0, 3000, 250, 1000], [1, 2, 3, 4, 5], many_labels=3000, many_label_seeds=3)
+    plan = FinetuneParams(
+        label_counts=[0, 3000, 250, 1000], seeds=[1, 2, 3, 4, 5], many_labels=3000, many_label_seeds=3
+    ).curve_plan()
     assert plan == [(250, [1, 2, 3, 4, 5]), (1000, [1, 2, 3, 4, 5]), (3000, [1, 2, 3]), (0, [1, 2, 3])]
 
 
@@ -48,6 +50,17 @@ def test_params_need_all_labels_and_known_search_counts():
         load_params(REPO / "params.yaml", {"finetune.label_counts": [250, 1000]})
     with pytest.raises(ParamsError, match=r"finetune.snapshot_labels: 500 is not one of label_counts"):
         load_params(REPO / "params.yaml", {"finetune.snapshot_labels": 500})
+    with pytest.raises(
+        ParamsError, match=r"finetune.lr_search_seeds: 4 is more than the 3 seeds the 3000-label"
+    ):
+        load_params(REPO / "params.yaml", {"finetune.lr_search_labels": 3000, "finetune.lr_search_seeds": 4})
+
+
+def test_chosen_lr_is_the_best_mean_over_seeds_first_on_ties():
+    rows = [{"lr": 1e-3, "validation_accuracy": v} for v in (0.5, 0.75)]  # exact binary fractions
+    rows += [{"lr": 3e-3, "validation_accuracy": v} for v in (0.6875, 0.5)]  # seed 1 alone would pick it
+    assert chosen_lr(rows) == 1e-3
+    assert chosen_lr(rows + [{"lr": 1e-2, "validation_accuracy": 0.625}]) == 1e-3  # tie: the earlier lr
 
 
 def test_finetune_chooses_each_lr_on_validation_and_keeps_the_best_epoch(workdir, tmp_path):  # noqa: F811
@@ -58,16 +71,18 @@ def test_finetune_chooses_each_lr_on_validation_and_keeps_the_best_epoch(workdir
     shutil.copy(workdir / "models" / "pretrained.json", snapshot.with_suffix(".json"))
     params = FinetuneParams(label_counts=[24, 0], seeds=[1, 2], many_labels=48, many_label_seeds=2, epochs=2,
                             min_steps=6, batch_size=16, lrs=[1e-4, 3e-3], frozen_lrs=[1e-2], lr_search_labels=24,
-                            snapshot_labels=24, device="cpu", precision="fp32", compile=False)  # fmt: skip
+                            lr_search_seeds=2, snapshot_labels=24, device="cpu", precision="fp32",
+                            compile=False)  # fmt: skip
     result = run_finetune(params, 32, workdir / "models" / "pretrained.pt", workdir, [snapshot])
     runs = result.runs
-    search = runs[(runs["labels"] == "24") & (runs["seed"] == 1) & (runs["start"] == "final")]
+    search = runs[(runs["labels"] == "24") & (runs["start"] == "final")]
     for arm in ("pretrained", "scratch"):
-        mine = search[search["arm"] == arm]
-        assert result.lrs[arm] == mine.loc[mine["validation_accuracy"].idxmax(), "lr"]
+        mine = search[search["arm"] == arm].groupby("lr")["validation_accuracy"]
+        assert (mine.count() == 2).all()  # every candidate on both search seeds
+        assert result.lrs[arm] == mine.mean().idxmax()
     assert result.lrs["frozen"] == 1e-2
     chosen = runs[runs["chosen"]]
-    # lr search runs of the chosen lr are the curve's first-seed runs, not run twice
+    # lr search runs of the chosen lr are the curve's runs of those seeds, not run twice
     assert len(chosen) == len(chosen.drop_duplicates(["start", "arm", "labels", "seed"]))
     assert set(chosen.loc[chosen["start"] == "epoch1", "seed"]) == {1, 2}
     assert (runs["best_epoch"] <= runs["epochs"]).all() and (runs["n_train"].isin([24, 96])).all()

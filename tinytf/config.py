@@ -147,7 +147,10 @@ class FinetuneParams:
     optimizer: str = "AdamW"
     lrs: list[float] = bounded([3e-4, 1e-3, 3e-3], gt=0)  # candidates per trained start
     frozen_lrs: list[float] = bounded([3e-3, 1e-2, 3e-2], gt=0)  # a probe moves only the head
-    lr_search_labels: int = bounded(1000, ge=0)  # the subset (first seed) the lr is chosen on
+    lr_search_labels: int = bounded(1000, ge=0)  # the subset the lr is chosen on
+    # on its first few seeds, by mean validation accuracy: one seed's validation split decides
+    # between lrs by a handful of texts, and the choice moved whole label counts' results
+    lr_search_seeds: int = bounded(3, ge=1)
     # fine-tune from the pretraining snapshots at this many labels: the pretraining-tokens curve
     snapshot_labels: int = bounded(1000, ge=0)
     weight_decay: float = bounded(0.01, ge=0)
@@ -156,6 +159,16 @@ class FinetuneParams:
     device: str = "auto"
     precision: Literal["auto", "fp32", "bf16"] = "auto"
     compile: Literal["auto"] | bool = "auto"  # auto: on for runs long enough to repay compiling
+
+    def curve_plan(self) -> list[tuple[int, list[int]]]:
+        """[(label count, seeds)] in increasing label count (0 = all labels, last): small subsets
+        vary most from seed to seed, so they get every seed; subsets of `many_labels` labels or
+        more (and all) the first `many_label_seeds`."""
+        plan = []
+        for count in sorted(self.label_counts, key=lambda c: float("inf") if c == 0 else c):
+            many = count == 0 or count >= self.many_labels
+            plan.append((count, list(self.seeds[: self.many_label_seeds]) if many else list(self.seeds)))
+        return plan
 
     def validate(self, key: str, file: str) -> None:
         _check_optimizers([self.optimizer], f"{key}.optimizer", file)
@@ -174,6 +187,12 @@ class FinetuneParams:
                 )
         if len(self.seeds) < 2:
             raise ParamsError(f"{file}: {key}.seeds: a paired test needs at least 2 seeds, got {self.seeds}")
+        searched = dict(self.curve_plan())
+        if self.lr_search_seeds > len(searched[self.lr_search_labels]):
+            raise ParamsError(
+                f"{file}: {key}.lr_search_seeds: {self.lr_search_seeds} is more than the "
+                f"{len(searched[self.lr_search_labels])} seeds the {self.lr_search_labels or 'all'}-label subset runs"
+            )
 
 
 @dataclass

@@ -204,6 +204,9 @@ class DeclaredParams:
         object.__setattr__(self, "_prefix", prefix)
 
     def __getattr__(self, name: str) -> Any:
+        method = getattr(type(self._obj), name, None)
+        if callable(method) and not isinstance(method, type):
+            return method.__get__(self)  # bound to this view, so the keys it reads are checked too
         key = join(self._prefix, name)
         value = getattr(self._obj, name)
         if any(key == d or key.startswith(d + ".") for d in self._declared):

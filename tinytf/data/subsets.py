@@ -36,13 +36,3 @@ def label_subset(labels: np.ndarray, count: int, seed: int) -> np.ndarray:
 
 def count_name(count: int) -> str:
     return "all" if count == ALL else str(count)
-
-
-def curve_plan(label_counts: list[int], seeds: list[int], many_labels: int, many_label_seeds: int):
-    """[(count, seeds)] in increasing label count: small subsets vary most from seed to seed, so
-    they get every seed; subsets of `many_labels` labels or more (and ALL) the first few."""
-    plan = []
-    for count in sorted(label_counts, key=lambda c: float("inf") if c == ALL else c):
-        many = count == ALL or count >= many_labels
-        plan.append((count, list(seeds[:many_label_seeds]) if many else list(seeds)))
-    return plan

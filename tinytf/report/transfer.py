@@ -81,14 +81,16 @@ def transfer_section(r) -> None:
                s["snapshot_labels"])  # fmt: skip
     runs = r.inputs.csv("finetune_runs", ("arm", "labels", "seed", "lr", "validation_accuracy", "chosen"))
     if runs is not None:
-        search = runs[runs["labels"].astype(str) == count_name(r.params.finetune.lr_search_labels)]
-        first = search["seed"].min()
-        search = search[(search["seed"] == first) & (search["start"] == "final")]
-        table = search[["arm", "lr", "validation_accuracy", "best_epoch", "epochs"]].copy()
+        f = r.params.finetune
+        search = runs[(runs["labels"].astype(str) == count_name(f.lr_search_labels)) & (runs["start"] == "final")
+                      & runs["seed"].isin(f.seeds[: f.lr_search_seeds])]  # fmt: skip
+        table = search.groupby(["arm", "lr"], as_index=False).agg(
+            validation_accuracy=("validation_accuracy", "mean"), seeds=("seed", "nunique"),
+            best_epoch_mean=("best_epoch", "mean"), epochs=("epochs", "max"))  # fmt: skip
         table["chosen"] = [s["lrs"].get(a) == lr for a, lr in zip(table["arm"], table["lr"], strict=True)]
-        r.table("lr_search", "Learning rate per start", "Validation accuracy of each candidate learning rate "
-                "(first seed); each start uses its best. Test accuracy is never read to choose.",
-                table.sort_values(["arm", "lr"]).reset_index(drop=True))  # fmt: skip
+        r.table("lr_search", "Learning rate per start", f"Mean validation accuracy of each candidate learning rate "
+                f"over the first {f.lr_search_seeds} seed(s) at {count_name(f.lr_search_labels)} labels; each start "
+                "uses its best. Test accuracy is never read to choose.", table)  # fmt: skip
 
 
 def transfer_text(r: ReportView) -> list[str]:

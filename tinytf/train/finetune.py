@@ -5,13 +5,14 @@ nested subsets of the train labels (`tinytf.data.subsets`). A seed fixes the sub
 initialisation and the batch order, so for one seed the starts differ only in their body: the
 comparison over seeds is paired. The recipe is chosen on validation, never on test:
 
-The frozen start's probe trains on features computed once per start (`tinytf.train.probe`).
-
-1. each start's learning rate: one run per candidate on the `lr_search_labels` subset (first
-   seed), the best validation accuracy wins (an untuned scratch arm would flatter pretraining);
+1. each start's learning rate: one run per candidate and seed on the `lr_search_labels` subset
+   (its first `lr_search_seeds` seeds), the best mean validation accuracy wins (an untuned
+   scratch arm would flatter pretraining);
 2. every run keeps its best validation epoch;
 3. the same recipe then runs every (label count, seed), and the pretrained start again from each
    pretraining snapshot at `snapshot_labels` labels.
+
+The frozen start's probe trains on features computed once per start (`tinytf.train.probe`).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import pandas as pd
 
 from tinytf.config import FinetuneParams, HFParams
 from tinytf.data.batching import SentimentDataset
-from tinytf.data.subsets import count_name, curve_plan, label_subset
+from tinytf.data.subsets import count_name, label_subset
 from tinytf.model.checkpoint import read_config
 from tinytf.train.classify import (
     SentimentData,
@@ -156,6 +157,14 @@ class Runner:
         return row
 
 
+def chosen_lr(rows: list[dict]) -> float:
+    """The lr whose runs have the best mean validation accuracy; the first best on a tie."""
+    by_lr: dict[float, list[float]] = {}
+    for row in rows:
+        by_lr.setdefault(row["lr"], []).append(row["validation_accuracy"])
+    return max(by_lr, key=lambda lr: float(np.mean(by_lr[lr])))
+
+
 def run_finetune(
     params: FinetuneParams,
     max_length: int,
@@ -173,14 +182,14 @@ def run_finetune(
         raise ValueError("finetune.arms has 'hf': pass the hf params")
     run = Runner(params, data, max_length, runtime, callbacks_for, data_dir, hf)
     pretrained = Path(pretrained)
-    plan = curve_plan(params.label_counts, params.seeds, params.many_labels, params.many_label_seeds)
+    plan = params.curve_plan()
     lr_rows, lrs = [], {}
+    search_seeds = params.seeds[: params.lr_search_seeds]
     for arm in params.arms:
         candidates = {"frozen": params.frozen_lrs, "hf": hf.lrs if hf else []}.get(arm, params.lrs)
-        rows = [
-            run(arm, params.lr_search_labels, params.seeds[0], lr, pretrained, "final") for lr in candidates
-        ]
-        lrs[arm] = max(rows, key=lambda r: r["validation_accuracy"])["lr"]  # first best: ties keep the order
+        rows = [run(arm, params.lr_search_labels, seed, lr, pretrained, "final")
+                for lr in candidates for seed in search_seeds]  # fmt: skip
+        lrs[arm] = chosen_lr(rows)
         lr_rows += rows
     rows = []
     for count, seeds in plan:
