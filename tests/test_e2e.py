@@ -158,6 +158,7 @@ def test_the_tiny_preset_runs_as_a_dvc_experiment_and_writes_every_output(worksp
     assert "## Where pretraining helps" in readme
     searched = pd.read_csv(workspace / "reports/tables/lr_search.csv")  # every candidate of every start
     assert len(searched) == 5 and searched["chosen"].sum() == 3
+    assert (searched["seeds"] == 2).all()  # presets/tiny.yaml: lr_search_seeds 2 of the 3 seeds at 60 labels
     assert (
         readme.index("- 60 labels: pretraining")
         < readme.index("- 120 labels:")

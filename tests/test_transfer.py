@@ -50,10 +50,6 @@ def test_params_need_all_labels_and_known_search_counts():
         load_params(REPO / "params.yaml", {"finetune.label_counts": [250, 1000]})
     with pytest.raises(ParamsError, match=r"finetune.snapshot_labels: 500 is not one of label_counts"):
         load_params(REPO / "params.yaml", {"finetune.snapshot_labels": 500})
-    with pytest.raises(
-        ParamsError, match=r"finetune.lr_search_seeds: 4 is more than the 3 seeds the 3000-label"
-    ):
-        load_params(REPO / "params.yaml", {"finetune.lr_search_labels": 3000, "finetune.lr_search_seeds": 4})
 
 
 def test_chosen_lr_is_the_best_mean_over_seeds_first_on_ties():
@@ -71,14 +67,14 @@ def test_finetune_chooses_each_lr_on_validation_and_keeps_the_best_epoch(workdir
     shutil.copy(workdir / "models" / "pretrained.json", snapshot.with_suffix(".json"))
     params = FinetuneParams(label_counts=[24, 0], seeds=[1, 2], many_labels=48, many_label_seeds=2, epochs=2,
                             min_steps=6, batch_size=16, lrs=[1e-4, 3e-3], frozen_lrs=[1e-2], lr_search_labels=24,
-                            lr_search_seeds=2, snapshot_labels=24, device="cpu", precision="fp32",
+                            lr_search_seeds=5, snapshot_labels=24, device="cpu", precision="fp32",
                             compile=False)  # fmt: skip
     result = run_finetune(params, 32, workdir / "models" / "pretrained.pt", workdir, [snapshot])
     runs = result.runs
     search = runs[(runs["labels"] == "24") & (runs["start"] == "final")]
     for arm in ("pretrained", "scratch"):
         mine = search[search["arm"] == arm].groupby("lr")["validation_accuracy"]
-        assert (mine.count() == 2).all()  # every candidate on both search seeds
+        assert (mine.count() == 2).all()  # every candidate on both seeds the subset runs (of 5 asked)
         assert result.lrs[arm] == mine.mean().idxmax()
     assert result.lrs["frozen"] == 1e-2
     chosen = runs[runs["chosen"]]

@@ -89,7 +89,7 @@ def transfer_section(r) -> None:
             best_epoch_mean=("best_epoch", "mean"), epochs=("epochs", "max"))  # fmt: skip
         table["chosen"] = [s["lrs"].get(a) == lr for a, lr in zip(table["arm"], table["lr"], strict=True)]
         r.table("lr_search", "Learning rate per start", f"Mean validation accuracy of each candidate learning rate "
-                f"over the first {f.lr_search_seeds} seed(s) at {count_name(f.lr_search_labels)} labels; each start "
+                f"over the first {table['seeds'].max()} seed(s) at {count_name(f.lr_search_labels)} labels; each start "
                 "uses its best. Test accuracy is never read to choose.", table)  # fmt: skip
 
 

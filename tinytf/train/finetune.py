@@ -6,8 +6,8 @@ initialisation and the batch order, so for one seed the starts differ only in th
 comparison over seeds is paired. The recipe is chosen on validation, never on test:
 
 1. each start's learning rate: one run per candidate and seed on the `lr_search_labels` subset
-   (its first `lr_search_seeds` seeds), the best mean validation accuracy wins (an untuned
-   scratch arm would flatter pretraining);
+   (the first `lr_search_seeds` of the seeds the curve runs there), the best mean validation
+   accuracy wins (an untuned scratch arm would flatter pretraining);
 2. every run keeps its best validation epoch;
 3. the same recipe then runs every (label count, seed), and the pretrained start again from each
    pretraining snapshot at `snapshot_labels` labels.
@@ -184,7 +184,8 @@ def run_finetune(
     pretrained = Path(pretrained)
     plan = params.curve_plan()
     lr_rows, lrs = [], {}
-    search_seeds = params.seeds[: params.lr_search_seeds]
+    # seeds the curve runs at this count: the chosen lr's search runs are curve runs
+    search_seeds = dict(plan)[params.lr_search_labels][: params.lr_search_seeds]
     for arm in params.arms:
         candidates = {"frozen": params.frozen_lrs, "hf": hf.lrs if hf else []}.get(arm, params.lrs)
         rows = [run(arm, params.lr_search_labels, seed, lr, pretrained, "final")
