@@ -85,19 +85,36 @@ def workspace(tmp_path_factory) -> Path:
     return repo_copy(tmp_path_factory.mktemp("repo"))
 
 
-def dvc(
-    root: Path, *args: str, command: tuple[str, ...] = (), tracking_uri: str | None = None
-) -> subprocess.CompletedProcess:
-    """Run dvc (or `command`) in `root` with tracking on: into `tracking_uri` when given, else
-    into the copy's own mlflow.db (never the developer's MLFLOW_TRACKING_URI)."""
+# the longest single command here is the tiny pipeline's first `dvc exp run` (~3 min on 2 cores);
+# a command past this fails its test instead of holding the whole suite
+COMMAND_TIMEOUT_S = 900
+
+
+def tracked_env(tracking_uri: str | None = None) -> dict[str, str]:
+    """This interpreter's environment first on PATH, tracking on: into `tracking_uri` when given,
+    else into the copy's own mlflow.db (never the developer's MLFLOW_TRACKING_URI)."""
     env = dict(os.environ)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
     env["TINYTF_TRACKING"] = "1"
     env.pop("MLFLOW_TRACKING_URI", None)
     if tracking_uri:
         env["MLFLOW_TRACKING_URI"] = tracking_uri
+    return env
+
+
+def dvc(
+    root: Path, *args: str, command: tuple[str, ...] = (), tracking_uri: str | None = None
+) -> subprocess.CompletedProcess:
+    """Run dvc (or `command`) in `root` with tracking on (see tracked_env)."""
     command = command or (str(Path(sys.executable).parent / "dvc"),)
-    result = subprocess.run([*command, *args], cwd=root, env=env, capture_output=True, text=True)
+    result = subprocess.run(
+        [*command, *args],
+        cwd=root,
+        env=tracked_env(tracking_uri),
+        capture_output=True,
+        text=True,
+        timeout=COMMAND_TIMEOUT_S,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     return result
 
@@ -371,15 +388,64 @@ def run_two_queued_experiments(workspace: Path, tracking_uri: str | None = None)
             f"evaluate.bootstrap_resamples={resamples}",
             tracking_uri=tracking_uri,
         )
-    dvc(workspace, "queue", "start", "-j", "2", tracking_uri=tracking_uri)
-    deadline = time.monotonic() + 600
-    while True:
-        status = dvc(workspace, "queue", "status").stdout
-        if "Queued" not in status and "Running" not in status:
-            break
-        assert time.monotonic() < deadline, status
-        time.sleep(3)
-    assert status.count("Success") == 2, status
+    try:
+        start_queue_workers(workspace, 2, tracking_uri)
+        deadline = time.monotonic() + 600
+        while True:
+            status = dvc(workspace, "queue", "status").stdout
+            if "Queued" not in status and "Running" not in status:
+                break
+            assert time.monotonic() < deadline, status + worker_logs(workspace)
+            time.sleep(3)
+        assert status.count("Success") == 2, status + worker_logs(workspace)
+    finally:
+        kill_queue_workers(workspace)
+
+
+def start_queue_workers(workspace: Path, jobs: int, tracking_uri: str | None) -> None:
+    """`dvc queue start -j jobs`, its output into a file rather than a pipe: DVC forks each worker
+    from this command, the fork keeps the command's stdout, so a pipe would stay open (and
+    subprocess.run block) until every worker exits, which is forever when a worker misses its
+    shutdown message. This is how the suite once hung past CI's 90 minutes."""
+    with open(workspace / "queue-start.log", "w") as log:
+        started = subprocess.run(
+            [str(Path(sys.executable).parent / "dvc"), "queue", "start", "-j", str(jobs)],
+            cwd=workspace,
+            env=tracked_env(tracking_uri),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            timeout=COMMAND_TIMEOUT_S,
+        )
+    assert started.returncode == 0, (workspace / "queue-start.log").read_text()
+
+
+def running_queue_worker_pids(workspace: Path) -> list[int]:
+    """The pids of DVC's queue workers that have not exited: dvc_task's ManagedProcess records
+    each worker's pid in an info file, and its return code there once it exits."""
+    import json
+
+    infos = [
+        json.loads(f.read_text()) for f in (workspace / ".dvc/tmp/exps/celery").glob("dvc-exp-worker-*.json")
+    ]
+    return [info["pid"] for info in infos if info.get("returncode") is None]
+
+
+def kill_queue_workers(workspace: Path) -> None:
+    """Kill every queue worker still running with its process group (each worker runs in a group
+    of its own), so no worker outlives its test, whether it missed its shutdown message or hung."""
+    import signal
+
+    for pid in running_queue_worker_pids(workspace):
+        try:
+            os.killpg(os.getpgid(pid), signal.SIGKILL)
+        except ProcessLookupError:
+            pass  # it exited since its info file was read
+
+
+def worker_logs(workspace: Path) -> str:
+    """The queue workers' own logs, for a failure message."""
+    logs = sorted((workspace / ".dvc/tmp/exps/celery").glob("**/*.out"))
+    return "".join(f"\n--- {log.name} ---\n{log.read_text()[-3000:]}" for log in logs)
 
 
 def test_queued_experiments_run_two_at_once_and_both_reach_mlflow(workspace):
