@@ -57,6 +57,8 @@ def main() -> None:
                               result.classes)  # fmt: skip
         summary.update(
             lrs=result.lrs,
+            # the report's lr table reads these rather than re-deriving the search from params
+            lr_search={"labels": count_name(f.lr_search_labels), "seeds": result.search_seeds},
             label_curve=curve_summary(runs, f.arms),
             snapshot_curve=snapshot_curve(runs, count_name(f.snapshot_labels)) if snapshots else [],
             snapshot_labels=count_name(f.snapshot_labels),

@@ -7,7 +7,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from tinytf.data.subsets import count_name
 from tinytf.errors import DataError
 from tinytf.report import tables as rt
 from tinytf.report.facts import UPSTREAM, ReportView
@@ -81,15 +80,15 @@ def transfer_section(r) -> None:
                s["snapshot_labels"])  # fmt: skip
     runs = r.inputs.csv("finetune_runs", ("arm", "labels", "seed", "lr", "validation_accuracy", "chosen"))
     if runs is not None:
-        f = r.params.finetune
-        search = runs[(runs["labels"].astype(str) == count_name(f.lr_search_labels)) & (runs["start"] == "final")
-                      & runs["seed"].isin(f.seeds[: f.lr_search_seeds])]  # fmt: skip
+        searched = s["lr_search"]
+        search = runs[(runs["labels"].astype(str) == searched["labels"]) & (runs["start"] == "final")
+                      & runs["seed"].isin(searched["seeds"])]  # fmt: skip
         table = search.groupby(["arm", "lr"], as_index=False).agg(
             validation_accuracy=("validation_accuracy", "mean"), seeds=("seed", "nunique"),
             best_epoch_mean=("best_epoch", "mean"), epochs=("epochs", "max"))  # fmt: skip
         table["chosen"] = [s["lrs"].get(a) == lr for a, lr in zip(table["arm"], table["lr"], strict=True)]
         r.table("lr_search", "Learning rate per start", f"Mean validation accuracy of each candidate learning rate "
-                f"over the first {table['seeds'].max()} seed(s) at {count_name(f.lr_search_labels)} labels; each start "
+                f"over the first {table['seeds'].max()} seed(s) at {searched['labels']} labels; each start "
                 "uses its best. Test accuracy is never read to choose.", table)  # fmt: skip
 
 

@@ -56,6 +56,7 @@ class FinetuneResult:
     runs: pd.DataFrame  # one row per run: start, arm, labels, seed, lr, best epoch, accuracies
     curves: pd.DataFrame  # per evaluated epoch of the all-label runs (the per-epoch plot)
     lrs: dict[str, float]  # the learning rate chosen on validation for each arm
+    search_seeds: list[int]  # the seeds the lrs were chosen over (at `lr_search_labels` labels)
     classes: list[str]
     runtime: Runtime  # what `auto` resolved to on this machine, for the outputs to record
     timings: pd.DataFrame  # wall seconds per run (a measurement: kept apart from the results)
@@ -209,4 +210,13 @@ def run_finetune(
     searched = searched[~searched.set_index(["arm", "lr"]).index.isin(list(lrs.items()))]
     runs = pd.concat([frame, searched], ignore_index=True)
     timings = pd.DataFrame(run.seconds)
-    return FinetuneResult(runs, pd.DataFrame(run.curves), lrs, data.classes, runtime, timings, run.parameters)
+    return FinetuneResult(
+        runs,
+        pd.DataFrame(run.curves),
+        lrs,
+        list(search_seeds),
+        data.classes,
+        runtime,
+        timings,
+        run.parameters,
+    )
