@@ -117,7 +117,7 @@ def test_the_finetune_stage_under_torchrun_gives_what_one_process_gives(data, tm
     """The finetune stage script under torchrun: every start (the frozen probe too), the lr search
     and the summary, written once; the same runs as one process."""
     small = ["finetune.label_counts=[0]", "finetune.seeds=[1,2]", "finetune.epochs=2", "finetune.min_steps=1",
-             "finetune.batch_size=16", "finetune.lrs=[0.001,0.003]", "finetune.frozen_lrs=[0.01]",
+             "finetune.batch_size=16", "finetune.lrs=[0.001,0.003]", "finetune.probe_cs=[0.1,1]",
              "finetune.lr_search_labels=0", "finetune.snapshot_labels=0", "finetune.dropout=0",
              "finetune.precision=fp32", "finetune.compile=false", "tokenize.max_length=32"]  # fmt: skip
     outputs = {}

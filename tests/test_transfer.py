@@ -42,7 +42,6 @@ def test_small_subsets_train_more_epochs_and_validate_at_most_six_times():
     assert schedule(10_000, params) == (2, 1)  # 313 steps an epoch: the epoch floor decides
     epochs, every = schedule(250, params)  # 8 steps an epoch: 25 epochs, validated every 5th
     assert (epochs, every) == (25, 5) and epochs * 8 >= 200
-    assert schedule(250, params, factor=5) == (126, 21)  # the cheap probe: 5x the epochs, 6 validations
 
 
 def test_params_need_all_labels_and_known_search_counts():
@@ -66,7 +65,7 @@ def test_finetune_chooses_each_lr_on_validation_and_keeps_the_best_epoch(workdir
     shutil.copy(workdir / "models" / "pretrained.pt", snapshot)
     shutil.copy(workdir / "models" / "pretrained.json", snapshot.with_suffix(".json"))
     params = FinetuneParams(label_counts=[24, 0], seeds=[1, 2], many_labels=48, many_label_seeds=2, epochs=2,
-                            min_steps=6, batch_size=16, lrs=[1e-4, 3e-3], frozen_lrs=[1e-2], lr_search_labels=24,
+                            min_steps=6, batch_size=16, lrs=[1e-4, 3e-3], probe_cs=[0.1, 1.0], lr_search_labels=24,
                             lr_search_seeds=5, snapshot_labels=24, device="cpu", precision="fp32",
                             compile=False)  # fmt: skip
     result = run_finetune(params, 32, workdir / "models" / "pretrained.pt", workdir, [snapshot])
@@ -76,13 +75,18 @@ def test_finetune_chooses_each_lr_on_validation_and_keeps_the_best_epoch(workdir
         mine = search[search["arm"] == arm].groupby("lr")["validation_accuracy"]
         assert (mine.count() == 2).all()  # every candidate on both seeds the subset runs (of 5 asked)
         assert result.lrs[arm] == mine.mean().idxmax()
-    assert result.lrs["frozen"] == 1e-2
+    probes = runs[runs["arm"] == "frozen"]  # no lr search: each run chooses its C on validation
+    assert (
+        "frozen" not in result.lrs and probes["lr"].isna().all() and probes["probe_c"].isin([0.1, 1.0]).all()
+    )
+    assert len(probes) == 4 and probes[["epochs", "best_epoch"]].isna().all().all()
     chosen = runs[runs["chosen"]]
     # lr search runs of the chosen lr are the curve's runs of those seeds, not run twice
     assert len(chosen) == len(chosen.drop_duplicates(["start", "arm", "labels", "seed"]))
     assert set(chosen.loc[chosen["start"] == "epoch1", "seed"]) == {1, 2}
-    assert (runs["best_epoch"] <= runs["epochs"]).all() and (runs["n_train"].isin([24, 96])).all()
-    assert set(result.curves["arm"]) == {"pretrained", "scratch", "frozen"}  # all-label runs only
+    trained = runs[runs["arm"] != "frozen"]
+    assert (trained["best_epoch"] <= trained["epochs"]).all() and (runs["n_train"].isin([24, 96])).all()
+    assert set(result.curves["arm"]) == {"pretrained", "scratch"}  # all-label trained runs only
 
 
 def test_baselines_fit_on_train_choose_c_on_validation():
@@ -144,24 +148,50 @@ def test_verdicts_and_detectable_difference():
     assert detectable_difference(1.0, 2, 8) == pytest.approx(3.195, abs=1e-3)
 
 
-def test_probe_on_cached_features_trains_the_head_a_frozen_run_trains(workdir):  # noqa: F811
-    from tinytf.train.classify import SentimentData, build_classifier, classifier_config, train_classifier
-    from tinytf.train.probe import pooled_features, train_probe
+def test_probe_features_are_every_layers_pooled_output_the_last_through_the_final_norm(workdir):  # noqa: F811
+    import copy
+
+    from tinytf.model.transformer import pool
+    from tinytf.train.classify import SentimentData, build_classifier, classifier_config
+    from tinytf.train.probe import layer_features
 
     data = SentimentData.load(workdir)
     pretrained = workdir / "models" / "pretrained.pt"
-    config = classifier_config(pretrained, 2)
-    recipe = dict(optimizer="AdamW", lr=1e-2, batch_size=16, epochs=2, max_length=32, seed=3, runtime=CPU)
-    direct = train_classifier(
-        build_classifier("frozen", config, pretrained, 3), data, init="frozen", keep_best=True, **recipe
+    model = build_classifier("frozen", classifier_config(pretrained, 2), pretrained, 3).eval()
+    features = layer_features(model, data, 32, CPU)
+    d, n_layer, pooling = model.config.d_model, model.config.n_layer, model.config.pooling
+    assert n_layer >= 2 and {s: f.shape for s, f in features.items()} == {
+        s: (len(data.splits[s]), n_layer * d) for s in ("train", "validation", "test")
+    }
+    ids = data.splits["validation"].input_ids[2][:32]
+    x, mask = torch.tensor([ids]), torch.ones(1, len(ids), dtype=torch.long)
+    first_only = copy.deepcopy(model.base)  # the body cut after its first block, no final norm
+    first_only.blocks, first_only.ln_f = first_only.blocks[:1], None
+    with torch.no_grad():
+        first, last = first_only(x, mask), model.base(x, mask)
+    row = features["validation"][2]
+    torch.testing.assert_close(torch.from_numpy(row[:d]), pool(first, mask, pooling)[0], atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(torch.from_numpy(row[-d:]), pool(last, mask, pooling)[0], atol=1e-5, rtol=1e-4)
+
+
+def test_probe_chooses_c_on_validation_and_scores_test():
+    from tinytf.train.probe import fit_probe
+
+    rng = np.random.default_rng(0)
+    labels = {s: rng.integers(0, 2, n) for s, n in (("train", 200), ("validation", 100), ("test", 100))}
+    # one informative column among 20 noise columns
+    features = {s: np.column_stack([y * 2.0 + rng.normal(0, 0.5, len(y)), rng.normal(0, 1, (len(y), 20))])
+                for s, y in labels.items()}  # fmt: skip
+    cs = [1e-4, 1e-2, 1.0]
+    fit = fit_probe(features, labels, cs)
+    alone = {c: fit_probe(features, labels, [c]).validation_accuracy for c in cs}
+    assert (
+        fit.c == min(c for c in cs if alone[c] == max(alone.values()))
+        and fit.validation_accuracy == alone[fit.c]
     )
-    model = build_classifier("frozen", config, pretrained, 3)
-    probe = train_probe(model, pooled_features(model, data, 32, CPU), data, **recipe)
-    for name in ("weight", "bias"):
-        torch.testing.assert_close(getattr(probe.model.cls_head, name), getattr(direct.model.cls_head, name))
-    assert [round(h["validation_accuracy"], 6) for h in probe.history] == [
-        round(h["validation_accuracy"], 6) for h in direct.history
-    ]
+    assert fit.test_accuracy > 0.9 and 0 < fit.test_loss < 0.5
+    tie = fit_probe({s: np.ones((len(y), 1)) for s, y in labels.items()}, labels, [3.0, 0.1])
+    assert tie.c == 0.1  # no C can do better than the majority: the more regularised wins the tie
 
 
 def test_baseline_sentence_says_when_the_published_numbers_are_on_the_same_test_sentences():

@@ -146,7 +146,9 @@ class FinetuneParams:
     batch_size: int = bounded(32, ge=1)
     optimizer: str = "AdamW"
     lrs: list[float] = bounded([3e-4, 1e-3, 3e-3], gt=0)  # candidates per trained start
-    frozen_lrs: list[float] = bounded([3e-3, 1e-2, 3e-2], gt=0)  # a probe moves only the head
+    # the frozen probe's logistic-regression C, chosen on validation in every run: the best C
+    # grows with the labels (0.003 at 1,000 here, 1 with all 10.2k)
+    probe_cs: list[float] = bounded([0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0], gt=0)
     lr_search_labels: int = bounded(1000, ge=0)  # the subset the lr is chosen on
     # on its first few seeds (all it runs, if fewer), by mean validation accuracy: one seed's
     # validation split decides between lrs by a handful of texts, and the choice moved whole
@@ -173,7 +175,7 @@ class FinetuneParams:
 
     def validate(self, key: str, file: str) -> None:
         _check_optimizers([self.optimizer], f"{key}.optimizer", file)
-        for name in ("arms", "label_counts", "seeds", "lrs", "frozen_lrs"):
+        for name in ("arms", "label_counts", "seeds", "lrs", "probe_cs"):
             _check_distinct(getattr(self, name), f"{key}.{name}", file)
         if "scratch" not in self.arms or not ({"pretrained", "frozen"} & set(self.arms)):
             raise ParamsError(f"{file}: {key}.arms: needs 'scratch' and at least one of pretrained/frozen")

@@ -55,7 +55,7 @@ def bodies_table(
     bodies = {
         "scratch": "nobody (random initialisation)",
         "pretrained": ours,
-        "frozen": f"{ours}; body frozen",
+        "frozen": f"{ours}; body frozen, a logistic regression on its layers",
     }
     rows = []
     for arm, entry in ((finetune or {}).get("arms") or {}).items():

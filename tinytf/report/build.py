@@ -156,7 +156,8 @@ class _Report:
             path = self.root / UPSTREAM["finetune_summary"].path
             self.table("finetune", "Pretrained vs scratch vs frozen", f"Test accuracy of the same classifier from "
                        f"three starts with all labels, at least {s.get('epochs', '?')} epoch(s), best validation "
-                       "epoch kept, per seed and mean ± std.", rt.finetune_table(s, path))  # fmt: skip
+                       "epoch kept (the frozen probe: a logistic regression, C chosen on validation), per seed "
+                       "and mean ± std.", rt.finetune_table(s, path))  # fmt: skip
             self.table(
                 "finetune_tests",
                 "Paired tests",

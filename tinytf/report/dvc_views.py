@@ -47,8 +47,9 @@ def headline(f: Facts) -> dict:
 
 
 def arm_curves(curves: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """Per start, validation accuracy per epoch, the mean over seeds. One file per start: starts run
-    different numbers of epochs (the frozen probe more), and a blank cell would be drawn as 0."""
+    """Per trained start, validation accuracy per epoch, the mean over seeds (the frozen probe is
+    fitted, not trained by epochs). One file per start: starts may run different numbers of
+    epochs, and a blank cell would be drawn as 0."""
     means = curves.groupby(["arm", "epoch"], sort=False)["validation_accuracy"].mean().reset_index()
     return {arm: part[["epoch", "validation_accuracy"]] for arm, part in means.groupby("arm", sort=False)}
 

@@ -246,11 +246,12 @@ def _answers(r: ReportView) -> list[str]:
     )
     frozen = ""
     if f.finetune is not None and "frozen" in f.finetune["arms"]:
-        frozen = (f" The frozen arm (features fixed, head only): {rt.pct(f.finetune['arms']['frozen']['test_accuracy_mean'])}"
+        frozen = (f" The frozen arm (a logistic regression on the fixed body's layers): "
+                  f"{rt.pct(f.finetune['arms']['frozen']['test_accuracy_mean'])}"
                   " test accuracy, what the pretrained features carry on their own.")  # fmt: skip
     out.append(
         "- **Pretrained LMs**: GPT-style (causal, ours by default) can generate but each position sees only "
-        "its left context, which is why we pool the last token; BERT-style (masked) sees both sides but does "
+        "its left context, which is why the classifier pools the whole text (or its last token), never the first; BERT-style (masked) sees both sides but does "
         "not generate; T5 (encoder-decoder, text-to-text) covers both at twice the machinery." + frozen
     )
     out += ["", "### Seed 004 (attention, mini transformer, fine-tuning)", ""]

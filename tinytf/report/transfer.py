@@ -82,14 +82,16 @@ def transfer_section(r) -> None:
     if runs is not None:
         searched = s["lr_search"]
         search = runs[(runs["labels"].astype(str) == searched["labels"]) & (runs["start"] == "final")
-                      & runs["seed"].isin(searched["seeds"])]  # fmt: skip
+                      & runs["seed"].isin(searched["seeds"]) & (runs["arm"] != "frozen")]  # fmt: skip
         table = search.groupby(["arm", "lr"], as_index=False).agg(
             validation_accuracy=("validation_accuracy", "mean"), seeds=("seed", "nunique"),
             best_epoch_mean=("best_epoch", "mean"), epochs=("epochs", "max"))  # fmt: skip
         table["chosen"] = [s["lrs"].get(a) == lr for a, lr in zip(table["arm"], table["lr"], strict=True)]
         r.table("lr_search", "Learning rate per start", f"Mean validation accuracy of each candidate learning rate "
                 f"over the first {table['seeds'].max()} seed(s) at {searched['labels']} labels; each start "
-                "uses its best. Test accuracy is never read to choose.", table)  # fmt: skip
+                "uses its best. Test accuracy is never read to choose. The frozen probe has no lr: its "
+                "logistic regression's C is chosen on validation in every run (runs.csv, `probe_c`).",
+                table)  # fmt: skip
 
 
 def transfer_text(r: ReportView) -> list[str]:
@@ -115,9 +117,10 @@ def transfer_text(r: ReportView) -> list[str]:
     every = s["label_curve"].get("all", {})
     if "frozen" in every and r.f.baselines:
         majority = r.f.baselines["label_curve"]["all"]["majority"]["mean"]
-        out.append(f"- Frozen linear probe with all labels: {rt.pct(every['frozen']['mean'])}, "
-                   f"{100 * (every['frozen']['mean'] - majority):+.1f} points over the majority class "
-                   f"({rt.pct(majority)}): what pretraining put in the features without fine-tuning.")  # fmt: skip
+        out.append(f"- Frozen linear probe with all labels (a logistic regression on every layer's pooled "
+                   f"output): {rt.pct(every['frozen']['mean'])}, {100 * (every['frozen']['mean'] - majority):+.1f} "
+                   f"points over the majority class ({rt.pct(majority)}): what pretraining put in the features "
+                   "without fine-tuning.")  # fmt: skip
     out += _baseline_text(curve, ((r.f.data or {}).get("sentiment") or {}).get("source"))
     points = getattr(r.f, "snapshot_curve", None)
     if points is not None:

@@ -4,7 +4,8 @@ Three initialisations of the same classifier (seeds 000/002):
     pretrained  base weights from the pretrained LM, a new classification head, all trained
     scratch     the same architecture from a random init
     frozen      the pretrained base frozen (and in eval mode, so no dropout), only the head
-                trained: a linear probe of what pretraining put in the representation
+                trained (the grid's `frozen` init; the finetune study's frozen start is the
+                logistic-regression probe of `tinytf.train.probe`)
 Training reuses `tinytf.train.loop.run_loop`; the train loss/accuracy of an epoch are running
 averages over its batches (what the seed reports plot), validation is a separate pass.
 """

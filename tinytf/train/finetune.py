@@ -12,7 +12,8 @@ comparison over seeds is paired. The recipe is chosen on validation, never on te
 3. the same recipe then runs every (label count, seed), and the pretrained start again from each
    pretraining snapshot at `snapshot_labels` labels.
 
-The frozen start's probe trains on features computed once per start (`tinytf.train.probe`).
+The frozen start is a linear probe (`tinytf.train.probe`): a logistic regression on the body's
+features, computed once per start, with its C chosen on validation in each run; it has no lr.
 """
 
 from __future__ import annotations
@@ -41,14 +42,10 @@ from tinytf.train.classify import (
     train_classifier,
 )
 from tinytf.train.loop import Callback
-from tinytf.train.probe import pooled_features, train_probe
+from tinytf.train.probe import ProbeFit, fit_probe, layer_features
 from tinytf.train.runtime import Runtime
 
 MAX_EVALUATIONS = 6  # validation passes per run at most: see `schedule`
-# A linear probe on cached features costs about a millisecond a step, and a logistic regression
-# fitted by AdamW from a fresh head needs more passes than a fine-tuned body: it gets this many
-# times the epochs (its best validation epoch is kept, like every run's)
-PROBE_EPOCHS = 5
 
 
 @dataclass
@@ -66,12 +63,12 @@ class FinetuneResult:
 CallbacksFor = Callable[[str, int], contextlib.AbstractContextManager[list[Callback]]]
 
 
-def schedule(n_train: int, params: FinetuneParams, factor: int = 1) -> tuple[int, int]:
+def schedule(n_train: int, params: FinetuneParams) -> tuple[int, int]:
     """(data epochs, epochs per validation pass) for a train set of `n_train` texts: at least
     `epochs`, more for small subsets until `min_steps` optimizer steps, validated at most
     MAX_EVALUATIONS times (a pass over validation costs about as much as 10 training steps)."""
     steps_per_epoch = math.ceil(n_train / params.batch_size)
-    epochs = factor * max(params.epochs, math.ceil(params.min_steps / steps_per_epoch))
+    epochs = max(params.epochs, math.ceil(params.min_steps / steps_per_epoch))
     every = math.ceil(epochs / MAX_EVALUATIONS)
     return math.ceil(epochs / every) * every, every
 
@@ -96,7 +93,8 @@ class Runner:
         self.data_dir, self.hf, self.hf_data = data_dir, hf, None  # the hf arm's texts, encoded once
         self.done: dict[tuple, dict] = {}
         self.curves: list[dict] = []
-        self.features: dict[str, dict] = {}  # the frozen body's pooled features, per start
+        self.features: dict[str, dict] = {}  # the frozen body's features, per start
+        self.probe_fits: dict[tuple, ProbeFit] = {}  # per start and train rows
         self.seconds: list[dict] = []
         self.parameters: dict[str, int] = {}
 
@@ -111,12 +109,24 @@ class Runner:
             self.hf_data = self.data.for_hf(self.data_dir, model)
         return model, self.hf_data, self.hf.max_length
 
-    def probe_features(self, model, start_name: str, rows) -> dict:
+    def probe(self, model, start_name: str, rows: np.ndarray) -> dict:
+        """The frozen start's row fields: the probe fitted on the `rows` of train."""
         if start_name not in self.features:
-            self.features[start_name] = pooled_features(model, self.data, self.max_length, self.runtime)
-        return dict(self.features[start_name], train=self.features[start_name]["train"][rows])
+            self.features[start_name] = layer_features(model, self.data, self.max_length, self.runtime)
+        features = dict(self.features[start_name], train=self.features[start_name]["train"][rows])
+        labels = {s: np.asarray(self.data.splits[s].labels) for s in ("validation", "test")}
+        labels["train"] = np.asarray(self.data.splits["train"].labels)[rows]
+        key = (start_name, rows.tobytes())  # every seed's "all labels" is the same rows: one fit
+        if key not in self.probe_fits:
+            self.probe_fits[key] = fit_probe(features, labels, self.params.probe_cs)
+        fit = self.probe_fits[key]
+        return {"probe_c": fit.c, "validation_accuracy": fit.validation_accuracy,
+                "test_accuracy": fit.test_accuracy, "test_loss": fit.test_loss}  # fmt: skip
 
-    def __call__(self, arm: str, count: int, seed: int, lr: float, start: Path, start_name: str) -> dict:
+    def __call__(
+        self, arm: str, count: int, seed: int, lr: float | None, start: Path, start_name: str
+    ) -> dict:
+        """One run's row; `lr` is None for the frozen probe (it chooses its C itself)."""
         key = (start_name, arm, count, seed, lr)
         if key in self.done:
             return self.done[key]
@@ -124,34 +134,34 @@ class Runner:
         model, data, max_length = self.build(arm, start, seed)
         self.parameters[arm] = sum(t.numel() for t in model.parameters())
         p, (data, rows) = self.params, subset(data, count, seed)
-        epochs, every = schedule(len(data.splits["train"]), p, PROBE_EPOCHS if arm == "frozen" else 1)
-        name = f"{arm} {count_name(count)} labels seed {seed} lr {lr:g}" + (
-            "" if start_name == "final" else f" from {start_name}"
-        )
-        track = self.callbacks_for and count == 0 and start_name == "final"
-        with self.callbacks_for(arm, seed) if track else contextlib.nullcontext([]) as callbacks:
-            recipe = dict(optimizer=p.optimizer, lr=lr, batch_size=p.batch_size, epochs=epochs,
-                          max_length=max_length, seed=seed, runtime=self.runtime, weight_decay=p.weight_decay,
-                          warmup_ratio=p.warmup_ratio, eval_every=every, desc=name)  # fmt: skip
-            if arm == "frozen":
-                run = train_probe(model, self.probe_features(model, start_name, rows), data, **recipe)
-                test = run.test
-            else:
-                run = train_classifier(model, data, init=arm, callbacks=callbacks, keep_best=True, **recipe)
-                test = evaluate_test_split(run.model, data, max_length, self.runtime)
-            for callback in callbacks:
-                callback.on_end({"test_accuracy": test["test_accuracy"], "test_loss": test["test_loss"]})
-        best = next(h for h in run.history if h["data_epochs"] == run.best_epoch)
         row = {
             "start": start_name, "tokens": None if arm == "hf" else read_config(start).get("pretrain_tokens"),
-            "arm": arm,
-            "labels": count_name(count), "n_train": len(data.splits["train"]), "seed": seed, "lr": lr,
-            "epochs": epochs, "best_epoch": run.best_epoch,
-            "validation_accuracy": best["validation_accuracy"], "test_accuracy": test["test_accuracy"],
-            "test_loss": test["test_loss"],
+            "arm": arm, "labels": count_name(count), "n_train": len(data.splits["train"]), "seed": seed,
+            "lr": lr, "epochs": None, "best_epoch": None, "probe_c": None,
         }  # fmt: skip
-        if count == 0 and start_name == "final":
-            self.curves += [{"arm": arm, "seed": seed, **h} for h in run.history]
+        track = self.callbacks_for and count == 0 and start_name == "final"
+        with self.callbacks_for(arm, seed) if track else contextlib.nullcontext([]) as callbacks:
+            if arm == "frozen":
+                row |= self.probe(model, start_name, rows)
+            else:
+                epochs, every = schedule(len(data.splits["train"]), p)
+                name = f"{arm} {count_name(count)} labels seed {seed} lr {lr:g}" + (
+                    "" if start_name == "final" else f" from {start_name}"
+                )
+                run = train_classifier(model, data, init=arm, callbacks=callbacks, keep_best=True,
+                                       optimizer=p.optimizer, lr=lr, batch_size=p.batch_size, epochs=epochs,
+                                       max_length=max_length, seed=seed, runtime=self.runtime,
+                                       weight_decay=p.weight_decay, warmup_ratio=p.warmup_ratio,
+                                       eval_every=every, desc=name)  # fmt: skip
+                test = evaluate_test_split(run.model, data, max_length, self.runtime)
+                best = next(h for h in run.history if h["data_epochs"] == run.best_epoch)
+                row |= {"epochs": epochs, "best_epoch": run.best_epoch,
+                        "validation_accuracy": best["validation_accuracy"],
+                        "test_accuracy": test["test_accuracy"], "test_loss": test["test_loss"]}  # fmt: skip
+                if count == 0 and start_name == "final":
+                    self.curves += [{"arm": arm, "seed": seed, **h} for h in run.history]
+            for callback in callbacks:
+                callback.on_end({"test_accuracy": row["test_accuracy"], "test_loss": row["test_loss"]})
         self.done[key] = row
         self.seconds.append({k: row[k] for k in ("start", "arm", "labels", "seed", "lr")}
                             | {"seconds": round(time.perf_counter() - began, 2)})  # fmt: skip
@@ -187,8 +197,8 @@ def run_finetune(
     lr_rows, lrs = [], {}
     # seeds the curve runs at this count: the chosen lr's search runs are curve runs
     search_seeds = dict(plan)[params.lr_search_labels][: params.lr_search_seeds]
-    for arm in params.arms:
-        candidates = {"frozen": params.frozen_lrs, "hf": hf.lrs if hf else []}.get(arm, params.lrs)
+    for arm in [a for a in params.arms if a != "frozen"]:  # the probe chooses its C in every run
+        candidates = hf.lrs if arm == "hf" else params.lrs
         rows = [run(arm, params.lr_search_labels, seed, lr, pretrained, "final")
                 for lr in candidates for seed in search_seeds]  # fmt: skip
         lrs[arm] = chosen_lr(rows)
@@ -196,7 +206,7 @@ def run_finetune(
     rows = []
     for count, seeds in plan:
         rows += [
-            run(arm, count, seed, lrs[arm], pretrained, "final") for arm in params.arms for seed in seeds
+            run(arm, count, seed, lrs.get(arm), pretrained, "final") for arm in params.arms for seed in seeds
         ]
     if "pretrained" in params.arms:
         # the first few seeds, as for large subsets: one run per snapshot and seed adds up
