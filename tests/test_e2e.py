@@ -161,7 +161,9 @@ def test_the_tiny_preset_runs_as_a_dvc_experiment_and_writes_every_output(worksp
     assert len(summary["label_curve"]["all"]["scratch"]["by_seed"]) == 2
     assert [p["start"] for p in summary["snapshot_curve"]] == ["scratch", "epoch1", "final"]
     assert summary["snapshot_curve"][1]["n"] == 2  # the first many_label_seeds seeds
-    assert set(summary["lrs"]) == {"pretrained", "scratch", "frozen"}
+    assert set(summary["lrs"]) == {"pretrained", "scratch"}  # the frozen probe chooses its C in every run
+    probes = pd.read_csv(workspace / "reports/finetune/runs.csv").query("arm == 'frozen'")
+    assert len(probes) == 3 + 2 + 2 and probes["probe_c"].isin([0.1, 1]).all()  # presets/tiny.yaml: probe_cs
     assert (workspace / "data/models/snapshots/epoch1.pt").exists()
     assert (workspace / "reports/finetune/curves.png").stat().st_size > 10_000
     final = json.loads((workspace / "reports/metrics.json").read_text())
@@ -173,8 +175,10 @@ def test_the_tiny_preset_runs_as_a_dvc_experiment_and_writes_every_output(worksp
     readme = (workspace / "reports/README.md").read_text()
     assert f"Test accuracy {final['test_accuracy']:.1%}" in readme
     assert "## Where pretraining helps" in readme
-    searched = pd.read_csv(workspace / "reports/tables/lr_search.csv")  # every candidate of every start
-    assert len(searched) == 5 and searched["chosen"].sum() == 3
+    searched = pd.read_csv(
+        workspace / "reports/tables/lr_search.csv"
+    )  # every candidate of every trained start
+    assert len(searched) == 4 and searched["chosen"].sum() == 2
     assert (searched["seeds"] == 2).all()  # presets/tiny.yaml: lr_search_seeds 2 of the 3 seeds at 60 labels
     assert (
         readme.index("- 60 labels: pretraining")
