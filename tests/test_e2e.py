@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -103,19 +104,21 @@ def tracked_env(tracking_uri: str | None = None) -> dict[str, str]:
 
 
 def dvc(
-    root: Path, *args: str, command: tuple[str, ...] = (), tracking_uri: str | None = None
+    root: Path,
+    *args: str,
+    command: tuple[str, ...] = (),
+    tracking_uri: str | None = None,
+    log: Path | None = None,
 ) -> subprocess.CompletedProcess:
-    """Run dvc (or `command`) in `root` with tracking on (see tracked_env)."""
+    """Run dvc (or `command`) in `root` with tracking on (see tracked_env). With `log`, its output
+    goes to that file instead of a pipe: a command that forks a daemon (`dvc queue start`) hands
+    it its stdout, and a pipe would keep subprocess.run waiting until the daemon exits."""
     command = command or (str(Path(sys.executable).parent / "dvc"),)
-    result = subprocess.run(
-        [*command, *args],
-        cwd=root,
-        env=tracked_env(tracking_uri),
-        capture_output=True,
-        text=True,
-        timeout=COMMAND_TIMEOUT_S,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
+    with open(log, "w") if log else contextlib.nullcontext() as out:
+        output = {"stdout": out, "stderr": subprocess.STDOUT} if log else {"capture_output": True}
+        result = subprocess.run([*command, *args], cwd=root, env=tracked_env(tracking_uri), text=True,
+                                timeout=COMMAND_TIMEOUT_S, **output)  # fmt: skip
+    assert result.returncode == 0, log.read_text() if log else result.stdout + result.stderr
     return result
 
 
@@ -175,9 +178,8 @@ def test_the_tiny_preset_runs_as_a_dvc_experiment_and_writes_every_output(worksp
     readme = (workspace / "reports/README.md").read_text()
     assert f"Test accuracy {final['test_accuracy']:.1%}" in readme
     assert "## Where pretraining helps" in readme
-    searched = pd.read_csv(
-        workspace / "reports/tables/lr_search.csv"
-    )  # every candidate of every trained start
+    # every candidate of every trained start
+    searched = pd.read_csv(workspace / "reports/tables/lr_search.csv")
     assert len(searched) == 4 and searched["chosen"].sum() == 2
     assert (searched["seeds"] == 2).all()  # presets/tiny.yaml: lr_search_seeds 2 of the 3 seeds at 60 labels
     assert (
@@ -393,7 +395,17 @@ def run_two_queued_experiments(workspace: Path, tracking_uri: str | None = None)
             tracking_uri=tracking_uri,
         )
     try:
-        start_queue_workers(workspace, 2, tracking_uri)
+        # DVC forks each worker from this command, and a worker that misses its shutdown message
+        # never exits: with a pipe this call once hung the suite past CI's 90 minutes
+        dvc(
+            workspace,
+            "queue",
+            "start",
+            "-j",
+            "2",
+            tracking_uri=tracking_uri,
+            log=workspace / "queue-start.log",
+        )
         deadline = time.monotonic() + 600
         while True:
             status = dvc(workspace, "queue", "status").stdout
@@ -406,21 +418,7 @@ def run_two_queued_experiments(workspace: Path, tracking_uri: str | None = None)
         kill_queue_workers(workspace)
 
 
-def start_queue_workers(workspace: Path, jobs: int, tracking_uri: str | None) -> None:
-    """`dvc queue start -j jobs`, its output into a file rather than a pipe: DVC forks each worker
-    from this command, the fork keeps the command's stdout, so a pipe would stay open (and
-    subprocess.run block) until every worker exits, which is forever when a worker misses its
-    shutdown message. This is how the suite once hung past CI's 90 minutes."""
-    with open(workspace / "queue-start.log", "w") as log:
-        started = subprocess.run(
-            [str(Path(sys.executable).parent / "dvc"), "queue", "start", "-j", str(jobs)],
-            cwd=workspace,
-            env=tracked_env(tracking_uri),
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            timeout=COMMAND_TIMEOUT_S,
-        )
-    assert started.returncode == 0, (workspace / "queue-start.log").read_text()
+CELERY_DIR = ".dvc/tmp/exps/celery"  # where DVC's queue keeps its broker, worker info files and logs
 
 
 def running_queue_worker_pids(workspace: Path) -> list[int]:
@@ -428,9 +426,7 @@ def running_queue_worker_pids(workspace: Path) -> list[int]:
     each worker's pid in an info file, and its return code there once it exits."""
     import json
 
-    infos = [
-        json.loads(f.read_text()) for f in (workspace / ".dvc/tmp/exps/celery").glob("dvc-exp-worker-*.json")
-    ]
+    infos = [json.loads(f.read_text()) for f in (workspace / CELERY_DIR).glob("dvc-exp-worker-*.json")]
     return [info["pid"] for info in infos if info.get("returncode") is None]
 
 
@@ -448,7 +444,7 @@ def kill_queue_workers(workspace: Path) -> None:
 
 def worker_logs(workspace: Path) -> str:
     """The queue workers' own logs, for a failure message."""
-    logs = sorted((workspace / ".dvc/tmp/exps/celery").glob("**/*.out"))
+    logs = sorted((workspace / CELERY_DIR).glob("**/*.out"))
     return "".join(f"\n--- {log.name} ---\n{log.read_text()[-3000:]}" for log in logs)
 
 
