@@ -147,7 +147,7 @@ class FinetuneParams:
     optimizer: str = "AdamW"
     lrs: list[float] = bounded([3e-4, 1e-3, 3e-3], gt=0)  # candidates per trained start
     # the frozen probe's logistic-regression C, chosen on validation in every run: the best C
-    # grows with the labels (0.003 at 1,000 here, 1 with all 10.2k)
+    # grows with the labels (0.001-0.01 at 1,000 here, 3 with all 10.2k)
     probe_cs: list[float] = bounded([0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0], gt=0)
     lr_search_labels: int = bounded(1000, ge=0)  # the subset the lr is chosen on
     # on its first few seeds (all it runs, if fewer), by mean validation accuracy: one seed's

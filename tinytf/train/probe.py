@@ -39,7 +39,8 @@ def layer_features(
     model: TinyTransformer, data: SentimentData, max_length: int, runtime: Runtime
 ) -> dict[str, np.ndarray]:
     """(texts, n_layer * d_model) fp32 features of every split, in file order: each layer's output
-    pooled (the model's `pooling`), layer by layer, the last through the body's final norm."""
+    pooled (the model's `pooling`), layer by layer, the last as the body returns it (through its
+    final norm, where it has one)."""
     config = model.config
     prefix = data.cls_id if config.pooling == "first" else None
     model.to(runtime.device).eval()
