@@ -4,7 +4,7 @@ Features: each layer's output, pooled over the text as the classifier pools, con
 last layer's through the final LayerNorm, as the heads read it). This is BERT's feature-based
 approach (Devlin et al. 2019, §5.3: concatenating layers gave its best feature-based result): a
 causal LM's last layer is shaped for the next token, and part of what a text says about its
-sentiment sits in earlier layers. On the default data with all labels this probe scores 67.6 %
+sentiment sits in earlier layers. On the default data with all labels this probe scores 67.8 %
 (majority class 57.8 %); the previous one, an AdamW-trained head on the last layer, 64.4 %.
 
 Fit: scikit-learn's L-BFGS logistic regression on standardised features, its C chosen on
@@ -87,14 +87,20 @@ def fit_probe(features: dict[str, np.ndarray], labels: dict[str, np.ndarray], cs
     from sklearn.metrics import log_loss
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
+    from threadpoolctl import threadpool_limits
 
     best = None
-    for c in sorted(cs):
-        model = make_pipeline(StandardScaler(), LogisticRegression(C=c, max_iter=5000))
-        model.fit(features["train"], labels["train"])
-        accuracy = float(np.mean(model.predict(features["validation"]) == labels["validation"]))
-        if best is None or accuracy > best[0]:
-            best = (accuracy, c, model)
+    # One BLAS thread: after torch has run, its OpenMP workers spin on the cores OpenBLAS's threads
+    # wait for, and a fit at 1,000 labels took 8.9 s instead of 0.2 on 2 cores. It also makes the
+    # fit independent of the core count: BLAS's summation order moved L-BFGS's stopping point enough
+    # to change test predictions with all labels.
+    with threadpool_limits(1, user_api="blas"):
+        for c in sorted(cs):
+            model = make_pipeline(StandardScaler(), LogisticRegression(C=c, max_iter=5000))
+            model.fit(features["train"], labels["train"])
+            accuracy = float(np.mean(model.predict(features["validation"]) == labels["validation"]))
+            if best is None or accuracy > best[0]:
+                best = (accuracy, c, model)
     accuracy, c, model = best
     test = features["test"]
     return ProbeFit(
