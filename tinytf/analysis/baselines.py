@@ -49,16 +49,20 @@ def fit_baselines(
     """Fit the features on `train` once, one logistic regression per C; keep the C with the best
     validation accuracy (the smaller C on a tie: more regularised) and score it on test."""
     from sklearn.linear_model import LogisticRegression
+    from threadpoolctl import threadpool_limits
 
     features = tfidf_features(word_ngrams, char_ngrams)
     x_train = features.fit_transform(train[0])
     x_val, x_test = features.transform(validation[0]), features.transform(test[0])
     best = None
-    for c in sorted(cs):
-        model = LogisticRegression(C=c, max_iter=2000).fit(x_train, train[1])
-        accuracy = float(np.mean(model.predict(x_val) == validation[1]))
-        if best is None or accuracy > best[0]:
-            best = (accuracy, c, model)
+    # one BLAS thread, as the frozen probe (tinytf.train.probe says why): all labels fit in 6.8 s
+    # instead of 11.6 on 2 cores, with the same C and accuracy
+    with threadpool_limits(1, user_api="blas"):
+        for c in sorted(cs):
+            model = LogisticRegression(C=c, max_iter=2000).fit(x_train, train[1])
+            accuracy = float(np.mean(model.predict(x_val) == validation[1]))
+            if best is None or accuracy > best[0]:
+                best = (accuracy, c, model)
     accuracy, c, model = best
     return BaselineScores(
         majority=majority_accuracy(train[1], test[1]),
