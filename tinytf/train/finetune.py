@@ -113,11 +113,11 @@ class Runner:
         """The frozen start's row fields: the probe fitted on the `rows` of train."""
         if start_name not in self.features:
             self.features[start_name] = layer_features(model, self.data, self.max_length, self.runtime)
-        features = dict(self.features[start_name], train=self.features[start_name]["train"][rows])
-        labels = {s: np.asarray(self.data.splits[s].labels) for s in ("validation", "test")}
-        labels["train"] = np.asarray(self.data.splits["train"].labels)[rows]
         key = (start_name, rows.tobytes())  # every seed's "all labels" is the same rows: one fit
         if key not in self.probe_fits:
+            features = dict(self.features[start_name], train=self.features[start_name]["train"][rows])
+            labels = {s: np.asarray(self.data.splits[s].labels) for s in ("validation", "test")}
+            labels["train"] = np.asarray(self.data.splits["train"].labels)[rows]
             self.probe_fits[key] = fit_probe(features, labels, self.params.probe_cs)
         fit = self.probe_fits[key]
         return {"probe_c": fit.c, "validation_accuracy": fit.validation_accuracy,
