@@ -48,6 +48,7 @@ def test_unknown_key_suggests_the_close_one(tmp_path):
         ("model", "dropout", 1.0, "model.dropout: must be < 1"),
         ("pretrain", "lr", -0.1, "pretrain.lr: must be > 0"),
         ("pretrain", "batch_size", 0, "pretrain.batch_size: must be >= 1"),
+        ("variants", "lr", 0, "variants.lr: must be > 0"),
         ("grid", "optimizers", ["Adamw"], "'Adamw' is not a torch.optim optimizer .did you mean 'AdamW'"),
         ("grid", "lrs", [], "grid.lrs: empty"),
         ("finetune", "arms", ["pretrained"], "finetune.arms: needs 'scratch'"),

@@ -118,6 +118,8 @@ class VariantsParams:
     head_merges: list[HeadMerge] = bounded(list(HEAD_MERGES))
     seeds: list[int] = bounded([1, 2], ge=0)
     steps: int = bounded(60, ge=1)  # the same optimizer-step budget for every cell
+    # its own lr, not pretrain.lr: the best lr for 1,300 steps is not the best for 30 (README)
+    lr: float = bounded(2e-3, gt=0)
     batch_size: int = bounded(16, ge=1)
     eval_batches: int = bounded(20, ge=0)  # batches per split for the table; 0 = whole splits
 

@@ -31,7 +31,7 @@ def cell_params(
     return (
         dataclasses.replace(model, pos_encoding=pos, head_merge=merge),
         dataclasses.replace(
-            pretrain, epochs=1, steps_per_epoch=v.steps, batch_size=v.batch_size,
+            pretrain, epochs=1, steps_per_epoch=v.steps, batch_size=v.batch_size, lr=v.lr,
             eval_batches=v.eval_batches, warmup_steps=min(pretrain.warmup_steps, v.steps // 5),
             compile=False, checkpoint_every=max(v.steps, 1),
         ),
