@@ -4,6 +4,8 @@ seeds (a seed fixes the subset, the head init and the batch order for every star
 learning rate is chosen on validation and every run keeps its best validation epoch. The
 pretrained start runs again from each pretraining snapshot: the pretraining-tokens curve. With `hf` in finetune.arms, an external
 pretrained encoder (the `hf:` section) is one more start, with its own tokenizer and lr candidates.
+Runs go side by side in worker processes, one per CPU core and one thread per run
+(`TINYTF_WORKERS` sets their number; the numbers do not depend on it: tinytf.train.workers).
 
 params: finetune, hf, tokenize.max_length
 """
@@ -65,11 +67,14 @@ def main() -> None:
             # what `auto` chose on this machine: a rerun elsewhere that chose otherwise is visible
             precision=runtime.precision,
             compile=runtime.compile,
+            # processes the runs went to, one thread each (TINYTF_WORKERS): speed only, never the numbers
+            workers=result.workers,
             parameters=result.parameters,
             hf_checkpoint=hf.checkpoint if hf else None,
             hf_max_length=hf.max_length if hf else None,
         )
-        tracker.set_tags({"tinytf.precision": runtime.precision, "tinytf.compile": str(runtime.compile)})
+        tracker.set_tags({"tinytf.precision": runtime.precision, "tinytf.compile": str(runtime.compile),
+                          "tinytf.workers": str(result.workers)})  # fmt: skip
         reports = Path(args.reports)
         write_text(reports / "runs.csv", runs.to_csv(index=False))
         write_text(reports / "curves.csv", result.curves.to_csv(index=False))

@@ -1,5 +1,7 @@
 """The transfer study's pieces: label subsets, the fine-tuning recipe, the baselines, the curves."""
 
+import contextlib
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -13,6 +15,7 @@ from tinytf.errors import ParamsError
 from tinytf.report.tables import paired_text
 from tinytf.report.transfer import detectable_difference, verdict
 from tinytf.train.finetune import chosen_lr, run_finetune, schedule
+from tinytf.train.loop import Callback
 
 from .conftest import REPO
 from .test_classify import CPU, workdir  # noqa: F401  (the fixture)
@@ -87,6 +90,47 @@ def test_finetune_chooses_each_lr_on_validation_and_keeps_the_best_epoch(workdir
     trained = runs[runs["arm"] != "frozen"]
     assert (trained["best_epoch"] <= trained["epochs"]).all() and (runs["n_train"].isin([24, 96])).all()
     assert set(result.curves["arm"]) == {"pretrained", "scratch"}  # all-label trained runs only
+
+
+def test_runs_side_by_side_give_the_numbers_of_one_process_and_reach_mlflow(workdir, monkeypatch):  # noqa: F811
+    """Each run trains on one thread whatever the number of workers, so TINYTF_WORKERS changes
+    the time a stage takes and nothing it computes; the workers' training events reach the
+    stage's callbacks (its MLflow child runs) as if the runs had trained in its process."""
+    params = FinetuneParams(label_counts=[24, 0], seeds=[1, 2], many_labels=48, many_label_seeds=2, epochs=2,
+                            min_steps=6, batch_size=16, lrs=[1e-4, 3e-3], probe_cs=[1.0], lr_search_labels=24,
+                            lr_search_seeds=2, snapshot_labels=24, device="cpu", compile=False)  # fmt: skip
+    results, events = {}, {}
+    for workers in ("1", "2"):
+        monkeypatch.setenv("TINYTF_WORKERS", workers)
+        seen = events[workers] = {}
+
+        @contextlib.contextmanager
+        def callbacks_for(arm, seed, seen=seen):
+            class Seen(Callback):
+                def on_epoch(self, epoch, metrics):
+                    seen.setdefault((arm, seed), []).append((epoch, metrics["validation_accuracy"]))
+
+                def on_end(self, metrics):
+                    seen.setdefault((arm, seed), []).append(("end", metrics["test_accuracy"]))
+
+            yield [Seen()]
+
+        results[workers] = run_finetune(params, 32, workdir / "models" / "pretrained.pt", workdir,
+                                        callbacks_for=callbacks_for)  # fmt: skip
+    one, two = results["1"], results["2"]
+    assert (one.workers, two.workers) == (1, 2)
+    pd.testing.assert_frame_equal(one.runs, two.runs)
+    pd.testing.assert_frame_equal(one.curves, two.curves)
+    assert events["1"] == events["2"] and set(events["1"]) == {(a, s) for a in params.arms for s in (1, 2)}
+    trained = one.runs[(one.runs["labels"] == "all") & (one.runs["arm"] == "scratch")].set_index("seed")
+    for seed in (1, 2):
+        *epochs, end = events["1"][("scratch", seed)]
+        assert len(epochs) == 2 and end == ("end", trained.loc[seed, "test_accuracy"])
+    assert events["1"][("frozen", 1)] == [("end", one.runs.query("arm == 'frozen' and labels == 'all'").iloc[0][
+        "test_accuracy"])]  # fmt: skip
+    monkeypatch.setenv("TINYTF_WORKERS", "two")
+    with pytest.raises(ParamsError, match=r"TINYTF_WORKERS='two': expected 'auto' or a whole number"):
+        run_finetune(params, 32, workdir / "models" / "pretrained.pt", workdir)
 
 
 def test_baselines_fit_on_train_choose_c_on_validation():

@@ -265,6 +265,7 @@ def train_classifier(
     desc: str = "finetune",
     keep_best: bool = False,
     eval_every: int = 1,
+    progress: bool = True,
 ) -> ClassifierRun:
     """`eval_every` data epochs make one loop epoch (one validation pass): small subsets run many
     short epochs, and a validation pass each would cost as much as the training."""
@@ -305,6 +306,7 @@ def train_classifier(
 
     loop = classifier_loop(len(loader), epochs, eval_every, lr, weight_decay, warmup_ratio, grad_clip, optimizer,
                            schedule, desc)  # fmt: skip
+    loop.progress = progress
     epochs = loop.total_steps // loop.steps_per_epoch
     out = run_loop(
         model, source, loss_fn, loop, runtime, on_epoch_end, list(callbacks), state_path, params_hash

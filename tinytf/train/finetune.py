@@ -44,6 +44,7 @@ from tinytf.train.classify import (
 from tinytf.train.loop import Callback
 from tinytf.train.probe import ProbeFit, fit_probe, layer_features
 from tinytf.train.runtime import Runtime
+from tinytf.train.workers import Workers
 
 MAX_EVALUATIONS = 6  # validation passes per run at most: see `schedule`
 
@@ -58,6 +59,7 @@ class FinetuneResult:
     runtime: Runtime  # what `auto` resolved to on this machine, for the outputs to record
     timings: pd.DataFrame  # wall seconds per run (a measurement: kept apart from the results)
     parameters: dict[str, int]  # parameters per arm's classifier
+    workers: int  # processes the runs went to (tinytf.train.workers): a rerun elsewhere may differ
 
 
 CallbacksFor = Callable[[str, int], contextlib.AbstractContextManager[list[Callback]]]
@@ -82,21 +84,32 @@ def subset(data: SentimentData, count: int, seed: int) -> tuple[SentimentData, n
     return SentimentData(splits, data.classes, data.cls_id), rows
 
 
-class Runner:
-    """One fine-tuning run per call, each cached by its key so the lr search's runs are reused."""
+@dataclass(frozen=True)
+class RunSpec:
+    """One fine-tuning run: a start (`start_name` is "final" or a snapshot's), an arm, a label
+    count (0 = all), a seed and an lr (None for the frozen probe, which chooses its C itself)."""
 
-    def __init__(
-        self, params, data, max_length, runtime, callbacks_for, data_dir=None, hf: HFParams | None = None
-    ):
-        self.params, self.data, self.max_length, self.runtime = params, data, max_length, runtime
-        self.callbacks_for = callbacks_for
-        self.data_dir, self.hf, self.hf_data = data_dir, hf, None  # the hf arm's texts, encoded once
-        self.done: dict[tuple, dict] = {}
-        self.curves: list[dict] = []
-        self.features: dict[str, dict] = {}  # the frozen body's features, per start
-        self.probe_fits: dict[tuple, ProbeFit] = {}  # per start and train rows
-        self.seconds: list[dict] = []
-        self.parameters: dict[str, int] = {}
+    arm: str
+    count: int
+    seed: int
+    lr: float | None
+    start: Path
+    start_name: str
+
+    @property
+    def tracked(self) -> bool:
+        """The all-label runs from the final model: each gets its own MLflow run."""
+        return self.count == 0 and self.start_name == "final"
+
+
+class Trainer:
+    """Trains one run of a spec; built once per worker process (`tinytf.train.workers`)."""
+
+    def __init__(self, params: FinetuneParams, data_dir, max_length: int, hf: HFParams | None):
+        self.params, self.data_dir, self.max_length, self.hf = params, data_dir, max_length, hf
+        self.data = SentimentData.load(data_dir)
+        self.runtime = classifier_runtime(params, 0)  # every run is short: `auto` never compiles here
+        self.hf_data = None  # the hf arm's texts, encoded once
 
     def build(self, arm: str, start: Path, seed: int):
         """(model, its data, its max_length): the hf arm has its own tokenizer, hence its own ids."""
@@ -109,63 +122,121 @@ class Runner:
             self.hf_data = self.data.for_hf(self.data_dir, model)
         return model, self.hf_data, self.hf.max_length
 
-    def probe(self, model, start_name: str, rows: np.ndarray) -> dict:
-        """The frozen start's row fields: the probe fitted on the `rows` of train."""
-        if start_name not in self.features:
-            self.features[start_name] = layer_features(model, self.data, self.max_length, self.runtime)
-        key = (start_name, rows.tobytes())  # every seed's "all labels" is the same rows: one fit
+    def cost(self, spec: RunSpec) -> int:
+        """Optimizer steps the run takes: the workers start the longest runs first."""
+        n = len(self.data.splits["train"]) if spec.count == 0 else spec.count
+        return math.ceil(n / self.params.batch_size) * schedule(n, self.params)[0]
+
+    def train(self, spec: RunSpec) -> dict:
+        """{"row", "history", "events" (the MLflow callback calls of a tracked run, replayed by the
+        stage's process), "parameters", "seconds"}."""
+        began = time.perf_counter()
+        model, data, max_length = self.build(spec.arm, spec.start, spec.seed)
+        p, (data, _) = self.params, subset(data, spec.count, spec.seed)
+        epochs, every = schedule(len(data.splits["train"]), p)
+        name = f"{spec.arm} {count_name(spec.count)} labels seed {spec.seed} lr {spec.lr:g}" + (
+            "" if spec.start_name == "final" else f" from {spec.start_name}"
+        )
+        recorder = Recorder()
+        run = train_classifier(model, data, init=spec.arm, callbacks=[recorder] if spec.tracked else [],
+                               keep_best=True, optimizer=p.optimizer, lr=spec.lr, batch_size=p.batch_size,
+                               epochs=epochs, max_length=max_length, seed=spec.seed, runtime=self.runtime,
+                               weight_decay=p.weight_decay, warmup_ratio=p.warmup_ratio, eval_every=every,
+                               desc=name, progress=False)  # fmt: skip
+        test = evaluate_test_split(run.model, data, max_length, self.runtime)
+        best = next(h for h in run.history if h["data_epochs"] == run.best_epoch)
+        row = {"n_train": len(data.splits["train"]), "epochs": epochs, "best_epoch": run.best_epoch,
+               "validation_accuracy": best["validation_accuracy"],
+               "test_accuracy": test["test_accuracy"], "test_loss": test["test_loss"]}  # fmt: skip
+        return {"row": row, "history": run.history if spec.tracked else [], "events": recorder.events,
+                "parameters": sum(t.numel() for t in model.parameters()),
+                "seconds": time.perf_counter() - began}  # fmt: skip
+
+
+def _train(trainer: Trainer, spec: RunSpec) -> dict:
+    return trainer.train(spec)
+
+
+class Recorder(Callback):
+    """A worker's training events, kept to be replayed into the stage's MLflow callbacks."""
+
+    def __init__(self):
+        self.events: list[tuple[str, int, dict]] = []
+
+    def on_step(self, step: int, metrics: dict[str, float]) -> None:
+        self.events.append(("on_step", step, dict(metrics)))
+
+    def on_epoch(self, epoch: int, metrics: dict[str, float]) -> None:
+        self.events.append(("on_epoch", epoch, dict(metrics)))
+
+
+class Runner:
+    """Runs specs, each once (the lr search's runs are reused by the curve): the trained arms in
+    `tinytf.train.workers`, the frozen probe here, as its features are computed once per start."""
+
+    def __init__(
+        self, params, data_dir, max_length, callbacks_for, workers: Workers, hf: HFParams | None = None
+    ):
+        self.trainer = Trainer(params, data_dir, max_length, hf)
+        self.params, self.data, self.max_length = params, self.trainer.data, max_length
+        self.runtime, self.callbacks_for, self.workers = self.trainer.runtime, callbacks_for, workers
+        self.done: dict[RunSpec, dict] = {}
+        self.curves: list[dict] = []
+        self.features: dict[str, dict] = {}  # the frozen body's features, per start
+        self.probe_fits: dict[tuple, ProbeFit] = {}  # per start and train rows
+        self.seconds: list[dict] = []
+        self.parameters: dict[str, int] = {}
+
+    def probe(self, spec: RunSpec) -> dict:
+        """The frozen start's run: the probe fitted on the seed's train rows."""
+        began = time.perf_counter()
+        model, _, _ = self.trainer.build(spec.arm, spec.start, spec.seed)
+        self.parameters[spec.arm] = sum(t.numel() for t in model.parameters())
+        rows = subset(self.data, spec.count, spec.seed)[1]
+        if spec.start_name not in self.features:
+            self.features[spec.start_name] = layer_features(model, self.data, self.max_length, self.runtime)
+        start_features = self.features[spec.start_name]
+        key = (spec.start_name, rows.tobytes())  # every seed's "all labels" is the same rows: one fit
         if key not in self.probe_fits:
-            features = dict(self.features[start_name], train=self.features[start_name]["train"][rows])
+            features = dict(start_features, train=start_features["train"][rows])
             labels = {s: np.asarray(self.data.splits[s].labels) for s in ("validation", "test")}
             labels["train"] = np.asarray(self.data.splits["train"].labels)[rows]
             self.probe_fits[key] = fit_probe(features, labels, self.params.probe_cs)
         fit = self.probe_fits[key]
-        return {"probe_c": fit.c, "validation_accuracy": fit.validation_accuracy,
-                "test_accuracy": fit.test_accuracy, "test_loss": fit.test_loss}  # fmt: skip
+        row = {"n_train": len(rows), "probe_c": fit.c, "validation_accuracy": fit.validation_accuracy,
+               "test_accuracy": fit.test_accuracy, "test_loss": fit.test_loss}  # fmt: skip
+        return {"row": row, "history": [], "events": [], "seconds": time.perf_counter() - began}
 
-    def __call__(
-        self, arm: str, count: int, seed: int, lr: float | None, start: Path, start_name: str
-    ) -> dict:
-        """One run's row; `lr` is None for the frozen probe (it chooses its C itself)."""
-        key = (start_name, arm, count, seed, lr)
-        if key in self.done:
-            return self.done[key]
-        began = time.perf_counter()
-        model, data, max_length = self.build(arm, start, seed)
-        self.parameters[arm] = sum(t.numel() for t in model.parameters())
-        p, (data, rows) = self.params, subset(data, count, seed)
+    def __call__(self, specs: list[RunSpec]) -> list[dict]:
+        """One row per spec, in their order."""
+        todo = [s for s in dict.fromkeys(specs) if s not in self.done]
+        trained = [s for s in todo if s.arm != "frozen"]
+        results = dict(zip(trained, self.workers.map(_train, trained, self.trainer.cost), strict=True))
+        for spec in todo:
+            out = results[spec] if spec.arm != "frozen" else self.probe(spec)
+            self.record(spec, out)
+        return [self.done[s] for s in specs]
+
+    def record(self, spec: RunSpec, out: dict) -> None:
         row = {
-            "start": start_name, "tokens": None if arm == "hf" else read_config(start).get("pretrain_tokens"),
-            "arm": arm, "labels": count_name(count), "n_train": len(data.splits["train"]), "seed": seed,
-            "lr": lr, "epochs": None, "best_epoch": None, "probe_c": None,
+            "start": spec.start_name,
+            "tokens": None if spec.arm == "hf" else read_config(spec.start).get("pretrain_tokens"),
+            "arm": spec.arm, "labels": count_name(spec.count), "n_train": None, "seed": spec.seed,
+            "lr": spec.lr, "epochs": None, "best_epoch": None, "probe_c": None, **out["row"],
         }  # fmt: skip
-        track = self.callbacks_for and count == 0 and start_name == "final"
-        with self.callbacks_for(arm, seed) if track else contextlib.nullcontext([]) as callbacks:
-            if arm == "frozen":
-                row |= self.probe(model, start_name, rows)
-            else:
-                epochs, every = schedule(len(data.splits["train"]), p)
-                name = f"{arm} {count_name(count)} labels seed {seed} lr {lr:g}" + (
-                    "" if start_name == "final" else f" from {start_name}"
-                )
-                run = train_classifier(model, data, init=arm, callbacks=callbacks, keep_best=True,
-                                       optimizer=p.optimizer, lr=lr, batch_size=p.batch_size, epochs=epochs,
-                                       max_length=max_length, seed=seed, runtime=self.runtime,
-                                       weight_decay=p.weight_decay, warmup_ratio=p.warmup_ratio,
-                                       eval_every=every, desc=name)  # fmt: skip
-                test = evaluate_test_split(run.model, data, max_length, self.runtime)
-                best = next(h for h in run.history if h["data_epochs"] == run.best_epoch)
-                row |= {"epochs": epochs, "best_epoch": run.best_epoch,
-                        "validation_accuracy": best["validation_accuracy"],
-                        "test_accuracy": test["test_accuracy"], "test_loss": test["test_loss"]}  # fmt: skip
-                if count == 0 and start_name == "final":
-                    self.curves += [{"arm": arm, "seed": seed, **h} for h in run.history]
+        if "parameters" in out:
+            self.parameters[spec.arm] = out["parameters"]
+        track = self.callbacks_for is not None and spec.tracked
+        with self.callbacks_for(spec.arm, spec.seed) if track else contextlib.nullcontext([]) as callbacks:
+            for name, index, metrics in out["events"]:
+                for callback in callbacks:
+                    getattr(callback, name)(index, metrics)
             for callback in callbacks:
                 callback.on_end({"test_accuracy": row["test_accuracy"], "test_loss": row["test_loss"]})
-        self.done[key] = row
+        self.curves += [{"arm": spec.arm, "seed": spec.seed, **h} for h in out["history"]]
+        self.done[spec] = row
         self.seconds.append({k: row[k] for k in ("start", "arm", "labels", "seed", "lr")}
-                            | {"seconds": round(time.perf_counter() - began, 2)})  # fmt: skip
-        return row
+                            | {"seconds": round(out["seconds"], 2)})  # fmt: skip
 
 
 def chosen_lr(rows: list[dict]) -> float:
@@ -187,46 +258,33 @@ def run_finetune(
 ) -> FinetuneResult:
     """The lr search, the labelled-data curve and the snapshot curve; `callbacks_for(arm, seed)`
     wraps each all-label run (the stage opens a nested MLflow run there)."""
-    data = SentimentData.load(data_dir)
-    runtime = classifier_runtime(params, 0)  # every run is short: `auto` never compiles here
     if "hf" in params.arms and hf is None:
         raise ValueError("finetune.arms has 'hf': pass the hf params")
-    run = Runner(params, data, max_length, runtime, callbacks_for, data_dir, hf)
+    runtime = classifier_runtime(params, 0)
     pretrained = Path(pretrained)
     plan = params.curve_plan()
-    lr_rows, lrs = [], {}
     # seeds the curve runs at this count: the chosen lr's search runs are curve runs
     search_seeds = dict(plan)[params.lr_search_labels][: params.lr_search_seeds]
-    for arm in [a for a in params.arms if a != "frozen"]:  # the probe chooses its C in every run
-        candidates = hf.lrs if arm == "hf" else params.lrs
-        rows = [run(arm, params.lr_search_labels, seed, lr, pretrained, "final")
-                for lr in candidates for seed in search_seeds]  # fmt: skip
-        lrs[arm] = chosen_lr(rows)
-        lr_rows += rows
-    rows = []
-    for count, seeds in plan:
-        rows += [
-            run(arm, count, seed, lrs.get(arm), pretrained, "final") for arm in params.arms for seed in seeds
-        ]
-    if "pretrained" in params.arms:
-        # the first few seeds, as for large subsets: one run per snapshot and seed adds up
-        seeds = dict(plan)[params.snapshot_labels][: params.many_label_seeds]
-        for snapshot in snapshots:
-            rows += [run("pretrained", params.snapshot_labels, s, lrs["pretrained"], snapshot, snapshot.stem)
-                     for s in seeds]  # fmt: skip
+    trained_arms = [a for a in params.arms if a != "frozen"]  # the probe chooses its C in every run
+    with Workers(runtime.device, Trainer, (params, data_dir, max_length, hf), "finetune runs") as workers:
+        run = Runner(params, data_dir, max_length, callbacks_for, workers, hf)
+        search = [RunSpec(arm, params.lr_search_labels, seed, lr, pretrained, "final")
+                  for arm in trained_arms for lr in (hf.lrs if arm == "hf" else params.lrs)
+                  for seed in search_seeds]  # fmt: skip
+        lr_rows = run(search)
+        lrs = {arm: chosen_lr([r for r in lr_rows if r["arm"] == arm]) for arm in trained_arms}
+        specs = [RunSpec(arm, count, seed, lrs.get(arm), pretrained, "final")
+                 for count, seeds in plan for arm in params.arms for seed in seeds]  # fmt: skip
+        if "pretrained" in params.arms:
+            # the first few seeds, as for large subsets: one run per snapshot and seed adds up
+            seeds = dict(plan)[params.snapshot_labels][: params.many_label_seeds]
+            specs += [RunSpec("pretrained", params.snapshot_labels, s, lrs["pretrained"], snapshot, snapshot.stem)
+                      for snapshot in snapshots for s in seeds]  # fmt: skip
+        rows = run(specs)
     frame = pd.DataFrame(rows)
     frame["chosen"] = True
     searched = pd.DataFrame(lr_rows).assign(chosen=False)
     searched = searched[~searched.set_index(["arm", "lr"]).index.isin(list(lrs.items()))]
     runs = pd.concat([frame, searched], ignore_index=True)
-    timings = pd.DataFrame(run.seconds)
-    return FinetuneResult(
-        runs,
-        pd.DataFrame(run.curves),
-        lrs,
-        list(search_seeds),
-        data.classes,
-        runtime,
-        timings,
-        run.parameters,
-    )
+    return FinetuneResult(runs, pd.DataFrame(run.curves), lrs, list(search_seeds), run.data.classes, runtime,
+                          pd.DataFrame(run.seconds), run.parameters, workers.count)  # fmt: skip

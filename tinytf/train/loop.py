@@ -70,6 +70,7 @@ class LoopConfig:
     schedule: str = "cosine"  # "cosine" (warmup + cosine decay) | "constant"
     tokens_per_step: int = 0  # for the tokens/s readout; 0 = not a token-counting task
     desc: str = "train"
+    progress: bool = True  # a bar per run; off where runs go side by side (tinytf.train.workers)
 
 
 def lr_at(step: int, cfg: LoopConfig) -> float:
@@ -240,7 +241,7 @@ def run_loop(
 
     model.train()
     bar = tqdm(total=cfg.total_steps, initial=step, desc=cfg.desc, unit="step", file=sys.stderr,
-               mininterval=1.0, disable=None if distributed.is_main() else True, dynamic_ncols=True)  # fmt: skip
+               mininterval=1.0, disable=None if distributed.is_main() and cfg.progress else True, dynamic_ncols=True)  # fmt: skip
     window_started, window_steps = time.perf_counter(), 0
     with _StopFlag() as stop:
         while step < cfg.total_steps:
