@@ -37,6 +37,10 @@ def test_worker_count_reads_the_environment(monkeypatch):
     monkeypatch.setenv("TINYTF_WORKERS", "auto")
     assert worker_count(CPU) == len(os.sched_getaffinity(0))
     assert worker_count(torch.device("cuda")) == 1  # one GPU: its runs go one at a time
+    monkeypatch.setenv("TINYTF_WORKERS", "3")
+    monkeypatch.setenv("WORLD_SIZE", "2")  # under torchrun every rank takes each run together
+    assert worker_count(CPU) == 1
+    monkeypatch.delenv("WORLD_SIZE")
     for bad in ("0", "two", "-1"):
         monkeypatch.setenv("TINYTF_WORKERS", bad)
         with pytest.raises(ParamsError, match=rf"TINYTF_WORKERS='{bad}': expected 'auto' or a whole number"):

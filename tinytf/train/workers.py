@@ -7,7 +7,7 @@ process cannot share the work, as every run draws its dropout from torch's one g
 A run's numbers also depend on its thread count (reductions split differently), so every run
 gets exactly one thread, whatever the number of cores or workers: the results are the same on
 2 cores or 32, and with `TINYTF_WORKERS=1`. On CUDA the runs share the one GPU, one at a time,
-in this process.
+in this process; under torchrun too, as each run is then spread over the ranks.
 
 `TINYTF_WORKERS` (default `auto`: the CPU cores this process may use) sets the number of worker
 processes; it changes how long a stage takes, never what it computes.
@@ -27,6 +27,7 @@ import torch
 from tqdm import tqdm
 
 from tinytf.errors import ParamsError
+from tinytf.train import distributed
 
 ENV = "TINYTF_WORKERS"
 
@@ -34,11 +35,14 @@ _STATE: Any = None  # in a worker: what `setup` built once, handed to every task
 
 
 def worker_count(device: torch.device) -> int:
-    """`TINYTF_WORKERS`, or on `auto` the cores this process may use (1 on CUDA: one GPU)."""
+    """`TINYTF_WORKERS`, or on `auto` the cores this process may use (1 on CUDA: one GPU). Under
+    torchrun, 1: each run is already spread over the ranks (DDP), which must take it together."""
     value = os.environ.get(ENV, "auto").strip()
+    if value != "auto" and (not value.isdigit() or int(value) < 1):
+        raise ParamsError(f"{ENV}={value!r}: expected 'auto' or a whole number of worker processes >= 1")
+    if distributed.enabled():
+        return 1
     if value != "auto":
-        if not value.isdigit() or int(value) < 1:
-            raise ParamsError(f"{ENV}={value!r}: expected 'auto' or a whole number of worker processes >= 1")
         return int(value)
     if device.type != "cpu":
         return 1
