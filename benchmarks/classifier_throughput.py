@@ -6,7 +6,14 @@ the same batches of sentiment texts (length-grouped and padded as the stage pads
 texts when `data/tokens` exists, else random ids of the same lengths), AdamW and gradient
 clipping. tinytf runs `tinytf.train.loop.train_step` with the runtime the stage resolves from
 `finetune:`. Rounds alternate; figures are medians, the speedup a ratio of medians. The last
-line is the headline: `speedup: <ratio>x ...`.
+line is the headline: `speedup: <ratio>x ...`, the step as the `grid` stage runs it (one
+process, every core).
+
+The `finetune` stage runs its runs side by side instead (tinytf.train.workers: one worker per
+core, one thread each). The line before the headline measures that layout in the same rounds:
+that many processes stepping at once, one thread each, their steps/s added up, against the seed
+lab's loop in one process. It is the stage's throughput, not a faster step, and is reported
+apart from the step's speedup.
 
     python benchmarks/classifier_throughput.py [--steps 20] [--rounds 3]
 """
@@ -16,13 +23,14 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import itertools
+import multiprocessing
 import sys
 from pathlib import Path
 
 import numpy as np
 import torch
 import torch.nn.functional as F
-from timing import median, timed_rounds, vocabulary, warm_up
+from timing import median, seconds, timed_rounds, vocabulary, warm_up
 
 from tinytf.config import load_params
 from tinytf.data.batching import SentimentDataset, sentiment_loader
@@ -31,6 +39,7 @@ from tinytf.model.transformer import TinyTransformer
 from tinytf.train.classify import classifier_runtime, classifier_step_loss
 from tinytf.train.loop import LoopConfig, build_optimizer, train_step
 from tinytf.train.runtime import seed_everything
+from tinytf.train.workers import worker_count
 
 
 def dataset(
@@ -57,6 +66,53 @@ class Batches:
         return {k: v.to(self.device) for k, v in batch.items()}
 
 
+def tinytf_step(params, vocab: int, data: SentimentDataset, runtime, planned: int):
+    """tinytf's classifier step as the stages run it: `train_step` on the stage's batches."""
+    f, max_length = params.finetune, params.tokenize.max_length
+    seed_everything(0)
+    model = TinyTransformer(model_config(params.model, vocab, "causal", 0, dropout=f.dropout)).to(
+        runtime.device
+    )
+    cfg = LoopConfig(total_steps=planned, steps_per_epoch=planned, lr=f.lrs[0], weight_decay=f.weight_decay)
+    optimizer = build_optimizer(model, cfg)
+    source = Batches(data, f.batch_size, max_length, runtime.device)
+    step_loss = classifier_step_loss(model, runtime)
+
+    def loss(batch):
+        return step_loss(batch["input_ids"], batch["attention_mask"], batch["labels"])[0]
+
+    model.train()
+    return lambda: train_step(model, optimizer, source, loss, cfg, runtime)
+
+
+def layout_worker(params_path: str, steps: int, barrier, rates) -> None:
+    """One of the finetune stage's workers: one thread, the same step, timed once all are ready."""
+    torch.set_num_threads(1)
+    params = load_params(params_path)
+    vocab = vocabulary(params)
+    data, _ = dataset(vocab)
+    planned = -(-len(data) // params.finetune.batch_size) * params.finetune.epochs
+    runtime = classifier_runtime(params.finetune, planned)
+    step = tinytf_step(params, vocab, data, runtime, planned)
+    seconds(step, 10, runtime.device)
+    barrier.wait()
+    rates.put(steps / seconds(step, steps, runtime.device))
+
+
+def layout_round(params_path: str, workers: int, steps: int) -> float:
+    """Steps/s of `workers` processes stepping at once (started fresh each round, as a stage is)."""
+    context = multiprocessing.get_context("spawn")
+    barrier, rates = context.Barrier(workers), context.Queue()
+    processes = [context.Process(target=layout_worker, args=(params_path, steps, barrier, rates))
+                 for _ in range(workers)]  # fmt: skip
+    for process in processes:
+        process.start()
+    total = sum(rates.get(timeout=600) for _ in processes)
+    for process in processes:
+        process.join()
+    return total
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -74,18 +130,7 @@ def main() -> None:
     runtime = classifier_runtime(f, planned)
     print(f"texts: {where}; batch {f.batch_size}, max_length {max_length}; the stage plans {planned} steps")
 
-    seed_everything(0)
-    ours = TinyTransformer(model_config(params.model, vocab, "causal", 0, dropout=f.dropout)).to(
-        runtime.device
-    )
-    cfg = LoopConfig(total_steps=planned, steps_per_epoch=planned, lr=f.lrs[0], weight_decay=f.weight_decay)
-    optimizer = build_optimizer(ours, cfg)
-    ours_source = Batches(data, f.batch_size, max_length, runtime.device)
-    step_loss = classifier_step_loss(ours, runtime)
-
-    def ours_loss(batch):
-        return step_loss(batch["input_ids"], batch["attention_mask"], batch["labels"])[0]
-
+    ours_step = tinytf_step(params, vocab, data, runtime, planned)
     seed_everything(0)
     lab_params = dataclasses.replace(params.model, arch="torch_encoder")
     lab = TinyTransformer(model_config(lab_params, vocab, "causal", 0, dropout=f.dropout)).to(runtime.device)
@@ -102,21 +147,29 @@ def main() -> None:
         lab_optimizer.step()
         lab_optimizer.zero_grad()
 
-    ours.train()
     lab.train()
-    steps = {
-        "tinytf": lambda: train_step(ours, optimizer, ours_source, ours_loss, cfg, runtime),
-        "lab": lab_step,
-    }
+    steps = {"tinytf": ours_step, "lab": lab_step}
     names = {
         "tinytf": f"tinytf ({runtime.describe()})",
         "lab": "seed lab (nn.TransformerEncoder, eager fp32)",
     }
     first = warm_up(steps, 10, runtime.device)  # ten batches: ten lengths, so recompiles show here
-    rates = timed_rounds(steps, {"tinytf": 1, "lab": 1}, args.steps, args.rounds, runtime.device)
+    workers = worker_count(runtime.device)
+    rates, layout = {"tinytf": [], "lab": []}, []
+    for _ in range(args.rounds):
+        for name, values in timed_rounds(
+            steps, {"tinytf": 1, "lab": 1}, args.steps, 1, runtime.device
+        ).items():
+            rates[name] += values
+        if workers > 1:
+            layout.append(layout_round(args.params, workers, args.steps))
     for name, values in rates.items():
         print(f"{names[name]:58s} {median(values):7.1f} steps/s  {1000 / median(values):6.1f} ms/step  (rounds "
               + ", ".join(f"{v:.1f}" for v in values) + f"; first 10 steps {first[name]:.1f} s)")  # fmt: skip
+    if layout:
+        print(f"the finetune stage's layout: {workers} processes, one thread each, {median(layout):.1f} steps/s "
+              f"together = {median(layout) / median(rates['lab']):.2f}x the seed lab's loop (rounds "
+              + ", ".join(f"{v:.1f}" for v in layout) + "; the stage's throughput, not a faster step)")  # fmt: skip
     ratio = median(rates["tinytf"]) / median(rates["lab"])
     print(
         f"speedup: {ratio:.2f}x tinytf's classifier step over the seed lab's nn.TransformerEncoder (eager fp32), "

@@ -34,23 +34,28 @@ def tiny_params(tmp_path_factory) -> Path:
     return path
 
 
-def run_benchmark(script: str, args: list[str], cwd: Path) -> str:
-    """The script's last line of output, after checking it exited 0."""
+def run_benchmark(script: str, args: list[str], cwd: Path, env: dict | None = None) -> str:
+    """The script's stdout, after checking it exited 0."""
     result = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / script), *args],
-        cwd=cwd, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=600,
+        [sys.executable, str(ROOT / "benchmarks" / script), *args], cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
-    return result.stdout.strip().splitlines()[-1]
+    return result.stdout.strip()
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("script", ["pretrain_throughput.py", "classifier_throughput.py"])
 def test_benchmark_runs_and_ends_with_its_speedup_line(script, tiny_params):
-    last = run_benchmark(
-        script, ["--params", str(tiny_params), "--steps", "1", "--rounds", "1"], tiny_params.parent
-    )
+    # two workers whatever this machine's cores: the classifier benchmark's finetune-layout line
+    out = run_benchmark(script, ["--params", str(tiny_params), "--steps", "1", "--rounds", "1"],
+                        tiny_params.parent, {"TINYTF_WORKERS": "2"})  # fmt: skip
+    last = out.splitlines()[-1]
     assert re.match(r"speedup: \d+\.\d\dx tinytf", last), last
+    if script == "classifier_throughput.py":
+        assert re.search(
+            r"^the finetune stage's layout: 2 processes, one thread each, [\d.]+ steps/s", out, re.M
+        ), out
 
 
 @pytest.mark.slow
@@ -62,5 +67,5 @@ def test_benchmark_runs_and_ends_with_its_speedup_line(script, tiny_params):
     ],
 )
 def test_data_benchmark_runs_and_prints_its_headline(script, args, expected):
-    last = run_benchmark(script, args, ROOT)
+    last = run_benchmark(script, args, ROOT).splitlines()[-1]
     assert re.search(expected, last), last
