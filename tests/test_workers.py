@@ -2,12 +2,19 @@
 the items' order, the longest started first, and a clear error for a bad TINYTF_WORKERS."""
 
 import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 import torch
 
 from tinytf.errors import ParamsError
 from tinytf.train.workers import Workers, worker_count
+
+from .conftest import REPO
 
 CPU = torch.device("cpu")
 
@@ -45,3 +52,45 @@ def test_worker_count_reads_the_environment(monkeypatch):
         monkeypatch.setenv("TINYTF_WORKERS", bad)
         with pytest.raises(ParamsError, match=rf"TINYTF_WORKERS='{bad}': expected 'auto' or a whole number"):
             worker_count(CPU)
+
+
+def sleepy(state: dict, item: int) -> int:
+    """A run that takes a minute, leaving a file named by its worker's pid once it has started."""
+    (Path(os.environ["MARKERS"]) / str(os.getpid())).touch()
+    time.sleep(60)
+    return item
+
+
+INTERRUPTED = """
+import sys, torch
+from tests.test_workers import setup, sleepy
+from tinytf.train.loop import TrainingInterrupted
+from tinytf.train.workers import Workers
+try:
+    with Workers(torch.device("cpu"), setup, (0,), "test runs") as pool:
+        pool.map(sleepy, [1, 2], cost=lambda item: item)
+except TrainingInterrupted as exc:
+    print(exc)
+    sys.exit(exc.exit_code)
+"""
+
+
+def test_ctrl_c_stops_the_workers_mid_run_with_one_message(tmp_path):
+    """Ctrl-C reaches the stage's process (the workers left the terminal's process group): it
+    stops the workers in the middle of their runs and says what happened, instead of waiting."""
+    env = {**os.environ, "MARKERS": str(tmp_path), "TINYTF_WORKERS": "2", "PYTHONPATH": str(REPO)}
+    stage = subprocess.Popen([sys.executable, "-c", INTERRUPTED], cwd=REPO, env=env, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    deadline = time.monotonic() + 120
+    while len(list(tmp_path.iterdir())) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    workers = [int(p.name) for p in tmp_path.iterdir()]
+    assert len(workers) == 2, "the workers did not start"
+    stage.send_signal(signal.SIGINT)
+    out, err = stage.communicate(timeout=30)  # far less than the runs' minute
+    assert stage.returncode == 130, err
+    assert "test runs: interrupted with 0 of 2 runs finished; nothing was written" in out
+    time.sleep(1)
+    for pid in workers:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)

@@ -28,6 +28,7 @@ from tqdm import tqdm
 
 from tinytf.errors import ParamsError
 from tinytf.train import distributed
+from tinytf.train.loop import TrainingInterrupted
 
 ENV = "TINYTF_WORKERS"
 
@@ -65,6 +66,10 @@ def one_thread(device: torch.device) -> Iterator[None]:
 
 def _start(setup: Callable[..., Any], args: tuple) -> None:
     global _STATE
+    if hasattr(os, "setpgrp"):
+        # out of the terminal's process group: Ctrl-C reaches the stage's process alone, and it
+        # stops the workers (Workers.map) instead of each printing its own interrupt
+        os.setpgrp()
     torch.set_num_threads(1)
     _STATE = setup(*args)
 
@@ -99,12 +104,27 @@ class Workers:
                 return results
             pool = self._executor()
             futures = {pool.submit(_task, work, items[i]): i for i in order}
-            for future in as_completed(futures):
-                results[futures[future]] = future.result()
-                bar.update(1)
+            try:
+                for future in as_completed(futures):
+                    results[futures[future]] = future.result()
+                    bar.update(1)
+            except KeyboardInterrupt:
+                self._terminate()
+                raise TrainingInterrupted(
+                    f"{self.desc}: interrupted with {bar.n} of {len(items)} runs finished; nothing was written. "
+                    f"Run again to start over."
+                ) from None
             return results
         finally:
             bar.close()
+
+    def _terminate(self) -> None:
+        """Stop the workers mid-run: the executor can only wait for running tasks to end."""
+        if self._pool is not None:
+            for process in list(self._pool._processes.values()):
+                process.terminate()
+            self._pool.shutdown(cancel_futures=True)
+            self._pool = None
 
     def _executor(self) -> ProcessPoolExecutor:
         if self._pool is None:
