@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tinytf.errors import ParamsError
+from tinytf.errors import ParamsError, TinyTFError
 from tinytf.train.workers import Workers, worker_count
 
 from .conftest import REPO
@@ -89,8 +89,33 @@ def test_ctrl_c_stops_the_workers_mid_run_with_one_message(tmp_path):
     stage.send_signal(signal.SIGINT)
     out, err = stage.communicate(timeout=30)  # far less than the runs' minute
     assert stage.returncode == 130, err
-    assert "test runs: interrupted with 0 of 2 runs finished; nothing was written" in out
+    assert "test runs: interrupted with 0 of 2 runs finished, their results discarded" in out
     time.sleep(1)
     for pid in workers:
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+
+
+def failing(state: dict, item: int) -> int:
+    """Item 0 fails at once; the others would take a minute."""
+    if item == 0:
+        raise TinyTFError("run 0: loss is nan at step 3; stopped")
+    time.sleep(60)
+    return item
+
+
+def dying(state: dict, item: int) -> int:
+    os._exit(9)  # as the kernel's OOM killer would end it
+
+
+def test_a_failed_run_stops_the_others_and_a_dead_worker_is_named(monkeypatch):
+    monkeypatch.setenv("TINYTF_WORKERS", "2")
+    started = time.monotonic()
+    with Workers(CPU, setup, (0,), "test runs") as pool, pytest.raises(TinyTFError, match="loss is nan"):
+        pool.map(failing, [0, 1, 2], cost=lambda item: -item)  # 0 starts first, 1 beside it
+    assert time.monotonic() - started < 40  # run 1's minute was not waited for
+    with Workers(CPU, setup, (0,), "test runs") as pool:
+        with pytest.raises(
+            TinyTFError, match=r"test runs: a worker process died .*TINYTF_WORKERS=1 runs them"
+        ):
+            pool.map(dying, [0, 1], cost=lambda item: item)

@@ -21,12 +21,13 @@ import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 import torch
 from tqdm import tqdm
 
-from tinytf.errors import ParamsError
+from tinytf.errors import ParamsError, TinyTFError
 from tinytf.train import distributed
 from tinytf.train.loop import TrainingInterrupted
 
@@ -108,12 +109,19 @@ class Workers:
                 for future in as_completed(futures):
                     results[futures[future]] = future.result()
                     bar.update(1)
-            except KeyboardInterrupt:
+            except BaseException as exc:  # a run failed, or Ctrl-C: the other runs are not waited for
                 self._terminate()
-                raise TrainingInterrupted(
-                    f"{self.desc}: interrupted with {bar.n} of {len(items)} runs finished; nothing was written. "
-                    f"Run again to start over."
-                ) from None
+                if isinstance(exc, KeyboardInterrupt):
+                    raise TrainingInterrupted(
+                        f"{self.desc}: interrupted with {bar.n} of {len(items)} runs finished, their results "
+                        f"discarded. Run again to start over."
+                    ) from None
+                if isinstance(exc, BrokenProcessPool):
+                    raise TinyTFError(
+                        f"{self.desc}: a worker process died ({exc}); out of memory? {ENV}=1 runs them one at "
+                        f"a time in this process"
+                    ) from None
+                raise
             return results
         finally:
             bar.close()
