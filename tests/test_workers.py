@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from tinytf.errors import ParamsError, TinyTFError
+from tinytf.train import workers
 from tinytf.train.workers import Workers, worker_count
 
 from .conftest import REPO
@@ -42,7 +43,16 @@ def test_worker_count_reads_the_environment(monkeypatch):
     monkeypatch.setenv("TINYTF_WORKERS", "3")
     assert worker_count(CPU) == 3
     monkeypatch.setenv("TINYTF_WORKERS", "auto")
-    assert worker_count(CPU) == len(os.sched_getaffinity(0))
+    cores = len(os.sched_getaffinity(0))
+    monkeypatch.setattr(workers, "available_memory", lambda: 64 * 2**30)
+    assert worker_count(CPU) == cores
+    monkeypatch.setattr(workers, "available_memory", lambda: 2 * 2**30)  # room for one 1.5 GB worker
+    assert worker_count(CPU) == 1
+    monkeypatch.setattr(workers, "available_memory", lambda: None)  # no /proc/meminfo: the cores decide
+    assert worker_count(CPU) == cores
+    monkeypatch.undo()
+    assert workers.available_memory() > 0  # this Linux says
+    monkeypatch.setenv("TINYTF_WORKERS", "auto")
     assert worker_count(torch.device("cuda")) == 1  # one GPU: its runs go one at a time
     monkeypatch.setenv("TINYTF_WORKERS", "3")
     monkeypatch.setenv("WORLD_SIZE", "2")  # under torchrun every rank takes each run together
@@ -52,6 +62,16 @@ def test_worker_count_reads_the_environment(monkeypatch):
         monkeypatch.setenv("TINYTF_WORKERS", bad)
         with pytest.raises(ParamsError, match=rf"TINYTF_WORKERS='{bad}': expected 'auto' or a whole number"):
             worker_count(CPU)
+
+
+def alive(pid: int) -> bool:
+    """Running, as opposed to gone or a zombie (an orphan waits to be reaped by whoever adopted it)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    return not (stat.exists() and stat.read_text().rsplit(")", 1)[1].split()[0] == "Z")
 
 
 def sleepy(state: dict, item: int) -> int:
@@ -91,9 +111,7 @@ def test_ctrl_c_stops_the_workers_mid_run_with_one_message(tmp_path):
     assert stage.returncode == 130, err
     assert "test runs: interrupted with 0 of 2 runs finished, their results discarded" in out
     time.sleep(1)
-    for pid in workers:
-        with pytest.raises(ProcessLookupError):
-            os.kill(pid, 0)
+    assert not [pid for pid in workers if alive(pid)]
 
 
 def failing(state: dict, item: int) -> int:
@@ -119,3 +137,28 @@ def test_a_failed_run_stops_the_others_and_a_dead_worker_is_named(monkeypatch):
             TinyTFError, match=r"test runs: a worker process died .*TINYTF_WORKERS=1 runs them"
         ):
             pool.map(dying, [0, 1], cost=lambda item: item)
+
+
+KILLED = """
+import torch
+from tests.test_workers import setup, sleepy
+from tinytf.train.workers import Workers
+with Workers(torch.device("cpu"), setup, (0,), "test runs") as pool:
+    pool.map(sleepy, [1, 2], cost=lambda item: item)
+"""
+
+
+def test_workers_end_with_their_stage_however_it_dies(tmp_path):
+    """The workers are out of the stage's process group, so a kill of that group misses them:
+    each ends itself once its stage process is gone, instead of running on for minutes."""
+    env = {**os.environ, "MARKERS": str(tmp_path), "TINYTF_WORKERS": "2", "PYTHONPATH": str(REPO)}
+    stage = subprocess.Popen([sys.executable, "-c", KILLED], cwd=REPO, env=env)
+    deadline = time.monotonic() + 120
+    while len(list(tmp_path.iterdir())) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    workers = [int(p.name) for p in tmp_path.iterdir()]
+    assert len(workers) == 2, "the workers did not start"
+    stage.kill()
+    stage.wait(timeout=30)
+    time.sleep(3)
+    assert not [pid for pid in workers if alive(pid)]

@@ -9,8 +9,9 @@ gets exactly one thread, whatever the number of cores or workers: the results ar
 2 cores or 32, and with `TINYTF_WORKERS=1`. On CUDA the runs share the one GPU, one at a time,
 in this process; under torchrun too, as each run is then spread over the ranks.
 
-`TINYTF_WORKERS` (default `auto`: the CPU cores this process may use) sets the number of worker
-processes; it changes how long a stage takes, never what it computes.
+`TINYTF_WORKERS` (default `auto`: the CPU cores this process may use, fewer where the available
+memory would not hold them) sets the number of worker processes; it changes how long a stage
+takes, never what it computes.
 """
 
 from __future__ import annotations
@@ -19,9 +20,12 @@ import contextlib
 import multiprocessing
 import os
 import sys
+import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -32,6 +36,10 @@ from tinytf.train import distributed
 from tinytf.train.loop import TrainingInterrupted
 
 ENV = "TINYTF_WORKERS"
+
+# a fine-tuning worker held about 1 GB here (torch, the stage's imports, the data): `auto` starts
+# no more workers than the available memory holds at 1.5 GB each, however many cores there are
+WORKER_BYTES = 3 * 2**29
 
 _STATE: Any = None  # in a worker: what `setup` built once, handed to every task
 
@@ -48,7 +56,20 @@ def worker_count(device: torch.device) -> int:
         return int(value)
     if device.type != "cpu":
         return 1
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    memory = available_memory()
+    return max(1, min(cores, memory // WORKER_BYTES)) if memory else cores
+
+
+def available_memory() -> int | None:
+    """Bytes the kernel says new processes can have (MemAvailable); None where it does not say."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
 
 
 @contextlib.contextmanager
@@ -71,8 +92,18 @@ def _start(setup: Callable[..., Any], args: tuple) -> None:
         # out of the terminal's process group: Ctrl-C reaches the stage's process alone, and it
         # stops the workers (Workers.map) instead of each printing its own interrupt
         os.setpgrp()
+        # ...so a signal to the stage's group no longer reaches them either: a worker whose stage
+        # died (SIGTERM, SIGKILL, a CI timeout) would finish its run and the queued ones
+        threading.Thread(target=_exit_with, args=(os.getppid(),), daemon=True).start()
     torch.set_num_threads(1)
     _STATE = setup(*args)
+
+
+def _exit_with(parent: int) -> None:
+    """End this worker within a second of its stage process ending (it is then reparented)."""
+    while os.getppid() == parent:
+        time.sleep(1.0)
+    os._exit(1)
 
 
 def _task(work: Callable[[Any, Any], Any], item: Any) -> Any:
