@@ -24,6 +24,7 @@ import argparse
 import dataclasses
 import itertools
 import multiprocessing
+import queue
 import sys
 from pathlib import Path
 
@@ -95,7 +96,7 @@ def layout_worker(params_path: str, steps: int, barrier, rates) -> None:
     runtime = classifier_runtime(params.finetune, planned)
     step = tinytf_step(params, vocab, data, runtime, planned)
     seconds(step, 10, runtime.device)
-    barrier.wait()
+    barrier.wait(timeout=600)  # a worker that failed to start breaks the barrier for the others
     rates.put(steps / seconds(step, steps, runtime.device))
 
 
@@ -103,11 +104,22 @@ def layout_round(params_path: str, workers: int, steps: int) -> float:
     """Steps/s of `workers` processes stepping at once (started fresh each round, as a stage is)."""
     context = multiprocessing.get_context("spawn")
     barrier, rates = context.Barrier(workers), context.Queue()
-    processes = [context.Process(target=layout_worker, args=(params_path, steps, barrier, rates))
+    processes = [context.Process(target=layout_worker, args=(params_path, steps, barrier, rates), daemon=True)
                  for _ in range(workers)]  # fmt: skip
     for process in processes:
         process.start()
-    total = sum(rates.get(timeout=600) for _ in processes)
+    total = 0.0
+    for _ in processes:
+        while True:
+            try:
+                total += rates.get(timeout=5)
+                break
+            except queue.Empty:
+                failed = [p.exitcode for p in processes if p.exitcode not in (None, 0)]
+                if failed:
+                    raise RuntimeError(
+                        f"a layout worker exited with status {failed[0]} (its traceback is above)"
+                    ) from None
     for process in processes:
         process.join()
     return total

@@ -24,28 +24,36 @@ def setup(offset: int) -> dict:
     return {"offset": offset, "pid": os.getpid()}
 
 
-def threads_and_value(state: dict, item: int) -> tuple[int, int, bool]:
-    return torch.get_num_threads(), item + state["offset"], state["pid"] == os.getpid()
+def threads_and_value(state: dict, item: int) -> tuple[int, int, int, float]:
+    assert state["pid"] == os.getpid()  # each process built its own state
+    return torch.get_num_threads(), item + state["offset"], os.getpid(), time.monotonic()
 
 
 @pytest.mark.parametrize("workers", ["1", "2"])
 def test_every_run_gets_one_thread_and_results_keep_the_items_order(workers, monkeypatch):
     monkeypatch.setenv("TINYTF_WORKERS", workers)
+    before = torch.get_num_threads()
     torch.set_num_threads(2)
-    with Workers(CPU, setup, (100,), "test runs") as pool:
-        out = pool.map(threads_and_value, [3, 1, 2], cost=lambda item: item)
-    assert [(threads, value) for threads, value, _ in out] == [(1, 103), (1, 101), (1, 102)]
-    assert all(built_here for *_, built_here in out)  # each process built its own state
-    assert torch.get_num_threads() == 2  # the stage's own thread count comes back
+    try:
+        with Workers(CPU, setup, (100,), "test runs") as pool:
+            out = pool.map(threads_and_value, [3, 1, 2], cost=lambda item: item)
+        assert torch.get_num_threads() == 2  # the stage's own thread count comes back
+    finally:
+        torch.set_num_threads(before)
+    assert [(threads, value) for threads, value, *_ in out] == [(1, 103), (1, 101), (1, 102)]
+    pids = {pid for _, _, pid, _ in out}
+    assert (pids == {os.getpid()}) == (workers == "1")  # two workers: none of it ran here
+    if workers == "1":  # in one process the order shows: the costliest item (3) first, then 2, then 1
+        assert out[0][3] < out[2][3] < out[1][3]
 
 
 def test_worker_count_reads_the_environment(monkeypatch):
     monkeypatch.setenv("TINYTF_WORKERS", "3")
     assert worker_count(CPU) == 3
     monkeypatch.setenv("TINYTF_WORKERS", "auto")
-    cores = len(os.sched_getaffinity(0))
-    monkeypatch.setattr(workers, "available_memory", lambda: 64 * 2**30)
-    assert worker_count(CPU) == cores
+    cores = workers.usable_cores()
+    monkeypatch.setattr(workers, "available_memory", lambda: 2**40)
+    assert worker_count(CPU) == min(cores, 2**40 // workers.WORKER_BYTES)
     monkeypatch.setattr(workers, "available_memory", lambda: 2 * 2**30)  # room for one 1.5 GB worker
     assert worker_count(CPU) == 1
     monkeypatch.setattr(workers, "available_memory", lambda: None)  # no /proc/meminfo: the cores decide
@@ -110,7 +118,9 @@ def test_ctrl_c_stops_the_workers_mid_run_with_one_message(tmp_path):
     out, err = stage.communicate(timeout=30)  # far less than the runs' minute
     assert stage.returncode == 130, err
     assert "test runs: interrupted with 0 of 2 runs finished, their results discarded" in out
-    time.sleep(1)
+    deadline = time.monotonic() + 20
+    while any(alive(pid) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.2)
     assert not [pid for pid in workers if alive(pid)]
 
 
@@ -160,5 +170,7 @@ def test_workers_end_with_their_stage_however_it_dies(tmp_path):
     assert len(workers) == 2, "the workers did not start"
     stage.kill()
     stage.wait(timeout=30)
-    time.sleep(3)
+    deadline = time.monotonic() + 20  # a worker checks its parent once a second
+    while any(alive(pid) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.2)
     assert not [pid for pid in workers if alive(pid)]

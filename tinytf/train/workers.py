@@ -5,13 +5,14 @@ threads. One 1,000-label run took 8.2 s on both cores of a 2-core machine; two s
 once, one thread each, took 11.6 s for the pair: 1.41x the throughput. Threads inside one
 process cannot share the work, as every run draws its dropout from torch's one global generator.
 A run's numbers also depend on its thread count (reductions split differently), so every run
-gets exactly one thread, whatever the number of cores or workers: the results are the same on
-2 cores or 32, and with `TINYTF_WORKERS=1`. On CUDA the runs share the one GPU, one at a time,
-in this process; under torchrun too, as each run is then spread over the ranks.
+gets exactly one thread, whatever the number of cores or workers: the runs' results are the same
+on 2 cores or 32, and with `TINYTF_WORKERS=1`. On CUDA `auto` keeps the runs in this process,
+one at a time on the GPU; under torchrun every run stays in its rank's process whatever
+`TINYTF_WORKERS` says, as each run is then spread over the ranks.
 
-`TINYTF_WORKERS` (default `auto`: the CPU cores this process may use, fewer where the available
-memory would not hold them) sets the number of worker processes; it changes how long a stage
-takes, never what it computes.
+`TINYTF_WORKERS` (default `auto`: the CPU cores this process may use, fewer where a container's
+CPU quota or the available memory would not hold them) sets the number of worker processes; it
+changes how long a stage takes, never what it computes.
 """
 
 from __future__ import annotations
@@ -56,20 +57,41 @@ def worker_count(device: torch.device) -> int:
         return int(value)
     if device.type != "cpu":
         return 1
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    memory = available_memory()
+    cores, memory = usable_cores(), available_memory()
     return max(1, min(cores, memory // WORKER_BYTES)) if memory else cores
 
 
+def usable_cores() -> int:
+    """The cores this process may run on, within a container's CPU quota."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    quota = _cgroup("cpu.max")  # "<quota> <period>" in microseconds, or "max <period>"
+    if quota and quota[0].isdigit():
+        cores = min(cores, max(1, int(quota[0]) // int(quota[1])))
+    return cores
+
+
+def _cgroup(name: str) -> list[str] | None:
+    """This process's cgroup v2 limit file's fields (containers), or None outside one."""
+    try:
+        return Path("/sys/fs/cgroup", name).read_text().split()
+    except OSError:
+        return None
+
+
 def available_memory() -> int | None:
-    """Bytes the kernel says new processes can have (MemAvailable); None where it does not say."""
+    """Bytes new processes can have: MemAvailable, or a container's memory limit when lower;
+    None where the system does not say."""
+    found = None
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():
             if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
+                found = int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         pass
-    return None
+    limit = _cgroup("memory.max")
+    if limit and limit[0].isdigit():
+        found = min(found or int(limit[0]), int(limit[0]))
+    return found
 
 
 @contextlib.contextmanager
@@ -122,6 +144,8 @@ class Workers:
         self._local: Any = None
 
     def map(self, work: Callable[[Any, Any], Any], items: Sequence, cost: Callable[[Any], float]) -> list:
+        if not items:
+            return []
         order = sorted(range(len(items)), key=lambda i: -cost(items[i]))
         bar = tqdm(total=len(items), desc=self.desc, unit="run", file=sys.stderr, disable=None)
         results: list = [None] * len(items)
@@ -134,9 +158,9 @@ class Workers:
                         results[i] = work(self._local, items[i])
                         bar.update(1)
                 return results
-            pool = self._executor()
-            futures = {pool.submit(_task, work, items[i]): i for i in order}
             try:
+                pool = self._executor()
+                futures = {pool.submit(_task, work, items[i]): i for i in order}
                 for future in as_completed(futures):
                     results[futures[future]] = future.result()
                     bar.update(1)
@@ -151,7 +175,7 @@ class Workers:
                     raise TinyTFError(
                         f"{self.desc}: a worker process died ({exc}); out of memory? {ENV}=1 runs them one at "
                         f"a time in this process"
-                    ) from None
+                    ) from exc
                 raise
             return results
         finally:
