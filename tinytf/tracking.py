@@ -14,6 +14,7 @@ import hashlib
 import json
 import logging
 import os
+import platform
 import socket
 import subprocess
 import sys
@@ -58,6 +59,27 @@ def git_commit(root: Path) -> str:
         return out.stdout.strip() if out.returncode == 0 else "unknown"
     except (OSError, subprocess.SubprocessError):
         return "unknown"
+
+
+# The CPU features bf16 matmuls run on. Runs with the same params give the same numbers on the
+# same kind of CPU, but an AMX machine and an AVX-512 BF16 one round bf16 matmuls differently, so
+# their figures differ in the last digits: the tag makes such a rerun visible in the UI.
+BF16_UNITS = ("amx_bf16", "avx512_bf16")
+
+
+def cpu_kind(cpuinfo: str | Path = "/proc/cpuinfo") -> str:
+    """'<model name> (<bf16 units>)' from /proc/cpuinfo, e.g. 'Intel(R) Xeon(R) Processor
+    (amx_bf16, avx512_bf16)'; the platform's processor string where there is no /proc/cpuinfo."""
+    try:
+        text = Path(cpuinfo).read_text()
+    except OSError:
+        return platform.processor() or platform.machine() or "unknown"
+    model = next((line.split(":", 1)[1].strip() for line in text.splitlines()
+                  if line.startswith("model name")), platform.machine())  # fmt: skip
+    flags = next((line.split(":", 1)[1].split() for line in text.splitlines()
+                  if line.startswith("flags")), [])  # fmt: skip
+    units = [u for u in BF16_UNITS if u in flags]
+    return f"{model} ({', '.join(units) or 'no bf16 units'})"
 
 
 def params_hash(params: dict) -> str:
@@ -226,6 +248,31 @@ class TrackerCallback:
         self.tracker.log_metrics({f"{self.prefix}{k}": v for k, v in metrics.items()})
 
 
+def _open_run(
+    experiment: str,
+    stage: str,
+    params: dict,
+    run_name: str,
+    nested: bool,
+    group_key: str | None,
+    resume: bool,
+):
+    """Connects, then starts the run `stage_run` describes (or resumes the one left RUNNING) and
+    marks any other left-behind run of the same stage, name and params KILLED."""
+    mlflow = retry_locked(_connect, experiment)
+    tags = {}
+    if group_key is not None:
+        tags["mlflow.parentRunId"] = retry_locked(_group_parent, mlflow, experiment, stage, group_key)
+    left = retry_locked(_left_behind, mlflow, experiment, stage, params_hash(params), run_name)
+    if resume and left:
+        retry_locked(mlflow.start_run, run_id=left.pop(0), nested=nested)
+    else:
+        retry_locked(mlflow.start_run, run_name=run_name, nested=nested, tags=tags or None)
+    for run_id in left:
+        retry_locked(mlflow.MlflowClient().set_terminated, run_id, "KILLED")
+    return mlflow
+
+
 def _group_parent(mlflow, experiment: str, group: str, group_key: str) -> str:
     """Find or create the parent run that groups the cells of one DVC matrix.
 
@@ -310,17 +357,7 @@ def stage_run(
         yield Tracker(None)
         return
     try:
-        mlflow = retry_locked(_connect, experiment)
-        tags = {}
-        if group_key is not None:
-            tags["mlflow.parentRunId"] = retry_locked(_group_parent, mlflow, experiment, stage, group_key)
-        left = retry_locked(_left_behind, mlflow, experiment, stage, params_hash(params), run_name or stage)
-        if resume and left:
-            retry_locked(mlflow.start_run, run_id=left.pop(0), nested=nested)
-        else:
-            retry_locked(mlflow.start_run, run_name=run_name or stage, nested=nested, tags=tags or None)
-        for run_id in left:
-            retry_locked(mlflow.MlflowClient().set_terminated, run_id, "KILLED")
+        mlflow = _open_run(experiment, stage, params, run_name or stage, nested, group_key, resume)
     except Exception as exc:
         tracker = Tracker(None)
         tracker.disable(f"cannot open store {tracking_uri()}: {type(exc).__name__}: {exc}")
@@ -334,6 +371,7 @@ def stage_run(
         "mlflow.source.git.commit": git_commit(root),
         "tinytf.host": socket.gethostname(),
         "tinytf.pid": str(os.getpid()),
+        "tinytf.cpu": cpu_kind(),
     }
     if os.environ.get("DVC_EXP_NAME"):
         tags["dvc.exp_name"] = os.environ["DVC_EXP_NAME"]
