@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.nn.functional as F
-from timing import median, seconds, timed_rounds, vocabulary, warm_up
+from timing import device_name, median, seconds, timed_rounds, vocabulary, warm_up
 
 from tinytf.config import load_params
 from tinytf.data.batching import SentimentDataset, sentiment_loader
@@ -141,6 +141,7 @@ def main() -> None:
     planned = -(-len(data) // f.batch_size) * f.epochs
     runtime = classifier_runtime(f, planned)
     print(f"texts: {where}; batch {f.batch_size}, max_length {max_length}; the stage plans {planned} steps")
+    print(f"measured on {runtime.device} ({device_name(runtime.device)})")
 
     ours_step = tinytf_step(params, vocab, data, runtime, planned)
     seed_everything(0)
@@ -175,6 +176,11 @@ def main() -> None:
             rates[name] += values
         if workers > 1:
             layout.append(layout_round(args.params, workers, args.steps))
+    report(rates, layout, first, names, workers, runtime.device)
+
+
+def report(rates: dict, layout: list, first: dict, names: dict, workers: int, device) -> None:
+    """Each side's median steps/s, the layout line, and the headline last."""
     for name, values in rates.items():
         print(f"{names[name]:58s} {median(values):7.1f} steps/s  {1000 / median(values):6.1f} ms/step  (rounds "
               + ", ".join(f"{v:.1f}" for v in values) + f"; first 10 steps {first[name]:.1f} s)")  # fmt: skip
@@ -185,7 +191,7 @@ def main() -> None:
     ratio = median(rates["tinytf"]) / median(rates["lab"])
     print(
         f"speedup: {ratio:.2f}x tinytf's classifier step over the seed lab's nn.TransformerEncoder (eager fp32), "
-        f"{1000 / median(rates['tinytf']):.1f} vs {1000 / median(rates['lab']):.1f} ms a step on {runtime.device}"
+        f"{1000 / median(rates['tinytf']):.1f} vs {1000 / median(rates['lab']):.1f} ms a step on {device}"
     )
 
 

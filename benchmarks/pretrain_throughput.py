@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.nn.functional as F
-from timing import matmul_peak, median, timed_rounds, vocabulary, warm_up
+from timing import device_name, matmul_peak, median, timed_rounds, vocabulary, warm_up
 
 from tinytf.config import load_params
 from tinytf.model.architecture import model_config
@@ -126,8 +126,8 @@ def main() -> None:
         )
         if peaks is None:
             peaks = {dt: matmul_peak(runtime.device, dt) for dt in (torch.float32, torch.bfloat16)}
-            print(f"matmul peak on {runtime.device}: fp32 {peaks[torch.float32]:,.0f} GFLOP/s, "
-                  f"bf16 {peaks[torch.bfloat16]:,.0f} GFLOP/s")  # fmt: skip
+            print(f"matmul peak on {runtime.device} ({device_name(runtime.device)}): "
+                  f"fp32 {peaks[torch.float32]:,.0f} GFLOP/s, bf16 {peaks[torch.bfloat16]:,.0f} GFLOP/s")  # fmt: skip
         names = {
             "tinytf": f"tinytf ({runtime.describe()})",
             "lab": "seed lab (nn.TransformerEncoder, eager fp32)",

@@ -68,6 +68,16 @@ def matmul_peak(device: torch.device, dtype: torch.dtype, size: int = 2048) -> f
     return statistics.median(rates)
 
 
+def device_name(device: torch.device) -> str:
+    """What the figures were measured on: the GPU's name, or the CPU's model and bf16 units
+    (an AMX CPU and an AVX-512 BF16 one give very different bf16 figures)."""
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    from tinytf.tracking import cpu_kind
+
+    return cpu_kind()
+
+
 def vocabulary(params) -> int:
     """The trained tokenizer's vocabulary size where one exists, else params' target size."""
     path = Path("data/tokenizer.json")

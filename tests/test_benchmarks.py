@@ -52,6 +52,10 @@ def test_benchmark_runs_and_ends_with_its_speedup_line(script, tiny_params):
                         tiny_params.parent, {"TINYTF_WORKERS": "2"})  # fmt: skip
     last = out.splitlines()[-1]
     assert re.match(r"speedup: \d+\.\d\dx tinytf", last), last
+    # the figures name what they were measured on: bf16 figures differ by CPU kind (AMX or not)
+    from tinytf.tracking import cpu_kind
+
+    assert f"on cpu ({cpu_kind()})" in out, out
     if script == "classifier_throughput.py":
         assert re.search(
             r"^the finetune stage's layout: 2 processes, one thread each, [\d.]+ steps/s", out, re.M
@@ -63,7 +67,11 @@ def test_benchmark_runs_and_ends_with_its_speedup_line(script, tiny_params):
     "script, args, expected",
     [
         ("grouped_split_vs_sklearn.py", ["--seeds", "1"], r"sklearn +worst share error"),
-        ("prepare_scale.py", ["--rows", "2000"], r"prepare: \d+ rows/s, peak [\d.]+ GiB; [\d.]+x the time"),
+        (
+            "prepare_scale.py",
+            ["--rows", "2000"],
+            r"prepare: [\d,]+ rows/s, peak [\d.]+ GiB; [\d.]+x the time",
+        ),
     ],
 )
 def test_data_benchmark_runs_and_prints_its_headline(script, args, expected):
