@@ -21,7 +21,36 @@ from tinytf.data.subsets import count_name
 from tinytf.io import write_json, write_text
 from tinytf.report.plots import plot_finetune_curves
 from tinytf.tracking import TrackerCallback, stage_run
-from tinytf.train.finetune import run_finetune
+from tinytf.train.finetune import FinetuneResult, run_finetune
+
+
+def summarize(result: FinetuneResult, f, hf, with_snapshots: bool) -> dict:
+    """summary.json: the all-labels comparison of the starts, the label and snapshot curves, the
+    chosen lrs, and what ran (precision, compile, workers) on this machine."""
+    runs, runtime = result.runs, result.runtime
+    everything = runs[runs["chosen"] & (runs["labels"] == "all") & (runs["start"] == "final")]
+    tests = {
+        arm: dict(zip(g["seed"], g["test_accuracy"], strict=True)) for arm, g in everything.groupby("arm")
+    }
+    summary = arm_summary({arm: tests[arm] for arm in f.arms}, sorted(tests["scratch"]), f.epochs,
+                          result.classes)  # fmt: skip
+    summary.update(
+        lrs=result.lrs,
+        # the report's lr table reads these rather than re-deriving the search from params
+        lr_search={"labels": count_name(f.lr_search_labels), "seeds": result.search_seeds},
+        label_curve=curve_summary(runs, f.arms),
+        snapshot_curve=snapshot_curve(runs, count_name(f.snapshot_labels)) if with_snapshots else [],
+        snapshot_labels=count_name(f.snapshot_labels),
+        # what `auto` chose on this machine: a rerun elsewhere that chose otherwise is visible
+        precision=runtime.precision,
+        compile=runtime.compile,
+        # processes the runs went to, one thread each (TINYTF_WORKERS): speed only, never the numbers
+        workers=result.workers,
+        parameters=result.parameters,
+        hf_checkpoint=hf.checkpoint if hf else None,
+        hf_max_length=hf.max_length if hf else None,
+    )
+    return summary
 
 
 def main() -> None:
@@ -50,33 +79,12 @@ def main() -> None:
         result = run_finetune(
             f, params.tokenize.max_length, args.pretrained, args.data, snapshots, child_run, hf
         )
-        runs, runtime = result.runs, result.runtime
-        everything = runs[runs["chosen"] & (runs["labels"] == "all") & (runs["start"] == "final")]
-        tests = {
-            arm: dict(zip(g["seed"], g["test_accuracy"], strict=True)) for arm, g in everything.groupby("arm")
-        }
-        summary = arm_summary({arm: tests[arm] for arm in f.arms}, sorted(tests["scratch"]), f.epochs,
-                              result.classes)  # fmt: skip
-        summary.update(
-            lrs=result.lrs,
-            # the report's lr table reads these rather than re-deriving the search from params
-            lr_search={"labels": count_name(f.lr_search_labels), "seeds": result.search_seeds},
-            label_curve=curve_summary(runs, f.arms),
-            snapshot_curve=snapshot_curve(runs, count_name(f.snapshot_labels)) if snapshots else [],
-            snapshot_labels=count_name(f.snapshot_labels),
-            # what `auto` chose on this machine: a rerun elsewhere that chose otherwise is visible
-            precision=runtime.precision,
-            compile=runtime.compile,
-            # processes the runs went to, one thread each (TINYTF_WORKERS): speed only, never the numbers
-            workers=result.workers,
-            parameters=result.parameters,
-            hf_checkpoint=hf.checkpoint if hf else None,
-            hf_max_length=hf.max_length if hf else None,
-        )
+        runtime = result.runtime
+        summary = summarize(result, f, hf, bool(snapshots))
         tracker.set_tags({"tinytf.precision": runtime.precision, "tinytf.compile": str(runtime.compile),
                           "tinytf.workers": str(result.workers)})  # fmt: skip
         reports = Path(args.reports)
-        write_text(reports / "runs.csv", runs.to_csv(index=False))
+        write_text(reports / "runs.csv", result.runs.to_csv(index=False))
         write_text(reports / "curves.csv", result.curves.to_csv(index=False))
         write_text(reports / "timings.csv", result.timings.to_csv(index=False))
         write_json(reports / "summary.json", summary)

@@ -18,6 +18,7 @@ import yaml
 from tinytf.errors import ParamsError, TinyTFError
 
 
+# ~80 lines on purpose: every subcommand and its options in one place, as `tinytf --help` lists them
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tinytf",
