@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
+import signal
 import sys
 import threading
 import time
@@ -132,6 +133,21 @@ def _task(work: Callable[[Any, Any], Any], item: Any) -> Any:
     return work(_STATE, item)
 
 
+@contextlib.contextmanager
+def _ctrl_c_raises():
+    """SIGINT raises KeyboardInterrupt while the workers run, even where the stage was started with
+    SIGINT ignored (a shell's background job, nohup): like the training loop's own handler, so a
+    `kill -INT` stops a finetune stage however it was started."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 class Workers:
     """`map(work, items)`: `work(state, item)` for every item, in worker processes where there
     are several, each holding `state = setup(*args)` built once. Results come back in the items'
@@ -149,6 +165,7 @@ class Workers:
         order = sorted(range(len(items)), key=lambda i: -cost(items[i]))
         bar = tqdm(total=len(items), desc=self.desc, unit="run", file=sys.stderr, disable=None)
         results: list = [None] * len(items)
+        stack = contextlib.ExitStack()
         try:
             if self.count == 1 or len(items) == 1:
                 if self._local is None:
@@ -159,6 +176,7 @@ class Workers:
                         bar.update(1)
                 return results
             try:
+                stack.enter_context(_ctrl_c_raises())
                 pool = self._executor()
                 futures = {pool.submit(_task, work, items[i]): i for i in order}
                 for future in as_completed(futures):
@@ -179,6 +197,7 @@ class Workers:
                 raise
             return results
         finally:
+            stack.close()
             bar.close()
 
     def _terminate(self) -> None:
