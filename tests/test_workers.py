@@ -111,9 +111,9 @@ def ignore_sigint() -> None:
 def test_ctrl_c_stops_the_workers_mid_run_with_one_message(tmp_path, started):
     """Ctrl-C reaches the stage's process (the workers left the terminal's process group): it
     stops the workers in the middle of their runs and says what happened, instead of waiting.
-    A stage started with SIGINT ignored (a shell's background job, nohup, some CI runners) stops
-    on it too, as the training loop does: that case failed once in a fresh-clone CI run started
-    in the background."""
+    A stage started with SIGINT ignored (a job a non-interactive shell put in the background, as
+    a CI runner may) stops on it too, as the training loop does: that case failed once in a
+    fresh-clone CI run started in the background."""
     env = {**os.environ, "MARKERS": str(tmp_path), "TINYTF_WORKERS": "2", "PYTHONPATH": str(REPO)}
     preexec = ignore_sigint if started == "with SIGINT ignored" else None
     stage = subprocess.Popen([sys.executable, "-c", INTERRUPTED], cwd=REPO, env=env, text=True,

@@ -136,8 +136,8 @@ def _task(work: Callable[[Any, Any], Any], item: Any) -> Any:
 @contextlib.contextmanager
 def _ctrl_c_raises():
     """SIGINT raises KeyboardInterrupt while the workers run, even where the stage was started with
-    SIGINT ignored (a shell's background job, nohup): like the training loop's own handler, so a
-    `kill -INT` stops a finetune stage however it was started."""
+    SIGINT ignored (a job a non-interactive shell put in the background), as the training loop's
+    own handler does: a `kill -INT` stops a finetune stage however it was started."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
