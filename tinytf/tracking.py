@@ -10,6 +10,7 @@ its outputs. `tinytf` core code only ever sees a `Tracker`, never mlflow itself.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import logging
@@ -67,6 +68,7 @@ def git_commit(root: Path) -> str:
 BF16_UNITS = ("amx_bf16", "avx512_bf16")
 
 
+@functools.cache  # one read a process: the finetune stage opens a child run per arm and seed
 def cpu_kind(cpuinfo: str | Path = "/proc/cpuinfo") -> str:
     """'<model name> (<bf16 units>)' from /proc/cpuinfo, e.g. 'Intel(R) Xeon(R) Processor
     (amx_bf16, avx512_bf16)'; the platform's processor string where there is no /proc/cpuinfo."""

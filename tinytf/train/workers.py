@@ -165,7 +165,6 @@ class Workers:
         order = sorted(range(len(items)), key=lambda i: -cost(items[i]))
         bar = tqdm(total=len(items), desc=self.desc, unit="run", file=sys.stderr, disable=None)
         results: list = [None] * len(items)
-        stack = contextlib.ExitStack()
         try:
             if self.count == 1 or len(items) == 1:
                 if self._local is None:
@@ -175,29 +174,28 @@ class Workers:
                         results[i] = work(self._local, items[i])
                         bar.update(1)
                 return results
-            try:
-                stack.enter_context(_ctrl_c_raises())
-                pool = self._executor()
-                futures = {pool.submit(_task, work, items[i]): i for i in order}
-                for future in as_completed(futures):
-                    results[futures[future]] = future.result()
-                    bar.update(1)
-            except BaseException as exc:  # a run failed, or Ctrl-C: the other runs are not waited for
-                self._terminate()
-                if isinstance(exc, KeyboardInterrupt):
-                    raise TrainingInterrupted(
-                        f"{self.desc}: interrupted with {bar.n} of {len(items)} runs finished, their results "
-                        f"discarded. Run again to start over."
-                    ) from None
-                if isinstance(exc, BrokenProcessPool):
-                    raise TinyTFError(
-                        f"{self.desc}: a worker process died ({exc}); out of memory? {ENV}=1 runs them one at "
-                        f"a time in this process"
-                    ) from exc
-                raise
+            with _ctrl_c_raises():
+                try:
+                    pool = self._executor()
+                    futures = {pool.submit(_task, work, items[i]): i for i in order}
+                    for future in as_completed(futures):
+                        results[futures[future]] = future.result()
+                        bar.update(1)
+                except BaseException as exc:  # a run failed, or Ctrl-C: the other runs are not waited for
+                    self._terminate()
+                    if isinstance(exc, KeyboardInterrupt):
+                        raise TrainingInterrupted(
+                            f"{self.desc}: interrupted with {bar.n} of {len(items)} runs finished, their "
+                            f"results discarded. Run again to start over."
+                        ) from None
+                    if isinstance(exc, BrokenProcessPool):
+                        raise TinyTFError(
+                            f"{self.desc}: a worker process died ({exc}); out of memory? {ENV}=1 runs them "
+                            f"one at a time in this process"
+                        ) from exc
+                    raise
             return results
         finally:
-            stack.close()
             bar.close()
 
     def _terminate(self) -> None:
