@@ -39,7 +39,7 @@ from tinytf.model.architecture import model_config
 from tinytf.model.transformer import TinyTransformer
 from tinytf.train.classify import classifier_runtime, classifier_step_loss
 from tinytf.train.loop import LoopConfig, build_optimizer, train_step
-from tinytf.train.runtime import seed_everything
+from tinytf.train.runtime import Runtime, seed_everything
 from tinytf.train.workers import worker_count
 
 
@@ -86,14 +86,19 @@ def tinytf_step(params, vocab: int, data: SentimentDataset, runtime, planned: in
     return lambda: train_step(model, optimizer, source, loss, cfg, runtime)
 
 
+def stage_inputs(params) -> tuple[int, SentimentDataset, str, int, Runtime]:
+    """(vocabulary, train texts, where they came from, planned steps, runtime) as the stage has them."""
+    vocab = vocabulary(params)
+    data, where = dataset(vocab)
+    planned = -(-len(data) // params.finetune.batch_size) * params.finetune.epochs
+    return vocab, data, where, planned, classifier_runtime(params.finetune, planned)
+
+
 def layout_worker(params_path: str, steps: int, barrier, rates) -> None:
     """One of the finetune stage's workers: one thread, the same step, timed once all are ready."""
     torch.set_num_threads(1)
     params = load_params(params_path)
-    vocab = vocabulary(params)
-    data, _ = dataset(vocab)
-    planned = -(-len(data) // params.finetune.batch_size) * params.finetune.epochs
-    runtime = classifier_runtime(params.finetune, planned)
+    vocab, data, _, planned, runtime = stage_inputs(params)
     step = tinytf_step(params, vocab, data, runtime, planned)
     seconds(step, 10, runtime.device)
     barrier.wait(timeout=600)  # a worker that failed to start breaks the barrier for the others
@@ -136,10 +141,7 @@ def main() -> None:
 
     params = load_params(args.params)
     f, max_length = params.finetune, params.tokenize.max_length
-    vocab = vocabulary(params)
-    data, where = dataset(vocab)
-    planned = -(-len(data) // f.batch_size) * f.epochs
-    runtime = classifier_runtime(f, planned)
+    vocab, data, where, planned, runtime = stage_inputs(params)
     print(f"texts: {where}; batch {f.batch_size}, max_length {max_length}; the stage plans {planned} steps")
     print(f"measured on {runtime.device} ({device_name(runtime.device)})")
 
