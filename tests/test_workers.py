@@ -103,6 +103,26 @@ except TrainingInterrupted as exc:
 """
 
 
+def start_stage(script: str, markers: Path, **popen) -> tuple[subprocess.Popen, list[int]]:
+    """A stage process running `script` with two workers, and their pids once both have started."""
+    env = {**os.environ, "MARKERS": str(markers), "TINYTF_WORKERS": "2", "PYTHONPATH": str(REPO)}
+    stage = subprocess.Popen([sys.executable, "-c", script], cwd=REPO, env=env, **popen)
+    deadline = time.monotonic() + 120
+    while len(list(markers.iterdir())) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    workers = [int(p.name) for p in markers.iterdir()]
+    assert len(workers) == 2, "the workers did not start"
+    return stage, workers
+
+
+def still_alive(workers: list[int], seconds: float = 20) -> list[int]:
+    """The workers still running after up to `seconds` (a worker checks its parent once a second)."""
+    deadline = time.monotonic() + seconds
+    while any(alive(pid) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return [pid for pid in workers if alive(pid)]
+
+
 def ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
@@ -114,23 +134,14 @@ def test_ctrl_c_stops_the_workers_mid_run_with_one_message(tmp_path, started):
     A stage started with SIGINT ignored (a job a non-interactive shell put in the background, as
     a CI runner may) stops on it too, as the training loop does: that case failed once in a
     fresh-clone CI run started in the background."""
-    env = {**os.environ, "MARKERS": str(tmp_path), "TINYTF_WORKERS": "2", "PYTHONPATH": str(REPO)}
     preexec = ignore_sigint if started == "with SIGINT ignored" else None
-    stage = subprocess.Popen([sys.executable, "-c", INTERRUPTED], cwd=REPO, env=env, text=True,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=preexec)  # fmt: skip
-    deadline = time.monotonic() + 120
-    while len(list(tmp_path.iterdir())) < 2 and time.monotonic() < deadline:
-        time.sleep(0.2)
-    workers = [int(p.name) for p in tmp_path.iterdir()]
-    assert len(workers) == 2, "the workers did not start"
+    stage, workers = start_stage(INTERRUPTED, tmp_path, text=True, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, preexec_fn=preexec)  # fmt: skip
     stage.send_signal(signal.SIGINT)
     out, err = stage.communicate(timeout=30)  # far less than the runs' minute
     assert stage.returncode == 130, err
     assert "test runs: interrupted with 0 of 2 runs finished, their results discarded" in out
-    deadline = time.monotonic() + 20
-    while any(alive(pid) for pid in workers) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not [pid for pid in workers if alive(pid)]
+    assert not still_alive(workers)
 
 
 def failing(state: dict, item: int) -> int:
@@ -170,16 +181,7 @@ with Workers(torch.device("cpu"), setup, (0,), "test runs") as pool:
 def test_workers_end_with_their_stage_however_it_dies(tmp_path):
     """The workers are out of the stage's process group, so a kill of that group misses them:
     each ends itself once its stage process is gone, instead of running on for minutes."""
-    env = {**os.environ, "MARKERS": str(tmp_path), "TINYTF_WORKERS": "2", "PYTHONPATH": str(REPO)}
-    stage = subprocess.Popen([sys.executable, "-c", KILLED], cwd=REPO, env=env)
-    deadline = time.monotonic() + 120
-    while len(list(tmp_path.iterdir())) < 2 and time.monotonic() < deadline:
-        time.sleep(0.2)
-    workers = [int(p.name) for p in tmp_path.iterdir()]
-    assert len(workers) == 2, "the workers did not start"
+    stage, workers = start_stage(KILLED, tmp_path)
     stage.kill()
     stage.wait(timeout=30)
-    deadline = time.monotonic() + 20  # a worker checks its parent once a second
-    while any(alive(pid) for pid in workers) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not [pid for pid in workers if alive(pid)]
+    assert not still_alive(workers)
