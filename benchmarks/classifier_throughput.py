@@ -20,7 +20,6 @@ apart from the step's speedup.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import itertools
 import multiprocessing
@@ -31,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.nn.functional as F
-from timing import device_name, median, seconds, timed_rounds, vocabulary, warm_up
+from timing import benchmark_parser, device_name, median, seconds, timed_rounds, vocabulary, warm_up
 
 from tinytf.config import load_params
 from tinytf.data.batching import SentimentDataset, sentiment_loader
@@ -131,12 +130,7 @@ def layout_round(params_path: str, workers: int, steps: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--params", default="params.yaml")
-    parser.add_argument("--steps", type=int, default=30, help="timed steps per round and side")
-    parser.add_argument("--rounds", type=int, default=3)
+    parser = benchmark_parser(__doc__, 30, "timed steps per round and side")
     args = parser.parse_args()
 
     params = load_params(args.params)

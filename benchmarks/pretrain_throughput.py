@@ -15,7 +15,6 @@ last line is the headline: `speedup: <ratio>x ...` at the default shape.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import sys
 from pathlib import Path
@@ -23,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.nn.functional as F
-from timing import device_name, matmul_peak, median, timed_rounds, vocabulary, warm_up
+from timing import benchmark_parser, device_name, matmul_peak, median, timed_rounds, vocabulary, warm_up
 
 from tinytf.config import load_params
 from tinytf.model.architecture import model_config
@@ -94,12 +93,7 @@ def train_flops_per_token(model: TinyTransformer) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--params", default="params.yaml")
-    parser.add_argument("--steps", type=int, default=10, help="timed steps per round and side")
-    parser.add_argument("--rounds", type=int, default=3)
+    parser = benchmark_parser(__doc__, 10, "timed steps per round and side")
     parser.add_argument("--shapes", default="seed-lab,default", help="comma list of: default, seed-lab")
     parser.add_argument("--precision", choices=["auto", "fp32", "bf16"], help="override pretrain.precision")
     parser.add_argument("--compile", choices=["auto", "on", "off"], help="override pretrain.compile")

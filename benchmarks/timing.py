@@ -6,6 +6,7 @@ machine slows them alike; a figure is the median over rounds, a speedup the rati
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import sys
 import time
@@ -90,3 +91,12 @@ def vocabulary(params) -> int:
 
 def median(values: list[float]) -> float:
     return statistics.median(values)
+
+
+def benchmark_parser(doc: str, steps: int, steps_help: str) -> argparse.ArgumentParser:
+    """The options every throughput benchmark takes: its params file, timed calls, rounds."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--params", default="params.yaml")
+    parser.add_argument("--steps", type=int, default=steps, help=steps_help)
+    parser.add_argument("--rounds", type=int, default=3)
+    return parser

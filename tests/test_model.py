@@ -122,6 +122,29 @@ def test_attention_weights_are_causal_distributions():
         assert (w[1, :, : L - 4, L - 4 :] == 0).all()  # real queries never look at pad keys
 
 
+@pytest.mark.parametrize(
+    ("training", "dropout", "grad", "sdpa_runs"),
+    [
+        (False, 0.0, False, True),  # inference: SDPA's kernel
+        (False, 0.1, False, True),  # dropout is off in eval mode
+        (True, 0.0, False, True),  # train mode without a backward to follow
+        (True, 0.0, True, False),  # a backward on the CPU: SDPA's CPU backward is the slower one
+        (True, 0.1, True, False),  # training dropout: ours, with its cheaper random numbers
+    ],
+)
+def test_sdpa_runs_only_where_it_is_the_faster_kernel(monkeypatch, training, dropout, grad, sdpa_runs):
+    calls = []
+    real = F.scaled_dot_product_attention
+    monkeypatch.setattr(F, "scaled_dot_product_attention", lambda *a, **kw: calls.append(1) or real(*a, **kw))
+    attention = SelfAttention(16, 4, dropout=dropout, attn_impl="sdpa").train(training)
+    x = torch.randn(2, L, 16, requires_grad=grad)
+    y, _ = attention(x, causal=True)
+    assert bool(calls) == sdpa_runs
+    if grad:
+        y.sum().backward()
+        assert x.grad is not None
+
+
 @pytest.mark.parametrize("head_merge", ["concat", "shuffle", "shift", "reweight"])
 @pytest.mark.parametrize("causal", [False, True])
 def test_model_manual_equals_sdpa(head_merge, causal):

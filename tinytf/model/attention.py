@@ -117,17 +117,7 @@ class SelfAttention(nn.Module):
         # (B, L, 3D) -> three (B, H, L, hd): each head attends within its own hd-sized slice of D
         q, k, v = self.qkv(x).view(B, L, 3, self.n_head, self.head_dim).permute(2, 0, 3, 1, 4)
         weights = None
-        # under torch.compile the written-out math is faster: inductor fuses the scale, mask, softmax
-        # and dropout around the two matmuls, where SDPA stays an opaque kernel (benchmarks/)
-        # (and, in training with dropout, SDPA would fall back to the same math with torch's slower
-        # random numbers; tinytf.model.dropout explains why ours)
-        dropping = self.training and self.dropout > 0
-        if (
-            self.attn_impl == "sdpa"
-            and not need_weights
-            and not dropping
-            and not torch.compiler.is_compiling()
-        ):
+        if self.attn_impl == "sdpa" and not need_weights and self._sdpa_is_faster(x):
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal and mask is None)
         else:
             # 1/sqrt(hd) keeps the logits' variance ~1 whatever the head size, so softmax is not saturated
@@ -140,3 +130,16 @@ class SelfAttention(nn.Module):
             y = self.attn_drop(weights) @ v  # the returned weights are the ones before dropout
         y = merge_heads(y, self.head_merge, self.head_order)
         return self.resid_drop(self.proj(y)), weights
+
+    def _sdpa_is_faster(self, x: Tensor) -> bool:
+        """Whether SDPA beats the written-out math here (both give the same numbers):
+        - under torch.compile it does not: inductor fuses the scale, mask, softmax and dropout
+          around the two matmuls, where SDPA stays an opaque kernel (benchmarks/);
+        - with dropout in training, SDPA would fall back to the same math with torch's slower random
+          numbers (tinytf.model.dropout explains why ours);
+        - when a backward will run on a CPU: at these short lengths SDPA's CPU backward is the
+          slower one, by 2x in a fine-tuning step without dropout (benchmarks/attention_paths.py).
+        It does in inference and on CUDA, where SDPA's kernels stay."""
+        if torch.compiler.is_compiling() or (self.training and self.dropout > 0):
+            return False
+        return not (x.requires_grad and x.device.type == "cpu")
