@@ -132,13 +132,13 @@ class SelfAttention(nn.Module):
         return self.resid_drop(self.proj(y)), weights
 
     def _sdpa_is_faster(self, x: Tensor) -> bool:
-        """Whether SDPA beats the written-out math here (both give the same numbers):
+        """Whether SDPA beats the written-out math here (the same math, equal up to rounding):
         - under torch.compile it does not: inductor fuses the scale, mask, softmax and dropout
           around the two matmuls, where SDPA stays an opaque kernel (benchmarks/);
         - with dropout in training, SDPA would fall back to the same math with torch's slower random
           numbers (tinytf.model.dropout explains why ours);
         - when a backward will run on a CPU: at these short lengths SDPA's CPU backward is the
-          slower one, by 2x in a fine-tuning step without dropout (benchmarks/attention_paths.py).
+          slower one, by 1.5-1.8x in a fine-tuning step without dropout (benchmarks/attention_paths.py).
         It does in inference and on CUDA, where SDPA's kernels stay."""
         if torch.compiler.is_compiling() or (self.training and self.dropout > 0):
             return False
