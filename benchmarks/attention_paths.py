@@ -1,9 +1,9 @@
 """Which attention kernel to run: the written-out math or SDPA (`F.scaled_dot_product_attention`).
 
-Both give the same numbers (tests/test_model.py); `SelfAttention` picks the faster one per call
-(`_sdpa_is_faster`): written out under torch.compile, with dropout, and wherever a backward
-follows on a CPU; SDPA otherwise. This measures the choice where it is made on this device,
-each case against the other kernel forced, in alternating rounds of one process:
+The same math, equal up to rounding (tests/test_model.py); `SelfAttention` picks the faster one
+per call (`_sdpa_is_faster`): written out under torch.compile, with dropout, and wherever
+autograd records it on a CPU; SDPA otherwise. This times both kernels, each forced, in the cases
+below, in alternating rounds of one process, and names the one chosen on this device:
 
 - a fine-tuning step without dropout (`-S finetune.dropout=0`), as `train_step` runs it;
 - a pretraining step in eager (no compile), as the `variants` stage's cells run it;
@@ -22,6 +22,7 @@ from collections.abc import Callable
 
 import classifier_throughput
 import pretrain_throughput
+import torch
 from timing import benchmark_parser, device_name, median, timed_rounds, warm_up
 
 from tinytf.config import load_params
@@ -32,28 +33,36 @@ from tinytf.model.transformer import TinyTransformer
 from tinytf.train.classify import predict
 from tinytf.train.runtime import seed_everything
 
-_CHOSEN = SelfAttention._sdpa_is_faster
+_RULE = SelfAttention._sdpa_is_faster
 
 
-def with_kernel(step: Callable[[], object], sdpa: bool | None) -> Callable[[], None]:
-    """`step` with SDPA forced (True), the written-out math forced (False) or the module's choice."""
-    if sdpa is None:
-        return step
+def with_kernel(step: Callable[[], object], sdpa: bool) -> Callable[[], None]:
+    """`step` with SDPA (True) or the written-out math (False) forced."""
 
     def forced() -> None:
         SelfAttention._sdpa_is_faster = lambda self, x: sdpa
         try:
             step()
         finally:
-            SelfAttention._sdpa_is_faster = _CHOSEN
+            SelfAttention._sdpa_is_faster = _RULE
 
     return forced
 
 
+def both_kernels(step: Callable[[], object]) -> dict[str, Callable[[], None]]:
+    return {"written out": with_kernel(step, False), "SDPA": with_kernel(step, True)}
+
+
+def chosen_kernel(device: torch.device, autograd: bool) -> str:
+    """What `SelfAttention` picks on `device` for a dropout-free call, recorded by autograd or not."""
+    probe = SelfAttention(8, 2, attn_impl="sdpa").to(device).train(autograd)
+    x = torch.zeros(1, 1, 8, device=device, requires_grad=autograd)
+    return "SDPA" if probe._sdpa_is_faster(x) else "written out"
+
+
 def finetune_case(params, vocab, data, planned, runtime):
     no_dropout = dataclasses.replace(params, finetune=dataclasses.replace(params.finetune, dropout=0.0))
-    step = classifier_throughput.tinytf_step(no_dropout, vocab, data, runtime, planned)
-    return {"written out (chosen)": with_kernel(step, None), "SDPA": with_kernel(step, True)}
+    return both_kernels(classifier_throughput.tinytf_step(no_dropout, vocab, data, runtime, planned)), True
 
 
 def eager_pretrain_case(params, vocab):
@@ -62,7 +71,7 @@ def eager_pretrain_case(params, vocab):
     _, _, step = pretrain_throughput.tinytf_step(
         params.model, p, vocab, tokens, params.variants.steps, None, False
     )
-    return {"written out (chosen)": with_kernel(step, None), "SDPA": with_kernel(step, True)}
+    return both_kernels(step), True
 
 
 def validation_case(params, vocab, data, runtime):
@@ -73,7 +82,7 @@ def validation_case(params, vocab, data, runtime):
     def step():
         return predict(model, texts, 256, params.tokenize.max_length, runtime, prefix_id=None)
 
-    return {"SDPA (chosen)": with_kernel(step, None), "written out": with_kernel(step, False)}
+    return both_kernels(step), False
 
 
 def main() -> None:
@@ -91,15 +100,16 @@ def main() -> None:
         "validation pass, 1,024 texts (no backward)": validation_case(params, vocab, data, runtime),
     }
     medians = {}
-    for case, steps in cases.items():
+    for case, (steps, autograd) in cases.items():
         warm_up(steps, 3, runtime.device)
         rates = timed_rounds(steps, dict.fromkeys(steps, 1), args.steps, args.rounds, runtime.device)
-        medians[case] = {name: 1000 / median(values) for name, values in rates.items()}
-        (chosen, ms_chosen), (other, ms_other) = medians[case].items()
-        print(f"{case:46s} {chosen} {ms_chosen:7.1f} ms, {other} {ms_other:7.1f} ms: "
-              f"the chosen kernel {ms_other / ms_chosen:.2f}x as fast")  # fmt: skip
+        ms = medians[case] = {name: 1000 / median(values) for name, values in rates.items()}
+        chosen = chosen_kernel(runtime.device, autograd)
+        other = next(name for name in ms if name != chosen)
+        print(f"{case:46s} written out {ms['written out']:7.1f} ms, SDPA {ms['SDPA']:7.1f} ms: "
+              f"{chosen} chosen, {ms[other] / ms[chosen]:.2f}x as fast as the other")  # fmt: skip
     ms = medians["fine-tuning step, no dropout"]
-    print(f"written out: {ms['SDPA'] / ms['written out (chosen)']:.2f}x SDPA's speed in a fine-tuning step "
+    print(f"written out: {ms['SDPA'] / ms['written out']:.2f}x SDPA's speed in a fine-tuning step "
           f"without dropout on {runtime.device} ({device_name(runtime.device)})")  # fmt: skip
 
 

@@ -127,8 +127,9 @@ def test_attention_weights_are_causal_distributions():
     [
         (False, 0.0, False, True),  # inference: SDPA's kernel
         (False, 0.1, False, True),  # dropout is off in eval mode
-        (True, 0.0, False, True),  # train mode without a backward to follow
-        (True, 0.0, True, False),  # a backward on the CPU: SDPA's CPU backward is the slower one
+        (True, 0.0, False, True),  # train mode, but autograd records nothing (as under no_grad)
+        (True, 0.0, True, False),  # autograd on the CPU: SDPA's CPU backward is the slower one
+        (False, 0.0, True, False),  # the same in eval mode: the backward decides, not the mode
         (True, 0.1, True, False),  # training dropout: ours, with its cheaper random numbers
     ],
 )

@@ -137,9 +137,10 @@ class SelfAttention(nn.Module):
           around the two matmuls, where SDPA stays an opaque kernel (benchmarks/);
         - with dropout in training, SDPA would fall back to the same math with torch's slower random
           numbers (tinytf.model.dropout explains why ours);
-        - when a backward will run on a CPU: at these short lengths SDPA's CPU backward is the
-          slower one, by 1.5-1.8x in a fine-tuning step without dropout (benchmarks/attention_paths.py).
-        It does in inference and on CUDA, where SDPA's kernels stay."""
+        - wherever autograd records it on a CPU (its input requires grad, so a backward may follow):
+          at these short lengths SDPA's CPU backward is the slower one, by 1.5-1.8x in a
+          fine-tuning step without dropout (benchmarks/attention_paths.py).
+        It does in inference (under no_grad) and on CUDA, where SDPA's kernels stay."""
         if torch.compiler.is_compiling() or (self.training and self.dropout > 0):
             return False
         return not (x.requires_grad and x.device.type == "cpu")
