@@ -151,7 +151,7 @@ def main() -> None:
         logits = lab.forward_cls(batch["input_ids"], batch["attention_mask"])
         loss = F.cross_entropy(logits, batch["labels"])
         loss.backward()
-        float(loss)
+        float(loss.detach())  # the host sync our step has too; detach: a scalar of a grad tensor warns
         torch.nn.utils.clip_grad_norm_(lab.parameters(), 1.0)
         lab_optimizer.step()
         lab_optimizer.zero_grad()

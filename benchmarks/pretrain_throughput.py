@@ -74,7 +74,7 @@ def seed_lab_step(model_params, p, vocab, tokens, device):
             logits = model.forward_lm(x)
             loss = F.cross_entropy(logits.view(-1, vocab), y.reshape(-1)) / p.grad_accum
             loss.backward()
-        float(loss)
+        float(loss.detach())  # the host sync our step has too; detach: a scalar of a grad tensor warns
         torch.nn.utils.clip_grad_norm_(model.parameters(), p.grad_clip)
         optimizer.step()
         optimizer.zero_grad()
