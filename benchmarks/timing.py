@@ -74,7 +74,7 @@ def device_name(device: torch.device) -> str:
     (an AMX CPU and an AVX-512 BF16 one give very different bf16 figures)."""
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
-    from tinytf.tracking import cpu_kind
+    from tinytf.cpu import cpu_kind
 
     return cpu_kind()
 

@@ -56,7 +56,7 @@ def test_benchmark_runs_and_ends_with_its_speedup_line(script, tiny_params):
     last = out.splitlines()[-1]
     assert re.match(r"speedup: \d+\.\d\dx tinytf", last), last
     # the figures name what they were measured on: bf16 figures differ by CPU kind (AMX or not)
-    from tinytf.tracking import cpu_kind
+    from tinytf.cpu import cpu_kind
 
     assert f"on cpu ({cpu_kind()})" in out, out
     if script == "classifier_throughput.py":

@@ -2,7 +2,8 @@ import socket
 
 import pytest
 
-from tinytf.tracking import Tracker, cpu_kind, stage_run
+from tinytf.cpu import cpu_kind
+from tinytf.tracking import Tracker, stage_run
 
 
 @pytest.fixture
@@ -35,38 +36,6 @@ def test_stage_run_records_params_tags_and_metrics(store):
     assert len(row["tags.tinytf.params_hash"]) == 16
     assert row["metrics.rows"] == 3
     assert (store / "mlflow.db").exists()
-
-
-CPUINFO = """processor\t: 0
-vendor_id\t: GenuineIntel
-model name\t: Intel(R) Xeon(R) Processor
-flags\t\t: fpu sse2 avx512f {units}
-
-processor\t: 1
-model name\t: Intel(R) Xeon(R) Processor
-flags\t\t: fpu sse2 avx512f {units}
-"""
-
-
-@pytest.mark.parametrize(
-    ("units", "expected"),
-    [
-        ("avx512_bf16 amx_tile amx_bf16", "(amx_bf16, avx512_bf16)"),
-        ("avx512_bf16", "(avx512_bf16)"),
-        ("avx2", "(no bf16 units)"),
-    ],
-)
-def test_the_cpu_tag_names_the_model_and_its_bf16_units(tmp_path, units, expected):
-    # AMX and AVX-512 BF16 machines round bf16 matmuls differently: the tag tells them apart
-    cpuinfo = tmp_path / "cpuinfo"
-    cpuinfo.write_text(CPUINFO.format(units=units))
-    assert cpu_kind(cpuinfo) == f"Intel(R) Xeon(R) Processor {expected}"
-
-
-def test_the_cpu_tag_falls_back_to_the_platform_without_proc_cpuinfo(tmp_path):
-    import platform
-
-    assert cpu_kind(tmp_path / "missing") == (platform.processor() or platform.machine() or "unknown")
 
 
 def test_failed_block_marks_the_run_failed(store):

@@ -10,12 +10,10 @@ its outputs. `tinytf` core code only ever sees a `Tracker`, never mlflow itself.
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
 import json
 import logging
 import os
-import platform
 import socket
 import subprocess
 import sys
@@ -24,6 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from tinytf.cpu import cpu_kind
 from tinytf.io import sha256_file
 from tinytf.schema import flatten
 
@@ -60,28 +59,6 @@ def git_commit(root: Path) -> str:
         return out.stdout.strip() if out.returncode == 0 else "unknown"
     except (OSError, subprocess.SubprocessError):
         return "unknown"
-
-
-# The CPU features bf16 matmuls run on. Runs with the same params give the same numbers on the
-# same kind of CPU, but an AMX machine and an AVX-512 BF16 one round bf16 matmuls differently, so
-# their figures differ in the last digits: the tag makes such a rerun visible in the UI.
-BF16_UNITS = ("amx_bf16", "avx512_bf16")
-
-
-@functools.cache  # one read a process: the finetune stage opens a child run per arm and seed
-def cpu_kind(cpuinfo: str | Path = "/proc/cpuinfo") -> str:
-    """'<model name> (<bf16 units>)' from /proc/cpuinfo, e.g. 'Intel(R) Xeon(R) Processor
-    (amx_bf16, avx512_bf16)'; the platform's processor string where there is no /proc/cpuinfo."""
-    try:
-        text = Path(cpuinfo).read_text()
-    except OSError:
-        return platform.processor() or platform.machine() or "unknown"
-    model = next((line.split(":", 1)[1].strip() for line in text.splitlines()
-                  if line.startswith("model name")), platform.machine())  # fmt: skip
-    flags = next((line.split(":", 1)[1].split() for line in text.splitlines()
-                  if line.startswith("flags")), [])  # fmt: skip
-    units = [u for u in BF16_UNITS if u in flags]
-    return f"{model} ({', '.join(units) or 'no bf16 units'})"
 
 
 def params_hash(params: dict) -> str:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from tinytf import cpu
 from tinytf.errors import ParamsError
 
 # Below this many optimizer steps compiling does not repay its time. CPU: compiling the default
@@ -65,14 +66,7 @@ def resolve_device(name: str) -> torch.device:
 def cpu_has_bf16() -> bool:
     """Native bf16 matmuls (AVX-512 BF16 or AMX): there bf16 autocast roughly doubles matmul speed;
     elsewhere it only adds casts."""
-    capability = torch.backends.cpu.get_cpu_capability().lower()
-    if "amx" in capability:
-        return True
-    try:
-        flags = open("/proc/cpuinfo").read()
-    except OSError:
-        return False
-    return "avx512_bf16" in flags or "amx_bf16" in flags
+    return "amx" in torch.backends.cpu.get_cpu_capability().lower() or bool(cpu.bf16_units())
 
 
 def compiler_available(device: torch.device) -> bool:
