@@ -8,12 +8,14 @@ random ids; only that it runs and prints its headline is checked, never a timing
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -90,3 +92,18 @@ def test_attention_benchmark_times_each_case_and_ends_with_its_headline(tiny_par
 def test_data_benchmark_runs_and_prints_its_headline(script, args, expected):
     last = run_benchmark(script, args, ROOT).splitlines()[-1]
     assert re.search(expected, last), last
+
+
+def test_budget_shares_add_up_over_the_committed_run():
+    out = run_benchmark("budget_shares.py", [], ROOT)
+    rows = {line.split()[0]: line.split() for line in out.splitlines()[1:-1]}
+    assert list(rows) == ["pretrain", "finetune", "grid", "variants"], out
+    assert sum(float(r[-1].rstrip("%")) for r in rows.values()) == pytest.approx(100, abs=0.3), out
+    pretrain = json.loads((ROOT / "reports" / "pretrain" / "metrics.json").read_text())
+    assert float(rows["pretrain"][2].rstrip("M")) == pytest.approx(pretrain["tokens"] / 1e6, abs=0.005), out
+    runs = len(pd.read_csv(ROOT / "reports" / "finetune" / "runs.csv"))
+    assert int(rows["finetune"][1]) == runs, out
+    assert re.match(
+        r"pretraining: [\d.]+% of the run's training and evaluation FLOPs; the largest other",
+        out.splitlines()[-1],
+    )

@@ -1,0 +1,110 @@
+"""Where the default run's compute goes: tokens and FLOPs per training stage, from what the
+stages wrote (reports/) and params.yaml, so the shares are those of the committed run.
+
+A training token costs 6 x the matmul weights it passes through plus the attention matmuls
+(12 x layers x width x its sequence length: the block for the LM, a text's mean length for the
+classifier); an evaluated token a third of that. The LM's tokens also pass through the
+8000-way head, a classifier's only through the body. Padding is not counted (length-grouped
+batches keep it small), nor are the logistic regressions of the probe and the baselines.
+
+The last line is the headline: pretraining's share of the run's FLOPs, and the largest
+other stage's. Stage wall times are in MLflow (each stage's run duration), not here.
+
+    python benchmarks/budget_shares.py [--params params.yaml] [--reports reports]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from tinytf.config import load_params
+from tinytf.model.architecture import model_config
+from tinytf.model.transformer import TinyTransformer
+
+
+@dataclass
+class Spend:
+    runs: int
+    train_tokens: float
+    eval_tokens: float
+    flops: float
+
+
+def flops_per_token(params, vocab: int) -> tuple[float, float, float]:
+    """(LM weights, classifier weights, attention FLOPs per token per unit of length), training."""
+    model = TinyTransformer(model_config(params.model, vocab, "causal", 0))
+    c = model.config
+    tables = model.base.token_embedding.weight.numel()
+    if c.pos_encoding == "learned":
+        tables += model.base.pos_emb.weight.numel()
+    body = sum(p.numel() for p in model.base.parameters()) - tables
+    lm = body + sum(p.numel() for p in model.lm_head.parameters())
+    cls = body + sum(p.numel() for p in model.cls_head.parameters())
+    return 6 * lm, 6 * cls, 12 * c.n_layer * c.d_model
+
+
+def spends(params, reports: Path) -> dict[str, Spend]:
+    tokenize = json.loads((reports / "tokenize.json").read_text())
+    lm_weights, cls_weights, attention = flops_per_token(params, tokenize["vocab_size"])
+    block = params.model.block_size
+    sentiment = {split: s["tokens"] for split, s in tokenize["sentiment"].items()}
+    train_texts = json.loads((reports / "data.json").read_text())["sentiment"]["splits"]["train"]["rows"]
+    per_text = sentiment["train"] / train_texts  # before truncation at max_length: 18 of 10,201 texts
+    lm_token, cls_token = lm_weights + attention * block, cls_weights + attention * per_text
+
+    def spend(runs: int, train: float, evaluated: float, per_token: float) -> Spend:
+        return Spend(runs, train, evaluated, per_token * (train + evaluated / 3))
+
+    out = {}
+    pretrain = json.loads((reports / "pretrain" / "metrics.json").read_text())
+    corpus_eval = tokenize["corpus"]["validation"]["tokens"] + tokenize["corpus"]["test"]["tokens"]
+    out["pretrain"] = spend(1, pretrain["tokens"], pretrain["epochs"] * corpus_eval, lm_token)
+
+    runs = pd.read_csv(reports / "finetune" / "runs.csv")
+    trained, frozen = runs[runs.arm != "frozen"], runs[runs.arm == "frozen"]
+    # a trained run: its subset every epoch, validation every epoch, test once; a frozen
+    # probe: one forward pass over its subset, validation and test
+    train = (trained.n_train * trained.epochs).sum() * per_text
+    evaluated = trained.epochs.sum() * sentiment["validation"] + len(trained) * sentiment["test"]
+    evaluated += frozen.n_train.sum() * per_text + len(frozen) * (sentiment["validation"] + sentiment["test"])
+    out["finetune"] = spend(len(runs), train, evaluated, cls_token)
+
+    cells = pd.read_csv(reports / "evaluate" / "grid.csv")
+    out["grid"] = spend(len(cells), cells.data_epochs.sum() * sentiment["train"],
+                        cells.data_epochs.sum() * sentiment["validation"], cls_token)  # fmt: skip
+
+    v = params.variants
+    n_cells = len(v.pos_encodings) * len(v.head_merges) * len(v.seeds)
+    # each cell evaluates eval_batches batches of train, validation and test
+    out["variants"] = spend(n_cells, n_cells * v.steps * v.batch_size * block,
+                            n_cells * 3 * v.eval_batches * v.batch_size * block, lm_token)  # fmt: skip
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--params", default="params.yaml", help="params file (default: params.yaml)")
+    parser.add_argument(
+        "--reports", default="reports", type=Path, help="the run's reports (default: reports)"
+    )
+    args = parser.parse_args()
+    table = spends(load_params(args.params), args.reports)
+    total = sum(s.flops for s in table.values())
+    print(f"{'stage':<10}{'runs':>6}{'train tokens':>15}{'eval tokens':>14}{'TFLOP':>9}{'share':>8}")
+    for name, s in table.items():
+        print(f"{name:<10}{s.runs:>6}{s.train_tokens / 1e6:>14.2f}M{s.eval_tokens / 1e6:>13.2f}M"
+              f"{s.flops / 1e12:>9.1f}{s.flops / total:>8.1%}")  # fmt: skip
+    other, largest = max((s.flops, name) for name, s in table.items() if name != "pretrain")
+    print(f"pretraining: {table['pretrain'].flops / total:.1%} of the run's training and evaluation FLOPs; "
+          f"the largest other stage, {largest}: {other / total:.1%}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
