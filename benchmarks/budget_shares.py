@@ -25,6 +25,7 @@ import pandas as pd
 from tinytf.config import load_params
 from tinytf.model.architecture import model_config
 from tinytf.model.transformer import TinyTransformer
+from tinytf.train.finetune import schedule
 
 
 @dataclass
@@ -67,10 +68,14 @@ def spends(params, reports: Path) -> dict[str, Spend]:
 
     runs = pd.read_csv(reports / "finetune" / "runs.csv")
     trained, frozen = runs[runs.arm != "frozen"], runs[runs.arm == "frozen"]
-    # a trained run: its subset every epoch, validation every epoch, test once; a frozen
-    # probe: one forward pass over its subset, validation and test
+    # a trained run: its subset every epoch, validation once per `schedule`'s evaluation
+    # period, test once; a frozen probe: one forward pass over its subset, validation and test
     train = (trained.n_train * trained.epochs).sum() * per_text
-    evaluated = trained.epochs.sum() * sentiment["validation"] + len(trained) * sentiment["test"]
+    passes = sum(
+        epochs // schedule(n, params.finetune)[1]
+        for n, epochs in zip(trained.n_train, trained.epochs, strict=True)
+    )
+    evaluated = passes * sentiment["validation"] + len(trained) * sentiment["test"]
     evaluated += frozen.n_train.sum() * per_text + len(frozen) * (sentiment["validation"] + sentiment["test"])
     out["finetune"] = spend(len(runs), train, evaluated, cls_token)
 
