@@ -63,20 +63,22 @@ def spends(params, reports: Path) -> dict[str, Spend]:
 
     out = {}
     pretrain = json.loads((reports / "pretrain" / "metrics.json").read_text())
-    corpus_eval = tokenize["corpus"]["validation"]["tokens"] + tokenize["corpus"]["test"]["tokens"]
+    # each epoch scores validation, test, and a validation-sized slice of train
+    corpus_eval = 2 * tokenize["corpus"]["validation"]["tokens"] + tokenize["corpus"]["test"]["tokens"]
     out["pretrain"] = spend(1, pretrain["tokens"], pretrain["epochs"] * corpus_eval, lm_token)
 
     runs = pd.read_csv(reports / "finetune" / "runs.csv")
     trained, frozen = runs[runs.arm != "frozen"], runs[runs.arm == "frozen"]
     # a trained run: its subset every epoch, validation once per `schedule`'s evaluation
-    # period, test once; a frozen probe: one forward pass over its subset, validation and test
+    # period, test once; the frozen probe: one forward pass over every split per start, its
+    # runs refitting the logistic regression on those features
     train = (trained.n_train * trained.epochs).sum() * per_text
     passes = sum(
         epochs // schedule(n, params.finetune)[1]
         for n, epochs in zip(trained.n_train, trained.epochs, strict=True)
     )
     evaluated = passes * sentiment["validation"] + len(trained) * sentiment["test"]
-    evaluated += frozen.n_train.sum() * per_text + len(frozen) * (sentiment["validation"] + sentiment["test"])
+    evaluated += frozen.start.nunique() * sum(sentiment.values())
     out["finetune"] = spend(len(runs), train, evaluated, cls_token)
 
     cells = pd.read_csv(reports / "evaluate" / "grid.csv")
