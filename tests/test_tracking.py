@@ -38,6 +38,27 @@ def test_stage_run_records_params_tags_and_metrics(store):
     assert (store / "mlflow.db").exists()
 
 
+def test_inputs_are_logged_without_mlflow_warnings(store, tmp_path, recwarn):
+    # mlflow's "can be interpreted in multiple ways" once printed about 20 times in make repro
+    import pandas as pd
+
+    path = tmp_path / "train.parquet"
+    frame = pd.DataFrame({"text": ["a b", "c"], "label": [0, 1]})
+    frame.to_parquet(path)
+    with stage_run("prepare", {}, "tinytf-test") as tracker:
+        tracker.log_dataset(frame, path, "sentiment-train", "train")
+        tracker.log_file_inputs({"sentiment-train-file": path}, "train")
+        assert tracker.active
+    assert [str(w.message) for w in recwarn if issubclass(w.category, UserWarning)] == []
+    import mlflow
+
+    run = mlflow.get_run(runs(store).iloc[0]["run_id"])
+    assert sorted(i.dataset.name for i in run.inputs.dataset_inputs) == [
+        "sentiment-train",
+        "sentiment-train-file",
+    ]
+
+
 def test_failed_block_marks_the_run_failed(store):
     with pytest.raises(RuntimeError), stage_run("tokenize", {}, "tinytf-test"):
         raise RuntimeError("boom")

@@ -132,12 +132,7 @@ class Tracker:
         """Log a DataFrame as a run input; MLflow records its digest, schema and source."""
 
         def _log():
-            import warnings
-
-            with warnings.catch_warnings():
-                # mlflow warns that a local path "could be two source types" and that int
-                # columns cannot hold NaN; neither applies to our parquet splits
-                warnings.simplefilter("ignore", UserWarning)
+            with _dataset_warnings_silenced():
                 # Two full passes of MLflow's over every value are skipped (together 15 s for a
                 # 6.4M-row LM split): its digest maps type() over the whole frame although it
                 # hashes only 10k rows, so we pass the sha256 of the file written, which covers
@@ -161,7 +156,8 @@ class Tracker:
 
             for name, path in paths.items():
                 if Path(path).is_file():
-                    source = resolve_dataset_source(str(Path(path).resolve()))
+                    with _dataset_warnings_silenced():
+                        source = resolve_dataset_source(str(Path(path).resolve()))
                     dataset = MetaDataset(source, name=name, digest=sha256_file(path)[:8])
                     self._mlflow.log_input(dataset, context=context)
 
@@ -176,6 +172,19 @@ class Tracker:
         that talks to MLflow itself. Not an import of it here, so stages that do not register a
         model do not depend on that code."""
         return self._call(what, fn, *args, **kwargs)
+
+
+@contextlib.contextmanager
+def _dataset_warnings_silenced() -> Iterator[None]:
+    """mlflow warns that a local path "can be interpreted in multiple ways" (its registry holds
+    LocalArtifactDatasetSource twice, so both readings are the same) and that int columns cannot
+    hold NaN; neither applies to our files, and unsilenced the first printed about 20 times in a
+    `make repro` log."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        yield
 
 
 def _quiet_mlflow_logs() -> None:
