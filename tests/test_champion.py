@@ -41,6 +41,8 @@ def registered(tmp_path_factory):
     (root / "labels.json").write_text(json.dumps({"classes": ["bad", "mixed", "good"]}))
     store = f"sqlite:///{root / 'mlflow.db'}"
     mlflow.set_tracking_uri(store)
+    # artifacts beside the store, not in ./mlruns of whatever directory pytest runs in
+    mlflow.create_experiment("champion-test", artifact_location=(root / "artifacts").as_uri())
     mlflow.set_experiment("champion-test")
     with mlflow.start_run():
         version = log_champion(root / "model.pt", root / "tokenizer.json", root / "labels.json", 16,
@@ -64,6 +66,8 @@ def test_the_registered_champion_loads_by_uri_and_predicts_raw_texts(registered)
     info = mlflow.models.get_model_info("models:/tinytf-sentiment@champion")
     assert info.signature.inputs.input_names() == ["text"]
     assert "p_good" in info.signature.outputs.input_names()
+    # "models from code": loading runs tinytf/champion_model.py, no pickled Python object
+    assert info.flavors["python_function"]["loader_module"] == "mlflow.pyfunc.loaders.code_model"
 
 
 @pytest.mark.slow

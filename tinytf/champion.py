@@ -18,28 +18,7 @@ from pathlib import Path
 import mlflow
 import pandas as pd
 
-BUNDLE = "bundle"  # the artifact folder: model.pt, model.json, tokenizer.json, labels.json
 EXAMPLE = ["a gripping, beautifully acted film", "a dull and lifeless mess"]
-
-
-class SentimentModel(mlflow.pyfunc.PythonModel):
-    """The pyfunc wrapper; the work is done by `tinytf.analysis.predictor.SentimentPredictor`."""
-
-    def load_context(self, context) -> None:
-        from tinytf.analysis.predictor import SentimentPredictor
-
-        bundle = Path(context.artifacts[BUNDLE])
-        self.predictor = SentimentPredictor.from_files(
-            bundle / "model.pt",
-            bundle / "tokenizer.json",
-            bundle / "labels.json",
-            context.model_config["max_length"],
-        )
-
-    def predict(self, context, model_input: pd.DataFrame, params=None) -> pd.DataFrame:
-        if "text" not in model_input.columns:
-            raise ValueError(f"expected a 'text' column, got {list(model_input.columns)}")
-        return self.predictor.predict(model_input["text"].tolist())
 
 
 def requirements(external: bool = False) -> list[str]:
@@ -56,10 +35,11 @@ def log_champion(
 ) -> str:
     """Log the model to the active run, register it under `name` and point `alias` at it; returns the version."""
     import tinytf
+    from tinytf import champion_model  # the file MLflow logs and runs to load the model
     from tinytf.analysis.predictor import SentimentPredictor
 
     with tempfile.TemporaryDirectory(prefix="tinytf-champion-") as tmp:
-        bundle = Path(tmp) / BUNDLE
+        bundle = Path(tmp) / champion_model.BUNDLE
         bundle.mkdir()
         shutil.copy2(checkpoint, bundle / "model.pt")
         shutil.copy2(checkpoint.with_suffix(".json"), bundle / "model.json")
@@ -71,8 +51,8 @@ def log_champion(
         ).predict(EXAMPLE)
         info = mlflow.pyfunc.log_model(
             name="model",
-            python_model=SentimentModel(),
-            artifacts={BUNDLE: str(bundle)},
+            python_model=champion_model.__file__,
+            artifacts={champion_model.BUNDLE: str(bundle)},
             model_config={"max_length": max_length},
             code_paths=[str(Path(tinytf.__file__).parent)],
             signature=mlflow.models.infer_signature(example, output),
