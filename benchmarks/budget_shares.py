@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
 from tinytf.config import load_params
+from tinytf.errors import TinyTFError
 from tinytf.model.architecture import model_config
 from tinytf.model.transformer import TinyTransformer
 from tinytf.train.finetune import schedule
@@ -102,7 +104,13 @@ def main() -> None:
         "--reports", default="reports", type=Path, help="the run's reports (default: reports)"
     )
     args = parser.parse_args()
-    table = spends(load_params(args.params), args.reports)
+    try:
+        table = spends(load_params(args.params), args.reports)
+    except (FileNotFoundError, TinyTFError) as exc:  # a user's error: one line, exit 2, as the stages do
+        missing = isinstance(exc, FileNotFoundError)
+        print(f"budget_shares: {exc.filename}: not found; run the pipeline first (`make repro`)" if missing
+              else f"budget_shares: {exc}", file=sys.stderr)  # fmt: skip
+        sys.exit(2)
     total = sum(s.flops for s in table.values())
     print(f"{'stage':<10}{'runs':>6}{'train tokens':>15}{'eval tokens':>14}{'TFLOP':>9}{'share':>8}")
     for name, s in table.items():

@@ -107,3 +107,15 @@ def test_budget_shares_add_up_over_the_committed_run():
         r"pretraining: [\d.]+% of the run's training and evaluation FLOPs; the largest other",
         out.splitlines()[-1],
     )
+
+
+def test_budget_shares_without_reports_names_the_missing_file(tmp_path):
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "budget_shares.py"), "--reports", str(tmp_path)],
+        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert (
+        result.stderr.strip()
+        == f"budget_shares: {tmp_path / 'tokenize.json'}: not found; run the pipeline first (`make repro`)"
+    )
