@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
+from timing import train_flops_per_token
 
 from tinytf.config import load_params
 from tinytf.errors import TinyTFError
@@ -38,27 +39,15 @@ class Spend:
     flops: float
 
 
-def flops_per_token(params, vocab: int) -> tuple[float, float, float]:
-    """(LM weights, classifier weights, attention FLOPs per token per unit of length), training."""
-    model = TinyTransformer(model_config(params.model, vocab, "causal", 0))
-    c = model.config
-    tables = model.base.token_embedding.weight.numel()
-    if c.pos_encoding == "learned":
-        tables += model.base.pos_emb.weight.numel()
-    body = sum(p.numel() for p in model.base.parameters()) - tables
-    lm = body + sum(p.numel() for p in model.lm_head.parameters())
-    cls = body + sum(p.numel() for p in model.cls_head.parameters())
-    return 6 * lm, 6 * cls, 12 * c.n_layer * c.d_model
-
-
 def spends(params, reports: Path) -> dict[str, Spend]:
     tokenize = json.loads((reports / "tokenize.json").read_text())
-    lm_weights, cls_weights, attention = flops_per_token(params, tokenize["vocab_size"])
+    model = TinyTransformer(model_config(params.model, tokenize["vocab_size"], "causal", 0))
     block = params.model.block_size
     sentiment = {split: s["tokens"] for split, s in tokenize["sentiment"].items()}
     train_texts = json.loads((reports / "data.json").read_text())["sentiment"]["splits"]["train"]["rows"]
     per_text = sentiment["train"] / train_texts  # before truncation at max_length: 18 of 10,201 texts
-    lm_token, cls_token = lm_weights + attention * block, cls_weights + attention * per_text
+    lm_token = train_flops_per_token(model, model.lm_head, block)
+    cls_token = train_flops_per_token(model, model.cls_head, per_text)
 
     def spend(runs: int, train: float, evaluated: float, per_token: float) -> Spend:
         return Spend(runs, train, evaluated, per_token * (train + evaluated / 3))

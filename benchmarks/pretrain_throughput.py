@@ -22,7 +22,16 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.nn.functional as F
-from timing import benchmark_parser, device_name, matmul_peak, median, timed_rounds, vocabulary, warm_up
+from timing import (
+    benchmark_parser,
+    device_name,
+    matmul_peak,
+    median,
+    timed_rounds,
+    train_flops_per_token,
+    vocabulary,
+    warm_up,
+)
 
 from tinytf.config import load_params
 from tinytf.model.architecture import model_config
@@ -82,16 +91,6 @@ def seed_lab_step(model_params, p, vocab, tokens, device):
     return step
 
 
-def train_flops_per_token(model: TinyTransformer) -> float:
-    """6 x the matmul weights (all but the token and position tables) + the attention matmuls."""
-    c = model.config
-    tables = model.base.token_embedding.weight.numel()
-    if c.pos_encoding == "learned":
-        tables += model.base.pos_emb.weight.numel()
-    weights = sum(p.numel() for p in model.parameters()) - tables - model.cls_head.weight.numel()
-    return 6 * weights + 12 * c.n_layer * c.d_model * c.block_size
-
-
 def main() -> None:
     parser = benchmark_parser(__doc__, 10, "timed steps per round and side")
     parser.add_argument("--shapes", default="seed-lab,default", help="comma list of: default, seed-lab")
@@ -131,7 +130,7 @@ def main() -> None:
         per_step = {name: block * p.batch_size * p.grad_accum for name in steps}
         rates = timed_rounds(steps, per_step, args.steps, args.rounds, runtime.device)
         c = ours.config
-        flops = train_flops_per_token(ours)
+        flops = train_flops_per_token(ours, ours.lm_head, ours.config.block_size)
         print(f"\nshape {shape}: d_model={c.d_model} n_layer={c.n_layer} n_head={c.n_head} d_ff={c.d_ff} "
               f"dropout={c.dropout}; {flops / 1e6:.1f} MFLOP per training token")  # fmt: skip
         for name, values in rates.items():

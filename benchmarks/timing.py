@@ -100,3 +100,17 @@ def benchmark_parser(doc: str, steps: int, steps_help: str) -> argparse.Argument
     parser.add_argument("--steps", type=int, default=steps, help=steps_help)
     parser.add_argument("--rounds", type=int, default=3)
     return parser
+
+
+def train_flops_per_token(model, head: torch.nn.Module, length: float) -> float:
+    """Training FLOPs of one token of a TinyTransformer: 6 x the matmul weights it passes through
+    (the body without its token and position tables, then `head`: the LM head or the classifier's)
+    plus the attention matmuls over `length` positions, 12 x layers x width x length."""
+    c = model.config
+    tables = model.base.token_embedding.weight.numel()
+    if c.pos_encoding == "learned":
+        tables += model.base.pos_emb.weight.numel()
+    weights = (
+        sum(p.numel() for p in model.base.parameters()) - tables + sum(p.numel() for p in head.parameters())
+    )
+    return 6 * weights + 12 * c.n_layer * c.d_model * length
