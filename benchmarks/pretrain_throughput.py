@@ -10,6 +10,11 @@ d_ff 200). Rounds alternate between the sides; figures are medians, the speedup 
 medians. MFU is against this machine's measured matmul peak in each side's precision. The
 last line is the headline: `speedup: <ratio>x ...` at the default shape.
 
+Both sides run on the C library's default allocator. The stages keep freed memory instead
+(tinytf/allocator.py; benchmarks/allocator.py measures it): a process-wide setting that would
+speed the seed lab's eager loop too (its 8000-way logits are faulted in anew every step), and
+tinytf's compiled step barely, so the speedup here is the step's own.
+
     python benchmarks/pretrain_throughput.py [--steps 10] [--rounds 3] [--shapes default,seed-lab]
 """
 

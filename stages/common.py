@@ -16,6 +16,7 @@ from pathlib import Path
 
 import yaml
 
+from tinytf.allocator import keep_freed_memory
 from tinytf.config import load_params as validated_params
 from tinytf.config import narrow_params
 from tinytf.errors import ParamsError, TinyTFError
@@ -78,6 +79,7 @@ def load_params(stage: str, args: argparse.Namespace) -> DeclaredParams:
 def run(main: Callable[[], None]) -> None:
     """Run a stage's main(); a user-fixable error is one line on stderr and its exit status."""
     try:
+        keep_freed_memory()  # before the stage's first tensor
         main()
     except TinyTFError as exc:
         print(f"tinytf: error: {exc}", file=sys.stderr)

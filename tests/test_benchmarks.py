@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import re
 import subprocess
 import sys
@@ -65,6 +66,18 @@ def test_benchmark_runs_and_ends_with_its_speedup_line(script, tiny_params):
         assert re.search(
             r"^the finetune stage's layout: 2 processes, one thread each, [\d.]+ steps/s", out, re.M
         ), out
+
+
+@pytest.mark.slow
+def test_allocator_benchmark_runs_each_side_in_its_own_process_with_its_setting(tiny_params):
+    out = run_benchmark("allocator.py", ["--params", str(tiny_params), "--steps", "1", "--rounds", "1"],
+                        tiny_params.parent)  # fmt: skip
+    assert re.search(r"^  default  default \(TINYTF_ALLOCATOR=default\) +evaluation", out, re.M), out
+    if platform.libc_ver()[0] == "glibc":
+        assert re.search(r"^  keep     kept \(glibc: no mmap", out, re.M), out
+    assert re.match(
+        r"speedup: \d+\.\d\dx an LM evaluation pass with freed memory kept", out.splitlines()[-1]
+    ), out
 
 
 @pytest.mark.slow

@@ -11,7 +11,8 @@ from pathlib import Path
 from .conftest import REPO
 
 PACKAGE = REPO / "tinytf"
-TOP = {"config", "prepare_params", "schema", "errors", "io", "cpu"}  # beside the layers, importable by all
+# beside the layers, importable by all
+TOP = {"config", "prepare_params", "schema", "errors", "io", "cpu", "allocator"}
 # what each layer may import besides itself and TOP (read: data and model at the bottom,
 # report at the top; `tracking`, the CLI and stages/ sit at the edge, above everything)
 ALLOWED = {

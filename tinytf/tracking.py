@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from tinytf import allocator
 from tinytf.cpu import cpu_kind
 from tinytf.io import sha256_file
 from tinytf.schema import flatten
@@ -360,6 +361,7 @@ def stage_run(
         "tinytf.host": socket.gethostname(),
         "tinytf.pid": str(os.getpid()),
         "tinytf.cpu": cpu_kind(),
+        "tinytf.allocator": allocator.setting(),
     }
     if os.environ.get("DVC_EXP_NAME"):
         tags["dvc.exp_name"] = os.environ["DVC_EXP_NAME"]

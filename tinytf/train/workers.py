@@ -33,6 +33,7 @@ from typing import Any
 import torch
 from tqdm import tqdm
 
+from tinytf.allocator import keep_freed_memory
 from tinytf.errors import ParamsError, TinyTFError
 from tinytf.train import distributed
 from tinytf.train.loop import TrainingInterrupted
@@ -119,6 +120,7 @@ def _start(setup: Callable[..., Any], args: tuple) -> None:
         # died (SIGTERM, SIGKILL, a CI timeout) would finish its run and the queued ones
         threading.Thread(target=_exit_with, args=(os.getppid(),), daemon=True).start()
     torch.set_num_threads(1)
+    keep_freed_memory()  # a spawned process starts with the C library's own settings
     _STATE = setup(*args)
 
 

@@ -1,0 +1,124 @@
+"""The stages' allocator setting (tinytf.allocator: freed memory kept) against the C library's
+default, on the eager work where it matters: a language-model evaluation pass as `pretrain`,
+`variants` and `checks` run it, and a variants cell's eager training step.
+
+An allocator is a process setting, so each side runs in its own process (`TINYTF_ALLOCATOR=keep`
+or `default`), started in turn round after round; each times one evaluation pass over the
+validation tokens (real corpus tokens when `data/tokens` exists, else uniform random ids) and
+`--steps` training steps after a warm-up, and reports its page faults and peak memory. Figures
+are medians over rounds, the speedup a ratio of medians; the last line is the headline:
+`speedup: <ratio>x ...` for the evaluation pass. Compiled pretraining steps reuse their buffers
+and are not measured here (pretrain_throughput.py runs both of its sides on the default).
+
+    python benchmarks/allocator.py [--steps 10] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from timing import benchmark_parser, median, vocabulary
+
+MODES = ("default", "keep")
+
+
+def validation_tokens(vocab: int, path: Path = Path("data/tokens/corpus/validation.npy")) -> np.ndarray:
+    if path.exists():
+        return np.load(path)
+    return np.random.default_rng(1).integers(5, vocab, 100_000).astype(np.uint16)
+
+
+def measure(params_file: str, steps: int) -> dict:
+    """In a worker: the allocator set as a stage sets it, then the timed evaluation pass and steps."""
+    from tinytf.allocator import keep_freed_memory
+
+    setting = keep_freed_memory()
+    import torch
+    from pretrain_throughput import corpus, tinytf_step
+
+    from tinytf.config import load_params
+    from tinytf.train import lm
+    from tinytf.train.variants import cell_params
+
+    params = load_params(params_file)
+    vocab = vocabulary(params)
+    model_params, p = cell_params(params.model, params.pretrain, params.variants, "learned", "concat")
+    model, runtime, step = tinytf_step(model_params, p, vocab, corpus(vocab)[0], steps, None, False)
+    tokens, block = validation_tokens(vocab), model.config.block_size
+    objective = lm.Objective("causal", vocab, 0)
+
+    def evaluate(limit: int = 0) -> None:
+        lm.evaluate(model, tokens, objective, block, params.pretrain.batch_size, runtime, limit)
+
+    evaluate(8 * block * params.pretrain.batch_size)  # warm-up: kernels, the first allocations
+    for _ in range(2):
+        step()
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    started = time.perf_counter()
+    evaluate()
+    eval_s = time.perf_counter() - started
+    eval_faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
+    started = time.perf_counter()
+    for _ in range(steps):
+        step()
+    step_ms = (time.perf_counter() - started) / steps * 1e3
+    return {
+        "setting": setting, "eval_s": eval_s, "eval_faults": eval_faults, "step_ms": step_ms,
+        "tokens": int(len(tokens)), "batch": p.batch_size, "runtime": runtime.describe(),
+        "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "threads": torch.get_num_threads(),
+    }  # fmt: skip
+
+
+def run_worker(mode: str, params_file: str, steps: int) -> dict:
+    env = {**os.environ, "TINYTF_ALLOCATOR": mode}
+    command = [sys.executable, __file__, "--worker", "--params", params_file, "--steps", str(steps)]
+    done = subprocess.run(command, env=env, capture_output=True, text=True)
+    if done.returncode:
+        sys.exit(f"allocator benchmark: the {mode} worker failed:\n{done.stderr}")
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def main() -> None:
+    parser = benchmark_parser(__doc__, 10, "timed eager training steps per worker")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)  # one side, run by main()
+    args = parser.parse_args()
+    if args.worker:
+        print(json.dumps(measure(args.params, args.steps)))
+        return
+    results: dict[str, list[dict]] = {mode: [] for mode in MODES}
+    for round_ in range(args.rounds):
+        for mode in MODES:
+            results[mode].append(run_worker(mode, args.params, args.steps))
+            print(
+                f"round {round_ + 1} {mode}: {results[mode][-1]['eval_s']:.2f} s", file=sys.stderr, flush=True
+            )
+    first = results["keep"][0]
+    print(f"{first['runtime']}, {first['threads']} threads; evaluation pass over {first['tokens']:,} "
+          f"validation tokens, eager steps of batch {first['batch']} (a variants cell)")  # fmt: skip
+    figures = {}
+    for mode in MODES:
+        rows = results[mode]
+        figures[mode] = {
+            key: median([r[key] for r in rows]) for key in ("eval_s", "eval_faults", "step_ms", "peak_mb")
+        }
+        f = figures[mode]
+        print(f"  {mode:8s} {rows[0]['setting']:45s} evaluation {f['eval_s']:5.2f} s "
+              f"({f['eval_faults']:>9,.0f} page faults)  step {f['step_ms']:6.1f} ms  peak {f['peak_mb']:,.0f} MB  "
+              f"(rounds " + ", ".join(f"{r['eval_s']:.2f}" for r in rows) + ")")  # fmt: skip
+    keep, default = figures["keep"], figures["default"]
+    print(f"  eager step: {default['step_ms'] / keep['step_ms']:.2f}x with freed memory kept")
+    print(f"speedup: {default['eval_s'] / keep['eval_s']:.2f}x an LM evaluation pass with freed memory kept "
+          f"(TINYTF_ALLOCATOR=keep, the stages' setting) over the C library's default, "
+          f"{keep['eval_s']:.2f} vs {default['eval_s']:.2f} s")  # fmt: skip
+
+
+if __name__ == "__main__":
+    sys.exit(main())

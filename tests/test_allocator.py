@@ -1,0 +1,82 @@
+"""The stages' allocator setting: freed memory is kept for the next step instead of being unmapped
+and faulted in again, a page at a time."""
+
+from __future__ import annotations
+
+import json
+import platform
+import subprocess
+import sys
+
+import pytest
+
+from tinytf import allocator
+from tinytf.errors import ParamsError
+
+glibc = pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="mallopt is glibc's")
+
+# a 160 MB tensor made and dropped 18 times, as an eager step's logits are: page faults over the
+# last six (glibc's heap settles within nine here: torch's posix_memalign leaves holes at first)
+CYCLES = """
+import json, resource, sys
+import torch
+from tinytf import allocator
+torch.set_num_threads(1)  # the same allocations whatever the machine's cores
+setting = allocator.keep_freed_memory() if sys.argv[1] == "apply" else allocator.setting()
+for _ in range(12):
+    torch.ones(40_000_000)
+before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+for _ in range(6):
+    torch.ones(40_000_000)
+faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+print(json.dumps({"setting": setting, "faults": faults}))
+"""
+
+
+def cycles(apply: bool, env: dict | None = None) -> dict:
+    out = subprocess.run(
+        [sys.executable, "-c", CYCLES, "apply" if apply else "leave"],
+        capture_output=True, text=True, check=True, env=env,
+    )  # fmt: skip
+    return json.loads(out.stdout)
+
+
+@glibc
+def test_kept_memory_is_not_faulted_in_again():
+    kept = cycles(apply=True)
+    assert kept["setting"].startswith("kept (glibc")
+    # 40M floats are 39,063 pages: the C library's default faults them in on every cycle
+    assert kept["faults"] < 2_000, kept
+    left = cycles(apply=False)
+    assert left["setting"].startswith("default")
+    assert left["faults"] > 6 * 39_000, left
+
+
+@glibc
+def test_tinytf_allocator_default_leaves_the_c_library_alone(monkeypatch):
+    import os
+
+    env = {**os.environ, allocator.ENV: "default"}
+    result = cycles(apply=True, env=env)
+    assert result["setting"] == "default (TINYTF_ALLOCATOR=default)"
+    assert result["faults"] > 6 * 39_000
+
+
+def test_a_bad_value_names_the_variable(monkeypatch):
+    monkeypatch.setenv(allocator.ENV, "jemalloc")
+    monkeypatch.setattr(allocator, "_setting", "default (not set by this process)")
+    with pytest.raises(ParamsError, match="TINYTF_ALLOCATOR='jemalloc': expected 'keep'"):
+        allocator.keep_freed_memory()
+
+
+def test_a_stage_applies_it_before_its_main_and_a_bad_value_is_one_line():
+    import os
+
+    env = {**os.environ, allocator.ENV: "jemalloc"}
+    script = "import sys; sys.path.insert(0, 'stages'); import common; common.run(lambda: print('ran'))"
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
+    assert out.returncode == 2
+    assert out.stderr.strip() == (
+        "tinytf: error: TINYTF_ALLOCATOR='jemalloc': expected 'keep' (the default) or 'default' (the C library's own)"
+    )
+    assert "ran" not in out.stdout
