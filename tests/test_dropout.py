@@ -45,3 +45,17 @@ def test_gradient_flows_through_kept_elements_only():
 def test_rejects_a_probability_outside_0_1():
     with pytest.raises(ValueError, match="dropout probability"):
         Dropout(1.0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16, torch.float64])
+@pytest.mark.parametrize("p", [0.1, 0.25, 0.5, 0.9])
+def test_mask_values_are_the_float32_scale_cast_to_the_dtype(p, dtype):
+    # the committed results were trained with masks made as float32 then cast: any other
+    # rounding of the scale would move them
+    from tinytf.model.dropout import dropout_mask
+
+    torch.manual_seed(5)
+    mask = dropout_mask(torch.Size([64, 33]), p, torch.device("cpu"), dtype)
+    kept = 1 - round(p * 65536) / 65536
+    expected = torch.where(mask != 0, 1.0 / kept, 0.0).to(dtype)
+    assert mask.dtype == dtype and torch.equal(mask, expected)

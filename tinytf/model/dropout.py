@@ -12,6 +12,7 @@ Draws come from torch's global generator, so seeding and resuming work as with `
 from __future__ import annotations
 
 import math
+import struct
 
 import torch
 from torch import Tensor, nn
@@ -26,7 +27,10 @@ def dropout_mask(shape: torch.Size, p: float, device: torch.device, dtype: torch
     bits = torch.randint(-(1 << 63), (1 << 63) - 1, ((numel + 3) // 4,), dtype=torch.int64, device=device)
     uniform = bits.view(torch.int16)[:numel].view(shape)
     kept = (_HALF - threshold) / (2 * _HALF)  # 1 - p'
-    return torch.where(uniform >= threshold, 1.0 / kept, 0.0).to(dtype)
+    # 0 or 1 times the scale, rounded to float32 as ever (the masks used to be made in float32,
+    # then cast: the same values, at a third more of the mask's time)
+    scale = struct.unpack("f", struct.pack("f", 1.0 / kept))[0]
+    return (uniform >= threshold).to(dtype).mul_(scale)
 
 
 class Dropout(nn.Module):
