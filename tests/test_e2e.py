@@ -274,7 +274,8 @@ def test_mlflow_store_holds_one_run_per_stage(workspace):
     assert runs["tags.tinytf.stage"].value_counts().to_dict() == RUNS
     assert set(runs["status"]) == {"FINISHED"}
     if platform.libc_ver()[0] == "glibc":  # every stage process keeps freed memory (tinytf/allocator.py)
-        assert set(runs["tags.tinytf.allocator"]) == {"kept (glibc: no mmap, trim above 1024 MiB)"}
+        ran = runs[~runs["tags.tinytf.stage"].str.endswith("(parent)")]  # a matrix's parent runs nothing
+        assert set(ran["tags.tinytf.allocator"]) == {"kept (glibc: no mmap, trim above 1024 MiB)"}
     prepare = runs[runs["tags.tinytf.stage"] == "prepare"].iloc[0]
     assert prepare["params.prepare.corpus.max_rows"] == "2000"
     inputs = mlflow.get_run(prepare["run_id"]).inputs.dataset_inputs
