@@ -4,6 +4,7 @@ and faulted in again, a page at a time."""
 from __future__ import annotations
 
 import json
+import os
 import platform
 import subprocess
 import sys
@@ -53,9 +54,7 @@ def test_kept_memory_is_not_faulted_in_again():
 
 
 @glibc
-def test_tinytf_allocator_default_leaves_the_c_library_alone(monkeypatch):
-    import os
-
+def test_tinytf_allocator_default_leaves_the_c_library_alone():
     env = {**os.environ, allocator.ENV: "default"}
     result = cycles(apply=True, env=env)
     assert result["setting"] == "default (TINYTF_ALLOCATOR=default)"
@@ -70,8 +69,6 @@ def test_a_bad_value_names_the_variable(monkeypatch):
 
 
 def test_a_stage_applies_it_before_its_main_and_a_bad_value_is_one_line():
-    import os
-
     env = {**os.environ, allocator.ENV: "jemalloc"}
     script = "import sys; sys.path.insert(0, 'stages'); import common; common.run(lambda: print('ran'))"
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)

@@ -42,25 +42,25 @@ _setting = "default (not set by this process)"
 def keep_freed_memory() -> str:
     """Apply the settings once per process; returns what this process's allocator does."""
     global _setting
-    if _setting.startswith("kept"):
-        return _setting
+    if not _setting.startswith("kept"):
+        _setting = _apply()
+    return _setting
+
+
+def _apply() -> str:
     value = os.environ.get(ENV, "keep").strip()
     if value not in ("keep", "default"):
         raise ParamsError(
             f"{ENV}={value!r}: expected 'keep' (the default) or 'default' (the C library's own)"
         )
     if value == "default":
-        _setting = f"default ({ENV}=default)"
-        return _setting
+        return f"default ({ENV}=default)"
     if platform.libc_ver()[0] != "glibc":
-        _setting = "default (no glibc)"
-        return _setting
+        return "default (no glibc)"
     libc = ctypes.CDLL(None)
     if not (libc.mallopt(M_MMAP_MAX, 0) and libc.mallopt(M_TRIM_THRESHOLD, KEEP_BYTES)):
-        _setting = "default (mallopt refused)"
-        return _setting
-    _setting = f"kept (glibc: no mmap, trim above {KEEP_BYTES >> 20} MiB)"
-    return _setting
+        return "default (mallopt refused)"
+    return f"kept (glibc: no mmap, trim above {KEEP_BYTES >> 20} MiB)"
 
 
 def setting() -> str:
