@@ -81,6 +81,24 @@ def test_allocator_benchmark_runs_each_side_in_its_own_process_with_its_setting(
 
 
 @pytest.mark.slow
+def test_dvc_lockfile_benchmark_reads_the_lock_with_both_parsers():
+    out = run_benchmark("dvc_lockfile.py", ["--rounds", "1"], ROOT)
+    assert re.search(r"^  C \(ruamel.yaml.clib\) +\d+\.\d{3} s", out, re.M), out
+    assert re.match(
+        r"speedup: \d+\.\d\dx DVC's load of dvc.lock with ruamel.yaml's C parser", out.splitlines()[-1]
+    ), out
+
+
+def test_dvc_reads_yaml_with_the_c_parser():
+    """ruamel.yaml.clib is a dependency (pyproject.toml): DVC's safe loads then use the C parser."""
+    from ruamel.yaml import YAML
+    from ruamel.yaml.main import CParser
+
+    assert CParser is not None, "ruamel.yaml.clib is not installed"
+    assert YAML(typ="safe").Parser is CParser
+
+
+@pytest.mark.slow
 def test_attention_benchmark_times_each_case_and_ends_with_its_headline(tiny_params):
     out = run_benchmark("attention_paths.py", ["--params", str(tiny_params), "--steps", "1", "--rounds", "1"],
                         tiny_params.parent)  # fmt: skip
