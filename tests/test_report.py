@@ -314,6 +314,20 @@ def test_who_pretrained_the_body_has_a_row_per_start_and_one_for_the_evaluated_c
     assert table["fine-tune seconds"].tolist()[:3] == pytest.approx([12.0, 11.0, 3.0])  # all-label runs only
     assert "nobody" in table["pretrained by / on"][1]
     assert "68.1–74.5 (bootstrap, 1 seed)" in table["spread"][3]
+    # what the classifier uses (checks' closed form), not the module's unused LM head too
+    counts = json.loads((root / "reports/checks/counts.json").read_text())["ours"]
+    assert table["parameters"].tolist() == [counts["base+cls_head"]] * 4
+    # this data card records no in-domain text: the LM read PTB alone, and the report says so
+    assert table["pretrained by / on"][0] == "this pipeline's language model (ptb)"
+    assert "tokens) on ptb, so it needs" in (root / "reports/README.md").read_text()
+
+
+def test_the_lm_corpus_is_named_with_the_in_domain_text_the_data_card_records():
+    from tinytf.report.bodies import lm_corpus
+
+    card = {"corpus": {"notes": {"in_domain": {"parts": {"plot rows": {"rows": 1083}}, "repeat": 8}}}}
+    assert lm_corpus(card, "ptb") == "ptb plus in-domain text"
+    assert lm_corpus({"corpus": {"notes": {}}}, "ptb") == lm_corpus(None, "ptb") == "ptb"
 
 
 def test_an_external_encoder_row_names_what_it_was_pretrained_on():

@@ -32,10 +32,18 @@ def pretraining_of(checkpoint: str) -> str:
     return f"`{checkpoint}`: see its model card"
 
 
+def lm_corpus(data_card: dict | None, source: str) -> str:
+    """What our language model read: the corpus source, plus in-domain review text where the data
+    card says `prepare` added some (it may add none: prepare.corpus.in_domain)."""
+    notes = (((data_card or {}).get("corpus") or {}).get("notes")) or {}
+    return f"{source} plus in-domain text" if (notes.get("in_domain") or {}).get("parts") else source
+
+
 def our_pretraining(pretrained_meta: dict | None, corpus: str) -> str:
+    """`corpus`: what it read, as `lm_corpus` says it."""
     tokens = (pretrained_meta or {}).get("pretrain_tokens")
     amount = f", {tokens / 1e6:.1f}M tokens" if tokens else ""
-    return f"this pipeline's language model ({corpus} plus in-domain text{amount})"
+    return f"this pipeline's language model ({corpus}{amount})"
 
 
 def bodies_table(
@@ -47,9 +55,12 @@ def bodies_table(
     grid_init: str,
     pretrained_meta: dict | None,
     corpus: str,
+    classifier_parameters: int | None = None,
 ) -> pd.DataFrame:
     """One row per start; `best_result`/`best_model` are the grid's best cell files (result and
-    model JSON)."""
+    model JSON). `classifier_parameters`: what our classifier uses, body and head (checks' closed
+    form); the stages count every parameter of the module, which also holds the LM head it never
+    uses (1.0M of 2.6M by default), so our rows take this count where it is given."""
     ours = our_pretraining(pretrained_meta, corpus)
     hf_source = (finetune or {}).get("hf_checkpoint")
     bodies = {
@@ -67,7 +78,9 @@ def bodies_table(
         rows.append({
             "start": arm,
             "pretrained by / on": pretraining_of(hf_source) if arm == "hf" and hf_source else bodies.get(arm, arm),
-            "parameters": (finetune.get("parameters") or {}).get(arm),
+            "parameters": (finetune.get("parameters") or {}).get(arm)
+            if arm == "hf" or classifier_parameters is None
+            else classifier_parameters,
             "fine-tune seconds": seconds,
             "test accuracy": 100 * entry["test_accuracy_mean"],
             "spread": f"± {100 * entry['test_accuracy_std']:.1f} (std, {n} seeds)",
@@ -79,7 +92,9 @@ def bodies_table(
         rows.append({
             "start": f"grid best cell ({grid_init})",
             "pretrained by / on": pretraining_of(source) if source else bodies.get(grid_init, grid_init),
-            "parameters": best_result.get("parameters"),
+            "parameters": best_result.get("parameters")
+            if grid_init == "hf" or classifier_parameters is None
+            else classifier_parameters,
             "fine-tune seconds": best_result.get("train_seconds"),
             "test accuracy": 100 * metrics["test_accuracy"],
             "spread": f"95% interval {100 * low:.1f}–{100 * high:.1f} (bootstrap, 1 seed)",
@@ -109,8 +124,10 @@ def bodies_section(report) -> None:
             best_model = json.loads(model_path.read_text(encoding="utf-8"))
     meta = root / UPSTREAM["models_pretrained"].path
     pretrained_meta = json.loads(meta.read_text(encoding="utf-8")) if meta.exists() else None
+    corpus = lm_corpus(f.data, report.params.prepare.corpus.source)
+    ours = (f.counts or {}).get("base+cls_head")
     table = bodies_table(f.finetune, timings, f.metrics, best_result, best_model, report.params.grid.init,
-                         pretrained_meta, report.params.prepare.corpus.source)  # fmt: skip
+                         pretrained_meta, corpus, ours)  # fmt: skip
     if table.empty:
         return
     f.bodies = table

@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 
 from tinytf.report import tables as rt
+from tinytf.report.bodies import lm_corpus
 from tinytf.report.facts import ReportView
 from tinytf.report.transfer import transfer_text
 
@@ -141,7 +142,8 @@ def _grid_note(r: ReportView) -> str:
     if steps:
         tokens = steps * p.pretrain.batch_size * p.pretrain.grad_accum * p.model.block_size
         trained = (
-            f"pretrained for {steps} optimizer steps (~{tokens:,} tokens) on `{p.prepare.corpus.source}`"
+            f"pretrained for {steps} optimizer steps (~{tokens:,} tokens) on "
+            f"{lm_corpus(f.data, p.prepare.corpus.source)}"
         )
     text = ("- **Seed 004's grid was chosen for roberta-base, not for a model like ours.** Batch 64/128/256, lr "
             "1e-4/5e-5/1e-5, Adagrad (20 epochs by default, 2 or 5 in its search) fine-tunes roberta-base: 125M "
