@@ -47,20 +47,6 @@ def test_every_run_gets_one_thread_and_results_keep_the_items_order(workers, mon
         assert out[0][3] < out[2][3] < out[1][3]
 
 
-@pytest.mark.parametrize("workers", ["1", "2"])
-def test_meanwhile_runs_here_beside_the_workers_or_after_the_runs(workers, monkeypatch):
-    monkeypatch.setenv("TINYTF_WORKERS", workers)
-    called = []
-    with Workers(CPU, setup, (0,), "test runs") as pool:
-        out = pool.map(threads_and_value, [1, 2], cost=lambda item: item,
-                       meanwhile=lambda: called.append((os.getpid(), time.monotonic())))  # fmt: skip
-    (pid, at), ends = called[0], [end for *_, end in out]
-    assert len(called) == 1 and pid == os.getpid()
-    # two workers: called once the runs are handed out, before a spawned worker finishes one;
-    # in this process: after the runs, as the stage ran its own work before
-    assert at < min(ends) if workers == "2" else at > max(ends)
-
-
 def test_worker_count_reads_the_environment(monkeypatch):
     monkeypatch.setenv("TINYTF_WORKERS", "3")
     assert worker_count(CPU) == 3

@@ -153,9 +153,7 @@ def _ctrl_c_raises():
 class Workers:
     """`map(work, items)`: `work(state, item)` for every item, in worker processes where there
     are several, each holding `state = setup(*args)` built once. Results come back in the items'
-    order; the longest items (by `cost`) start first, so the last ones to finish are short.
-    `meanwhile()`, where given, runs in this process while the workers run the items (after them
-    where there are no workers): work of the stage's own that need not wait for theirs."""
+    order; the longest items (by `cost`) start first, so the last ones to finish are short."""
 
     def __init__(self, device: torch.device, setup: Callable[..., Any], args: tuple, desc: str):
         self.device, self.setup, self.args, self.desc = device, setup, args, desc
@@ -163,16 +161,8 @@ class Workers:
         self._pool: ProcessPoolExecutor | None = None
         self._local: Any = None
 
-    def map(
-        self,
-        work: Callable[[Any, Any], Any],
-        items: Sequence,
-        cost: Callable[[Any], float],
-        meanwhile: Callable[[], None] | None = None,
-    ) -> list:
+    def map(self, work: Callable[[Any, Any], Any], items: Sequence, cost: Callable[[Any], float]) -> list:
         if not items:
-            if meanwhile is not None:
-                meanwhile()
             return []
         order = sorted(range(len(items)), key=lambda i: -cost(items[i]))
         bar = tqdm(total=len(items), desc=self.desc, unit="run", file=sys.stderr, disable=None)
@@ -185,15 +175,11 @@ class Workers:
                     for i in order:
                         results[i] = work(self._local, items[i])
                         bar.update(1)
-                if meanwhile is not None:
-                    meanwhile()
                 return results
             with _ctrl_c_raises():
                 try:
                     pool = self._executor()
                     futures = {pool.submit(_task, work, items[i]): i for i in order}
-                    if meanwhile is not None:
-                        meanwhile()
                     for future in as_completed(futures):
                         results[futures[future]] = future.result()
                         bar.update(1)
