@@ -62,6 +62,11 @@ def bodies_table(
     form); the stages count every parameter of the module, which also holds the LM head it never
     uses (1.0M of 2.6M by default), so our rows take this count where it is given."""
     ours = our_pretraining(pretrained_meta, corpus)
+
+    def size(start: str, counted: int | None) -> int | None:
+        """Our classifier's own count where given; the external encoder's as its stage counted it."""
+        return counted if start == "hf" or classifier_parameters is None else classifier_parameters
+
     hf_source = (finetune or {}).get("hf_checkpoint")
     bodies = {
         "scratch": "nobody (random initialisation)",
@@ -78,9 +83,7 @@ def bodies_table(
         rows.append({
             "start": arm,
             "pretrained by / on": pretraining_of(hf_source) if arm == "hf" and hf_source else bodies.get(arm, arm),
-            "parameters": (finetune.get("parameters") or {}).get(arm)
-            if arm == "hf" or classifier_parameters is None
-            else classifier_parameters,
+            "parameters": size(arm, (finetune.get("parameters") or {}).get(arm)),
             "fine-tune seconds": seconds,
             "test accuracy": 100 * entry["test_accuracy_mean"],
             "spread": f"± {100 * entry['test_accuracy_std']:.1f} (std, {n} seeds)",
@@ -92,9 +95,7 @@ def bodies_table(
         rows.append({
             "start": f"grid best cell ({grid_init})",
             "pretrained by / on": pretraining_of(source) if source else bodies.get(grid_init, grid_init),
-            "parameters": best_result.get("parameters")
-            if grid_init == "hf" or classifier_parameters is None
-            else classifier_parameters,
+            "parameters": size(grid_init, best_result.get("parameters")),
             "fine-tune seconds": best_result.get("train_seconds"),
             "test accuracy": 100 * metrics["test_accuracy"],
             "spread": f"95% interval {100 * low:.1f}–{100 * high:.1f} (bootstrap, 1 seed)",
