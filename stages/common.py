@@ -9,6 +9,12 @@ what a stage depends on.
 
 from __future__ import annotations
 
+from tinytf import collector
+
+# before any other import: the stage's imports run without the cyclic collector, and `run`
+# turns it back on (tinytf/collector.py says why and what it saves)
+collector.pause_for_imports()
+
 import argparse
 import sys
 from collections.abc import Callable
@@ -80,7 +86,9 @@ def run(main: Callable[[], None]) -> None:
     """Run a stage's main(); a user-fixable error is one line on stderr and its exit status."""
     try:
         keep_freed_memory()  # before the stage's first tensor
+        collector.resume()
         main()
+        collector.freeze_for_exit()
     except TinyTFError as exc:
         print(f"tinytf: error: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)

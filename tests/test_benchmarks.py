@@ -89,6 +89,18 @@ def test_dvc_lockfile_benchmark_reads_the_lock_with_both_parsers():
     ), out
 
 
+@pytest.mark.slow
+def test_stage_process_benchmark_runs_each_side_with_its_collector_setting():
+    out = run_benchmark("stage_process.py", ["--rounds", "1"], ROOT)
+    for mode in ("default", "pause"):
+        assert re.search(
+            rf"^  {mode} +TINYTF_GC={mode} +imports +\d+\.\d\d s .* exit +\d+\.\d\d s", out, re.M
+        ), out
+    assert re.match(
+        r"speedup: \d+\.\d\dx a stage process's start and end with the collector paused", out.splitlines()[-1]
+    ), out
+
+
 def test_dvc_reads_yaml_with_the_c_parser():
     """ruamel.yaml.clib is a dependency (pyproject.toml): DVC's safe loads then use the C parser."""
     from ruamel.yaml import YAML

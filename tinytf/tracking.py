@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from tinytf import allocator
+from tinytf import allocator, collector
 from tinytf.cpu import cpu_kind
 from tinytf.io import sha256_file
 from tinytf.schema import flatten
@@ -197,10 +197,15 @@ def _connect(experiment: str):
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "10")
     _quiet_mlflow_logs()
-    import mlflow
+    # MLflow's modules and its SQL store (about 1 s, built on the first lookup and cached) live as
+    # long as the process: built once, without the garbage collector walking them (collector.py)
+    first = "mlflow" not in sys.modules
+    with collector.paused() if first else contextlib.nullcontext():
+        import mlflow
 
-    mlflow.set_tracking_uri(tracking_uri())
-    if mlflow.get_experiment_by_name(experiment) is None:
+        mlflow.set_tracking_uri(tracking_uri())
+        missing = mlflow.get_experiment_by_name(experiment) is None
+    if missing:
         artifacts = None
         if not os.environ.get("MLFLOW_TRACKING_URI"):
             artifacts = (project_root() / ARTIFACT_DIR / experiment).as_uri()

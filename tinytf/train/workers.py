@@ -33,6 +33,7 @@ from typing import Any
 import torch
 from tqdm import tqdm
 
+from tinytf import collector
 from tinytf.allocator import keep_freed_memory
 from tinytf.errors import ParamsError, TinyTFError
 from tinytf.train import distributed
@@ -121,6 +122,8 @@ def _start(setup: Callable[..., Any], args: tuple) -> None:
         threading.Thread(target=_exit_with, args=(os.getppid(),), daemon=True).start()
     torch.set_num_threads(1)
     keep_freed_memory()  # a spawned process starts with the C library's own settings
+    # spawn imported the stage's script here, and its `import common` paused the collector
+    collector.resume()
     _STATE = setup(*args)
 
 
