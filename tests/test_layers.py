@@ -12,7 +12,7 @@ from .conftest import REPO
 
 PACKAGE = REPO / "tinytf"
 # beside the layers, importable by all
-TOP = {"config", "prepare_params", "schema", "errors", "io", "cpu", "allocator"}
+TOP = {"config", "prepare_params", "schema", "errors", "io", "cpu", "allocator", "collector"}
 # what each layer may import besides itself and TOP (read: data and model at the bottom,
 # report at the top; `tracking`, the CLI and stages/ sit at the edge, above everything)
 ALLOWED = {
