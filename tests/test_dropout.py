@@ -59,3 +59,19 @@ def test_mask_values_are_the_float32_scale_cast_to_the_dtype(p, dtype):
     kept = 1 - round(p * 65536) / 65536
     expected = torch.where(mask != 0, 1.0 / kept, 0.0).to(dtype)
     assert mask.dtype == dtype and torch.equal(mask, expected)
+
+
+def test_torch_compile_traces_the_dropout_whole():
+    # a compiled training step with dropout fell back to eager when the tracer met `struct`
+    # (tinytf.train.runtime.maybe_compile's warning); one graph, no break, and in training the
+    # traced module still drops
+    import torch._dynamo
+
+    d = Dropout(0.25).train()
+    explained = torch._dynamo.explain(d)(torch.ones(64, 33))
+    assert explained.graph_count == 1 and explained.graph_break_count == 0
+    compiled = torch.compile(d, backend="eager")
+    out = compiled(torch.ones(4000))
+    assert 0.7 < (out == 0).float().mean().item() * 4 < 1.3  # about a quarter dropped
+    d.p = 0.5  # the mask's constants follow p, as nn.Dropout's p can be set
+    assert d._constants == (0, 2.0)

@@ -73,3 +73,23 @@ def test_compiled_step_matches_the_eager_step():
             assert b.grad is None, name
             continue
         assert torch.allclose(a.grad, b.grad, atol=1e-5, rtol=1e-4), name
+
+
+@pytest.mark.slow
+def test_a_classifier_step_with_dropout_compiles_instead_of_falling_back(capsys):
+    # what `finetune.compile: true` (or auto on CUDA) runs: dropout inside the compiled graph,
+    # lengths symbolic; once, a traceback in the dropout made every such step run eagerly
+    from tinytf.train.classify import classifier_step_loss
+
+    torch.manual_seed(0)
+    config = ModelConfig(vocab_size=97, d_model=32, n_head=2, d_ff=64, n_layer=2, block_size=16,
+                         dropout=0.1, n_classes=2)  # fmt: skip
+    model = TinyTransformer(config).train()
+    runtime = Runtime(torch.device("cpu"), "fp32", True)
+    step = classifier_step_loss(model, runtime)
+    for length in (9, 13):
+        ids, mask = torch.randint(5, 97, (4, length)), torch.ones(4, length, dtype=torch.bool)
+        loss, _ = step(ids, mask, torch.tensor([0, 1, 1, 0]))
+        loss.backward()
+    assert runtime.compile and "torch.compile failed" not in capsys.readouterr().err
+    assert torch.isfinite(loss) and model.base.blocks[0].attn.qkv.weight.grad.abs().sum() > 0

@@ -20,16 +20,27 @@ from torch import Tensor, nn
 _HALF = 1 << 15  # int16 uniforms lie in [-2^15, 2^15)
 
 
+def mask_constants(p: float) -> tuple[int, float]:
+    """(threshold, scale) of the mask for probability p: keep where an int16 uniform is >=
+    threshold, scale kept elements by 1 / (1 - p'), p' = p rounded to a multiple of 2^-16."""
+    threshold = round(p * 2 * _HALF) - _HALF
+    kept = (_HALF - threshold) / (2 * _HALF)  # 1 - p'
+    # rounded to float32 as ever (the masks used to be made in float32, then cast: the same
+    # values, at a third more of the mask's time)
+    return threshold, struct.unpack("f", struct.pack("f", 1.0 / kept))[0]
+
+
 def dropout_mask(shape: torch.Size, p: float, device: torch.device, dtype: torch.dtype) -> Tensor:
     """Keep-mask scaled by 1 / (1 - p'), p' = p rounded to a multiple of 2^-16."""
+    return _mask(shape, *mask_constants(p), device, dtype)
+
+
+def _mask(
+    shape: torch.Size, threshold: int, scale: float, device: torch.device, dtype: torch.dtype
+) -> Tensor:
     numel = math.prod(shape)
-    threshold = round(p * 2 * _HALF) - _HALF  # keep where the uniform is >= threshold
     bits = torch.randint(-(1 << 63), (1 << 63) - 1, ((numel + 3) // 4,), dtype=torch.int64, device=device)
     uniform = bits.view(torch.int16)[:numel].view(shape)
-    kept = (_HALF - threshold) / (2 * _HALF)  # 1 - p'
-    # 0 or 1 times the scale, rounded to float32 as ever (the masks used to be made in float32,
-    # then cast: the same values, at a third more of the mask's time)
-    scale = struct.unpack("f", struct.pack("f", 1.0 / kept))[0]
     return (uniform >= threshold).to(dtype).mul_(scale)
 
 
@@ -42,10 +53,20 @@ class Dropout(nn.Module):
             raise ValueError(f"dropout probability must be in [0, 1), got {p}")
         self.p = p
 
+    @property
+    def p(self) -> float:
+        return self._p
+
+    @p.setter
+    def p(self, value: float) -> None:
+        # worked out here, not in forward: torch.compile's tracer cannot trace `struct`, and a
+        # compiled step with dropout fell back to eager
+        self._p, self._constants = value, mask_constants(value)
+
     def forward(self, x: Tensor) -> Tensor:
         if not self.training or self.p == 0.0:
             return x
-        return x * dropout_mask(x.shape, self.p, x.device, x.dtype)
+        return x * _mask(x.shape, *self._constants, x.device, x.dtype)
 
     def extra_repr(self) -> str:
         return f"p={self.p}"
