@@ -117,11 +117,12 @@ def classifier_runtime(params, planned_steps: int = 0) -> Runtime:
 
     On a CPU `auto` does not compile the classifier: its batches are small and of varying length,
     and the compiled step did not repay its compile time in a run of a few hundred steps
-    (benchmarks/classifier_throughput.py, `finetune.compile: true`): slower than the eager one on
-    the AVX-512 machine (64 vs 55 ms, after ~50 s of compiling); on the AMX machine 35.1 vs
-    36.3 ms after 28 s, inductor's in-graph random numbers for the dropout taking about 8 ms of
-    it; lengths padded to multiples of 16 and compiled for each, without dropout, 22.5 vs 21.8 ms
-    after 100 s."""
+    (benchmarks/classifier_throughput.py with `finetune.compile: true`, against a run without):
+    slower than the eager one on the AVX-512 machine (64 vs 55 ms, after ~50 s of compiling); on
+    the AMX machine 1.49x the seed lab's step instead of 1.39x (35.1 vs 36.3 ms) after 28 s of
+    compiling, inductor's in-graph random numbers for the dropout taking about 8 ms a step; with
+    lengths padded to multiples of 16 and each compiled, without dropout, 22.5 vs 21.8 ms after
+    100 s."""
     mode = params.compile
     if mode == "auto" and resolve_device(params.device).type == "cpu":
         mode = False
