@@ -158,11 +158,11 @@ def main() -> None:
 
     lab.train()
     steps = {"tinytf": ours_step, "lab": lab_step}
-    names = {
+    first = warm_up(steps, 10, runtime.device)  # ten batches: ten lengths, so recompiles show here
+    names = {  # after the warm-up: a compile that failed there turned `compile` off, and the line says so
         "tinytf": f"tinytf ({runtime.describe()})",
         "lab": "seed lab (nn.TransformerEncoder, eager fp32)",
     }
-    first = warm_up(steps, 10, runtime.device)  # ten batches: ten lengths, so recompiles show here
     workers = worker_count(runtime.device)
     rates, layout = {"tinytf": [], "lab": []}, []
     for _ in range(args.rounds):

@@ -126,12 +126,12 @@ def main() -> None:
             peaks = {dt: matmul_peak(runtime.device, dt) for dt in (torch.float32, torch.bfloat16)}
             print(f"matmul peak on {runtime.device} ({device_name(runtime.device)}): "
                   f"fp32 {peaks[torch.float32]:,.0f} GFLOP/s, bf16 {peaks[torch.bfloat16]:,.0f} GFLOP/s")  # fmt: skip
-        names = {
+        steps = {"tinytf": ours_step, "lab": seed_lab_step(model_params, p, vocab, tokens, runtime.device)}
+        first = warm_up(steps, 3, runtime.device)
+        names = {  # after the warm-up: a compile that failed there turned `compile` off, and the line says so
             "tinytf": f"tinytf ({runtime.describe()})",
             "lab": "seed lab (nn.TransformerEncoder, eager fp32)",
         }
-        steps = {"tinytf": ours_step, "lab": seed_lab_step(model_params, p, vocab, tokens, runtime.device)}
-        first = warm_up(steps, 3, runtime.device)
         per_step = {name: block * p.batch_size * p.grad_accum for name in steps}
         rates = timed_rounds(steps, per_step, args.steps, args.rounds, runtime.device)
         c = ours.config
