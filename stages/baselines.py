@@ -15,7 +15,7 @@ import pandas as pd
 
 from tinytf.analysis.baselines import baseline_curve
 from tinytf.data.splits import SPLITS
-from tinytf.data.subsets import count_name
+from tinytf.data.subsets import check_counts, count_name
 from tinytf.errors import DataError
 from tinytf.io import write_json
 from tinytf.tracking import stage_run
@@ -36,8 +36,9 @@ def main() -> None:
     params = common.load_params("baselines", args)
     b, f = params.baselines, params.finetune
 
+    splits = {s: read_split(Path(args.data) / f"{s}.parquet") for s in SPLITS}
+    check_counts(f.label_counts, len(splits["train"][1]), str(Path(args.data) / "train.parquet"))
     with stage_run("baselines", params.as_dict()) as tracker:
-        splits = {s: read_split(Path(args.data) / f"{s}.parquet") for s in SPLITS}
         plan = f.curve_plan()
 
         def progress(count, seed, fit):

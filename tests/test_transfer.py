@@ -10,7 +10,7 @@ import torch
 from tinytf.analysis.baselines import baseline_curve, fit_baselines, majority_accuracy
 from tinytf.analysis.evaluation import curve_summary, snapshot_curve
 from tinytf.config import FinetuneParams, load_params
-from tinytf.data.subsets import ALL, label_order, label_subset
+from tinytf.data.subsets import ALL, check_counts, label_order, label_subset
 from tinytf.errors import ParamsError
 from tinytf.report.tables import paired_text
 from tinytf.report.transfer import detectable_difference, verdict
@@ -52,6 +52,24 @@ def test_params_need_all_labels_and_known_search_counts():
         load_params(REPO / "params.yaml", {"finetune.label_counts": [250, 1000]})
     with pytest.raises(ParamsError, match=r"finetune.snapshot_labels: 500 is not one of label_counts"):
         load_params(REPO / "params.yaml", {"finetune.snapshot_labels": 500})
+
+
+def test_a_label_count_as_large_as_the_train_split_is_refused_naming_the_key_and_file():
+    check_counts([250, 999, ALL], 1000, "train.parquet")  # below the split's size, and all: fine
+    for count in (1000, 5000):  # every label under another name: the all-labels point again
+        with pytest.raises(
+            ParamsError, match=rf"finetune.label_counts: {count} labels .* train.parquet has 1000"
+        ):
+            check_counts([250, count, ALL], 1000, "train.parquet")
+
+
+def test_finetune_refuses_too_many_labels_before_any_run(workdir):  # noqa: F811
+    params = FinetuneParams(label_counts=[24, 96, 0], seeds=[1], many_labels=48, many_label_seeds=1,
+                            lr_search_labels=24, snapshot_labels=24, device="cpu", compile=False)  # fmt: skip
+    with pytest.raises(
+        ParamsError, match=r"finetune.label_counts: 96 labels .*tokens/sentiment/train.parquet has 96"
+    ):
+        run_finetune(params, 32, workdir / "models" / "pretrained.pt", workdir)
 
 
 def test_chosen_lr_is_the_best_mean_over_seeds_first_on_ties():

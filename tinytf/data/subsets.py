@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from tinytf.errors import ParamsError
+
 ALL = 0  # a label count of 0 means every train label
 
 
@@ -32,6 +34,17 @@ def label_subset(labels: np.ndarray, count: int, seed: int) -> np.ndarray:
     if count == ALL or count >= len(labels):
         return np.arange(len(labels))
     return np.sort(label_order(labels, seed)[:count])
+
+
+def check_counts(counts: list[int], n_train: int, source: str) -> None:
+    """Refuse a label count at or above the train split's size: `label_subset` would give it every
+    label, so it would repeat the all-labels point (0) under another name, with all its runs."""
+    too_many = sorted(c for c in counts if c != ALL and c >= n_train)
+    if too_many:
+        raise ParamsError(
+            f"finetune.label_counts: {too_many[0]} labels asked for, but {source} has {n_train}; a count "
+            f"that large is every label, the all-labels point (0) again: use counts below {n_train}"
+        )
 
 
 def count_name(count: int) -> str:

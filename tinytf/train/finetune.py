@@ -30,7 +30,7 @@ import pandas as pd
 
 from tinytf.config import FinetuneParams, HFParams
 from tinytf.data.batching import SentimentDataset
-from tinytf.data.subsets import count_name, label_subset
+from tinytf.data.subsets import check_counts, count_name, label_subset
 from tinytf.model.checkpoint import read_config
 from tinytf.train.classify import (
     SentimentData,
@@ -268,6 +268,8 @@ def run_finetune(
     trained_arms = [a for a in params.arms if a != "frozen"]  # the probe chooses its C in every run
     with Workers(runtime.device, Trainer, (params, data_dir, max_length, hf), "finetune runs") as workers:
         run = Runner(params, data_dir, max_length, callbacks_for, workers, hf)
+        train_file = Path(data_dir) / "tokens/sentiment/train.parquet"  # where SentimentData.load read it
+        check_counts(params.label_counts, len(run.data.splits["train"]), str(train_file))
         search = [RunSpec(arm, params.lr_search_labels, seed, lr, pretrained, "final")
                   for arm in trained_arms for lr in (hf.lrs if arm == "hf" else params.lrs)
                   for seed in search_seeds]  # fmt: skip
