@@ -100,9 +100,20 @@ def test_tinytf_predict_uses_the_same_model(registered):
 
 
 def test_tinytf_predict_without_a_registered_model_is_one_line_exit_2(tmp_path):
-    env = dict(os.environ, MLFLOW_TRACKING_URI=f"sqlite:///{tmp_path / 'empty.db'}")
-    result = subprocess.run(
-        [sys.executable, "-m", "tinytf.cli", "predict", "hi"], env=env, capture_output=True, text=True
-    )
+    store = tmp_path / "empty.db"
+    env = dict(os.environ, MLFLOW_TRACKING_URI=f"sqlite:///{store}")
+
+    def predict():
+        return subprocess.run(
+            [sys.executable, "-m", "tinytf.cli", "predict", "hi"], env=env, capture_output=True, text=True
+        )
+
+    # no store at all (tinytf predict outside the repository): said, and no empty store left behind
+    result = predict()
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert f"{store}: no MLflow store here" in result.stderr and not store.exists()
+    subprocess.run([sys.executable, "-c", f"import mlflow; mlflow.MlflowClient('sqlite:///{store}').search_experiments()"],
+                   check=True, capture_output=True)  # fmt: skip
+    result = predict()  # a store without the model
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "models:/tinytf-sentiment@champion: cannot load the model" in result.stderr
