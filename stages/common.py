@@ -26,7 +26,7 @@ from tinytf.allocator import keep_freed_memory
 from tinytf.config import load_params as validated_params
 from tinytf.config import narrow_params
 from tinytf.errors import ParamsError, TinyTFError
-from tinytf.schema import DeclaredParams
+from tinytf.schema import DeclaredParams, parse_overrides
 
 DVC_FILE = Path("dvc.yaml")
 
@@ -49,17 +49,6 @@ def stage_parser(stage: str, doc: str) -> argparse.ArgumentParser:
         help="override a params key for this run, e.g. --set tokenize.vocab_size=4000",
     )
     return parser
-
-
-def parse_overrides(items: list[str]) -> dict:
-    overrides = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise ParamsError(f"--set {item!r}: expected KEY=VALUE, e.g. --set tokenize.vocab_size=4000")
-        # values are YAML so that numbers, booleans and lists mean what they do in params.yaml
-        overrides[key.strip()] = yaml.safe_load(value)
-    return overrides
 
 
 def declared_keys(stage: str, dvc_file: Path = DVC_FILE) -> list[str]:

@@ -63,6 +63,22 @@ def test_run_expands_a_matrix_stage_from_params(tmp_path, monkeypatch):
     assert stage_commands("prepare") == [
         ["python", "stages/prepare.py", "--out", "data/prepared", "--reports", "reports", "--raw", "data/raw"]
     ]
+    # --set picks the cells, as `dvc exp run -S` would: once the cells ignored it and ran AdamW
+    # with `--set grid.optimizers=[SGD]` passed to a script that trains the cell it is given
+    commands = stage_commands("grid", overrides={"grid.optimizers": ["SGD"], "grid.lrs": [0.1, 0.2]})
+    assert [c[c.index("--out") + 1] for c in commands] == [
+        "data/grid/SGD-lr0.1-bs8-ep1",
+        "data/grid/SGD-lr0.2-bs8-ep1",
+    ]
+
+
+def test_run_refuses_a_malformed_set_before_running_anything(tmp_path, monkeypatch, capsys):
+    (tmp_path / "dvc.yaml").write_text((REPO / "dvc.yaml").read_text())
+    (tmp_path / "params.yaml").write_text((REPO / "params.yaml").read_text())
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "grid", "--set", "grid.optimizers"]) == 2
+    err = capsys.readouterr().err
+    assert "--set 'grid.optimizers': expected KEY=VALUE" in err and "+ " not in err
 
 
 def test_run_names_an_unknown_stage(tmp_path, monkeypatch, capsys):

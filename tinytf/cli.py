@@ -16,6 +16,7 @@ from pathlib import Path
 import yaml
 
 from tinytf.errors import ParamsError, TinyTFError
+from tinytf.schema import parse_overrides, set_dotted
 
 
 # ~80 lines on purpose: every subcommand and its options in one place, as `tinytf --help` lists them
@@ -99,8 +100,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def stage_commands(stage: str, dvc_file: str | Path = "dvc.yaml", params_file: str | Path = "params.yaml"):
-    """The command lines of `stage` in dvc.yaml: one, or one per cell of its `matrix:`."""
+def stage_commands(
+    stage: str,
+    dvc_file: str | Path = "dvc.yaml",
+    params_file: str | Path = "params.yaml",
+    overrides: dict | None = None,
+):
+    """The command lines of `stage` in dvc.yaml: one, or one per cell of its `matrix:`, the cells
+    those of params_file with `overrides` (dotted key: value) applied, as `dvc exp run -S` makes them."""
     dvc_file, params_file = Path(dvc_file), Path(params_file)
     if not dvc_file.exists():
         raise ParamsError(f"{dvc_file}: not found; run from the repository root")
@@ -111,6 +118,8 @@ def stage_commands(stage: str, dvc_file: str | Path = "dvc.yaml", params_file: s
     if not matrix:
         return [shlex.split(cmd)]
     params = yaml.safe_load(params_file.read_text(encoding="utf-8")) or {}
+    for dotted, value in (overrides or {}).items():
+        set_dotted(params, dotted, value)
 
     def resolve(value):  # "${grid.lrs}" -> the list in params.yaml
         ref = re.fullmatch(r"\$\{([\w.]+)\}", str(value))
@@ -132,7 +141,7 @@ def stage_commands(stage: str, dvc_file: str | Path = "dvc.yaml", params_file: s
 
 def run_stage(stage: str, overrides: Sequence[str]) -> None:
     extra = [arg for item in overrides for arg in ("--set", item)]
-    for argv in stage_commands(stage):
+    for argv in stage_commands(stage, overrides=parse_overrides(list(overrides))):
         if argv[0] == "python":
             argv[0] = sys.executable
         print("+ " + shlex.join(argv + extra), file=sys.stderr)

@@ -15,6 +15,8 @@ import typing
 from dataclasses import field
 from typing import Any, Literal
 
+import yaml
+
 from tinytf.errors import ParamsError
 
 
@@ -145,6 +147,18 @@ def set_dotted(raw: dict, dotted: str, value: Any) -> None:
         if not isinstance(node, dict):
             raise ParamsError(f"override {dotted}: '{part}' is not a section")
     node[parts[-1]] = value
+
+
+def parse_overrides(items: list[str]) -> dict:
+    """`--set KEY=VALUE` items as {dotted key: value}, for `set_dotted`."""
+    overrides = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ParamsError(f"--set {item!r}: expected KEY=VALUE, e.g. --set tokenize.vocab_size=4000")
+        # values are YAML so that numbers, booleans and lists mean what they do in params.yaml
+        overrides[key.strip()] = yaml.safe_load(value)
+    return overrides
 
 
 def join(prefix: str, name: str) -> str:
