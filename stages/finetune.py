@@ -21,7 +21,7 @@ from tinytf.data.subsets import count_name
 from tinytf.io import write_json, write_text
 from tinytf.report.plots import plot_finetune_curves
 from tinytf.tracking import TrackerCallback, stage_run
-from tinytf.train.finetune import FinetuneResult, run_finetune
+from tinytf.train.finetune import FinetuneResult, check_label_counts, run_finetune
 
 
 def summarize(result: FinetuneResult, f, hf, with_snapshots: bool) -> dict:
@@ -65,6 +65,7 @@ def main() -> None:
     params = common.load_params("finetune", args)
     snapshots = sorted(Path(args.snapshots).glob("epoch*.pt"), key=lambda p: int(p.stem[5:]))
 
+    check_label_counts(params.finetune, args.data)  # before the MLflow run: a refused count leaves none
     with stage_run("finetune", params.as_dict()) as tracker:
 
         @contextlib.contextmanager

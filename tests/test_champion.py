@@ -114,6 +114,8 @@ def test_tinytf_predict_without_a_registered_model_is_one_line_exit_2(tmp_path):
     assert f"{store}: no MLflow store here" in result.stderr and not store.exists()
     subprocess.run([sys.executable, "-c", f"import mlflow; mlflow.MlflowClient('sqlite:///{store}').search_experiments()"],
                    check=True, capture_output=True)  # fmt: skip
-    result = predict()  # a store without the model
-    assert result.returncode == 2 and "Traceback" not in result.stderr
-    assert "models:/tinytf-sentiment@champion: cannot load the model" in result.stderr
+    for uri in (f"sqlite:///{store}", f"sqlite:///{store}?timeout=30"):  # a store without the model
+        env["MLFLOW_TRACKING_URI"] = uri
+        result = predict()
+        assert result.returncode == 2 and "Traceback" not in result.stderr
+        assert "models:/tinytf-sentiment@champion: cannot load the model" in result.stderr, uri

@@ -79,6 +79,15 @@ def test_run_refuses_a_malformed_set_before_running_anything(tmp_path, monkeypat
     assert main(["run", "grid", "--set", "grid.optimizers"]) == 2
     err = capsys.readouterr().err
     assert "--set 'grid.optimizers': expected KEY=VALUE" in err and "+ " not in err
+    # a scalar where the matrix needs a list (once a traceback from itertools.product), a misspelt
+    # key (once the params.yaml cells, announced before the first one refused it)
+    for override, message in (
+        ("grid.lrs=0.1", "grid.lrs"),
+        ("grid.optimizer=[SGD]", "did you mean 'grid.optimizers'"),
+    ):
+        assert main(["run", "grid", "--set", override]) == 2
+        err = capsys.readouterr().err
+        assert message in err and "Traceback" not in err and "+ " not in err, err
 
 
 def test_run_names_an_unknown_stage(tmp_path, monkeypatch, capsys):

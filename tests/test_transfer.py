@@ -1,6 +1,9 @@
 """The transfer study's pieces: label subsets, the fine-tuning recipe, the baselines, the curves."""
 
 import contextlib
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pandas as pd
@@ -63,13 +66,32 @@ def test_a_label_count_as_large_as_the_train_split_is_refused_naming_the_key_and
             check_counts([250, count, ALL], 1000, "train.parquet")
 
 
-def test_finetune_refuses_too_many_labels_before_any_run(workdir):  # noqa: F811
+def test_finetune_refuses_too_many_labels_before_any_run(workdir, monkeypatch):  # noqa: F811
+    from tinytf.train import workers
+
+    def no_run(*args, **kwargs):
+        raise AssertionError("a fine-tuning run started before the label counts were checked")
+
+    monkeypatch.setattr(workers.Workers, "map", no_run)
     params = FinetuneParams(label_counts=[24, 96, 0], seeds=[1], many_labels=48, many_label_seeds=1,
                             lr_search_labels=24, snapshot_labels=24, device="cpu", compile=False)  # fmt: skip
     with pytest.raises(
         ParamsError, match=r"finetune.label_counts: 96 labels .*tokens/sentiment/train.parquet has 96"
     ):
         run_finetune(params, 32, workdir / "models" / "pretrained.pt", workdir)
+
+
+def test_the_finetune_stage_refuses_too_many_labels_before_its_mlflow_run(workdir, tmp_path):  # noqa: F811
+    store = tmp_path / "mlflow.db"
+    sets = ["finetune.label_counts=[24,96,0]", "finetune.lr_search_labels=24", "finetune.snapshot_labels=24"]
+    result = subprocess.run(
+        [sys.executable, "stages/finetune.py", "--data", str(workdir), "--pretrained",
+         str(workdir / "models" / "pretrained.pt"), "--snapshots", str(tmp_path / "none"),
+         "--reports", str(tmp_path / "reports"), *[arg for s in sets for arg in ("--set", s)]],
+        cwd=REPO, env=dict(os.environ, MLFLOW_TRACKING_URI=f"sqlite:///{store}", TINYTF_TRACKING="1"), capture_output=True, text=True,
+    )  # fmt: skip
+    assert result.returncode == 2 and "finetune.label_counts: 96 labels" in result.stderr, result.stderr
+    assert not store.exists() and not (tmp_path / "reports").exists()  # no failed run, nothing written
 
 
 def test_chosen_lr_is_the_best_mean_over_seeds_first_on_ties():

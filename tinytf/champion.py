@@ -70,13 +70,16 @@ def load_champion(uri: str, store: str):
     """The pyfunc model at `uri` (e.g. models:/tinytf-sentiment@champion) in the tracking `store`."""
     from tinytf.errors import DataError
 
-    database = Path(store.removeprefix("sqlite:///"))
-    if store.startswith("sqlite:///") and uri.startswith(("models:/", "runs:/")) and not database.exists():
-        # MLflow would create an empty store there, and then report that the model is missing
-        raise DataError(
-            f"{database}: no MLflow store here; run this in the repository whose pipeline registered "
-            f"the model, or set MLFLOW_TRACKING_URI to its store"
-        )
+    if store.startswith("sqlite:///") and uri.startswith(("models:/", "runs:/")):
+        from sqlalchemy.engine import make_url  # MLflow's own dependency; it parses ?query strings too
+
+        database = Path(make_url(store).database or "")
+        if not database.is_file():
+            # MLflow would create an empty store there, and then report that the model is missing
+            raise DataError(
+                f"{database.resolve()}: no MLflow store here; run this in the repository whose pipeline "
+                f"registered the model, or set MLFLOW_TRACKING_URI to its store"
+            )
     mlflow.set_tracking_uri(store)
     try:
         return mlflow.pyfunc.load_model(uri)

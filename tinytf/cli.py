@@ -141,7 +141,14 @@ def stage_commands(
 
 def run_stage(stage: str, overrides: Sequence[str]) -> None:
     extra = [arg for item in overrides for arg in ("--set", item)]
-    for argv in stage_commands(stage, overrides=parse_overrides(list(overrides))):
+    parsed = parse_overrides(list(overrides))
+    if parsed:
+        from tinytf.config import load_params
+
+        # the stages' own checks, once, before a matrix is expanded from the values: a scalar where a
+        # list belongs, or a misspelt key, would otherwise build wrong cells or none
+        load_params("params.yaml", parsed)
+    for argv in stage_commands(stage, overrides=parsed):
         if argv[0] == "python":
             argv[0] = sys.executable
         print("+ " + shlex.join(argv + extra), file=sys.stderr)

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 
 from tinytf.config import FinetuneParams, HFParams
 from tinytf.data.batching import SentimentDataset
@@ -73,6 +74,14 @@ def schedule(n_train: int, params: FinetuneParams) -> tuple[int, int]:
     epochs = max(params.epochs, math.ceil(params.min_steps / steps_per_epoch))
     every = math.ceil(epochs / MAX_EVALUATIONS)
     return math.ceil(epochs / every) * every, every
+
+
+def check_label_counts(params: FinetuneParams, data_dir: str | Path) -> None:
+    """Refuse label counts the train split cannot give (`check_counts`), from the file's row count
+    alone: the stage asks before it opens its MLflow run, `run_finetune` before any run."""
+    train_file = Path(data_dir) / "tokens/sentiment/train.parquet"  # as SentimentData.load reads it
+    if train_file.exists():  # a missing one is SentimentData.load's error, which says what to run first
+        check_counts(params.label_counts, pq.read_metadata(train_file).num_rows, str(train_file))
 
 
 def subset(data: SentimentData, count: int, seed: int) -> tuple[SentimentData, np.ndarray]:
@@ -260,6 +269,7 @@ def run_finetune(
     wraps each all-label run (the stage opens a nested MLflow run there)."""
     if "hf" in params.arms and hf is None:
         raise ValueError("finetune.arms has 'hf': pass the hf params")
+    check_label_counts(params, data_dir)
     runtime = classifier_runtime(params, 0)
     pretrained = Path(pretrained)
     plan = params.curve_plan()
@@ -268,8 +278,6 @@ def run_finetune(
     trained_arms = [a for a in params.arms if a != "frozen"]  # the probe chooses its C in every run
     with Workers(runtime.device, Trainer, (params, data_dir, max_length, hf), "finetune runs") as workers:
         run = Runner(params, data_dir, max_length, callbacks_for, workers, hf)
-        train_file = Path(data_dir) / "tokens/sentiment/train.parquet"  # where SentimentData.load read it
-        check_counts(params.label_counts, len(run.data.splits["train"]), str(train_file))
         search = [RunSpec(arm, params.lr_search_labels, seed, lr, pretrained, "final")
                   for arm in trained_arms for lr in (hf.lrs if arm == "hf" else params.lrs)
                   for seed in search_seeds]  # fmt: skip
