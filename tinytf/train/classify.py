@@ -43,9 +43,14 @@ class SentimentData:
     cls_id: int | None  # our tokenizer's [CLS] (first-token pooling prepends it); None for `hf`
     pad_id: int = PAD_ID
 
+    @staticmethod
+    def folder(data_dir: str | Path) -> Path:
+        """Where `tokenize` wrote the splits' parquet files and labels.json under `data_dir`."""
+        return Path(data_dir) / "tokens" / "sentiment"
+
     @classmethod
     def load(cls, data_dir: str | Path) -> SentimentData:
-        root = Path(data_dir) / "tokens" / "sentiment"
+        root = cls.folder(data_dir)
         labels = root / "labels.json"
         if not labels.exists():
             raise DataError(f"{labels}: not found; run the prepare and tokenize stages first")

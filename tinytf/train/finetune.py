@@ -79,7 +79,7 @@ def schedule(n_train: int, params: FinetuneParams) -> tuple[int, int]:
 def check_label_counts(params: FinetuneParams, data_dir: str | Path) -> None:
     """Refuse label counts the train split cannot give (`check_counts`), from the file's row count
     alone: the stage asks before it opens its MLflow run, `run_finetune` before any run."""
-    train_file = Path(data_dir) / "tokens/sentiment/train.parquet"  # as SentimentData.load reads it
+    train_file = SentimentData.folder(data_dir) / "train.parquet"
     if train_file.exists():  # a missing one is SentimentData.load's error, which says what to run first
         check_counts(params.label_counts, pq.read_metadata(train_file).num_rows, str(train_file))
 
