@@ -61,6 +61,20 @@ def test_mask_values_are_the_float32_scale_cast_to_the_dtype(p, dtype):
     assert mask.dtype == dtype and torch.equal(mask, expected)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_mask_is_the_one_the_committed_results_were_trained_with(dtype):
+    # the mask is cast through uint8 for speed; the same seed must keep the same elements
+    from tinytf.model.dropout import dropout_mask, mask_constants
+
+    threshold, scale = mask_constants(0.1)
+    torch.manual_seed(6)
+    mask = dropout_mask(torch.Size([32, 4, 37, 37]), 0.1, torch.device("cpu"), dtype)
+    torch.manual_seed(6)
+    bits = torch.randint(-(1 << 63), (1 << 63) - 1, ((mask.numel() + 3) // 4,), dtype=torch.int64)
+    uniform = bits.view(torch.int16)[: mask.numel()].view(mask.shape)
+    assert torch.equal(mask, (uniform >= threshold).to(dtype) * scale)
+
+
 def test_torch_compile_traces_the_dropout_whole():
     # a compiled training step with dropout fell back to eager when the tracer met `struct`
     # (tinytf.train.runtime.maybe_compile's warning); one graph, no break, and in training the

@@ -8,7 +8,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tinytf.model.attention import SelfAttention, build_attention_mask, head_norm_weights, merge_heads
+from tinytf.model.attention import (
+    SelfAttention,
+    attention_bias,
+    build_attention_mask,
+    head_norm_weights,
+    merge_heads,
+)
 from tinytf.model.transformer import (
     ModelConfig,
     TinyTransformer,
@@ -109,6 +115,45 @@ def test_manual_attention_equals_sdpa_and_multihead_attention(causal, padded):
     torch.testing.assert_close(
         w[real.unsqueeze(1).expand(-1, 4, -1)], w_ref[real.unsqueeze(1).expand(-1, 4, -1)]
     )
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_additive_mask_gives_the_boolean_masks_outputs_and_gradients_bit_for_bit(dtype):
+    # the written-out path adds `attention_bias` instead of masked_fill for speed; the committed
+    # results were trained with masked_fill, so both must give the very same numbers
+    manual, _, _ = attention_pair()
+    _, am = ids_and_mask()
+    allowed = build_attention_mask(am, L, causal=True)
+    outputs = []
+    for mask in (allowed, attention_bias(allowed)):
+        x = torch.randn(3, L, 16, generator=torch.Generator().manual_seed(0)).to(dtype).requires_grad_()
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype == torch.bfloat16):
+            y, _ = manual(x, mask, causal=True)
+        y.float().square().sum().backward()
+        outputs.append((y.detach(), x.grad, [p.grad.clone() for p in manual.parameters()]))
+        manual.zero_grad()
+    (y0, gx0, gp0), (y1, gx1, gp1) = outputs
+    assert torch.equal(y0, y1) and torch.equal(gx0, gx1)
+    assert all(torch.equal(a, b) for a, b in zip(gp0, gp1, strict=True))
+
+
+@pytest.mark.parametrize(("grad", "bias"), [(True, True), (False, False)])
+def test_the_body_adds_the_mask_where_the_written_out_path_runs(monkeypatch, grad, bias):
+    # a training step (autograd on the CPU) takes the written-out path: an fp32 additive mask,
+    # built once for all layers; SDPA (inference) keeps the boolean one
+    seen = []
+    real = SelfAttention.forward
+    monkeypatch.setattr(
+        SelfAttention,
+        "forward",
+        lambda self, x, mask=None, *a, **kw: seen.append(mask) or real(self, x, mask, *a, **kw),
+    )
+    model = build(attn_impl="sdpa")
+    ids, am = ids_and_mask()
+    with torch.set_grad_enabled(grad):
+        model.forward_cls(ids, am)
+    assert len(seen) == 2 and seen[0] is seen[1]
+    assert seen[0].dtype == (torch.float32 if bias else torch.bool)
 
 
 def test_attention_weights_are_causal_distributions():

@@ -4,7 +4,9 @@ Shapes: B batch, L sequence length, D = d_model, H heads, hd = D // H (head size
 
 Mask convention used everywhere in tinytf: a *boolean* tensor where True means "this query may
 attend to this key" (the convention of `F.scaled_dot_product_attention`). Note that
-`nn.MultiheadAttention` uses the opposite one (True = masked out); the tests translate.
+`nn.MultiheadAttention` uses the opposite one (True = masked out); the tests translate. The
+written-out path also takes the same mask as an additive float one (`attention_bias`: 0 where
+allowed, -inf elsewhere), built once for all the layers of a forward pass.
 """
 
 from __future__ import annotations
@@ -38,6 +40,17 @@ def build_attention_mask(attention_mask: Tensor | None, seq_len: int, causal: bo
     # finite. Only padded queries are affected (a real query always sees itself anyway), their outputs
     # are never read (pooling and the loss skip pads), and no real query ever attends to a pad key.
     return allowed | torch.eye(seq_len, dtype=torch.bool, device=device)
+
+
+def attention_bias(allowed: Tensor) -> Tensor:
+    """The boolean mask as an additive fp32 one: 0 where a query may attend, -inf where not.
+
+    Adding it to the logits gives what `masked_fill(~allowed, -inf)` gives, and the fp32 sum is
+    the upcast the softmax wanted anyway; but the add is one vectorised kernel with a free
+    backward, where torch's CPU `masked_fill` over a mask broadcast across heads is not
+    vectorised: forward and backward, about a millisecond a layer of a fine-tuning step on one
+    thread, 4-6 % of the step (benchmarks/classifier_throughput.py)."""
+    return torch.where(allowed, 0.0, float("-inf"))
 
 
 def head_norm_weights(y: Tensor, eps: float = 1e-12) -> Tensor:
@@ -111,25 +124,34 @@ class SelfAttention(nn.Module):
     def forward(
         self, x: Tensor, mask: Tensor | None = None, causal: bool = False, need_weights: bool = False
     ) -> tuple[Tensor, Tensor | None]:
-        """x (B, L, D); mask (B|1, 1, L, L) bool, True = may attend (already includes causality);
-        causal is only used when mask is None. Returns (B, L, D) and the weights (B, H, L, L) or None."""
+        """x (B, L, D); mask (B|1, 1, L, L) bool, True = may attend (already includes causality), or
+        its `attention_bias`; causal is only used when mask is None. Returns (B, L, D) and the
+        weights (B, H, L, L) or None."""
         B, L, D = x.shape
         # (B, L, 3D) -> three (B, H, L, hd): each head attends within its own hd-sized slice of D
         q, k, v = self.qkv(x).view(B, L, 3, self.n_head, self.head_dim).permute(2, 0, 3, 1, 4)
         weights = None
-        if self.attn_impl == "sdpa" and not need_weights and self._sdpa_is_faster(x):
+        if self.runs_sdpa(x, need_weights):
+            if mask is not None and mask.is_floating_point():
+                mask = mask.to(q.dtype)  # SDPA wants the query's dtype; 0 and -inf are exact in any
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal and mask is None)
         else:
             # 1/sqrt(hd) keeps the logits' variance ~1 whatever the head size, so softmax is not saturated
             att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.head_dim))
             if mask is None and causal:
                 mask = torch.ones(L, L, dtype=torch.bool, device=x.device).tril()
-            if mask is not None:
-                att = att.masked_fill(~mask, float("-inf"))  # exp(-inf) = 0: masked keys get no weight
+            if mask is not None and mask.is_floating_point():
+                att = att + mask  # exp(-inf) = 0: masked keys get no weight
+            elif mask is not None:
+                att = att.masked_fill(~mask, float("-inf"))
             weights = F.softmax(att.float(), dim=-1).to(q.dtype)  # softmax in fp32 under autocast
             y = self.attn_drop(weights) @ v  # the returned weights are the ones before dropout
         y = merge_heads(y, self.head_merge, self.head_order)
         return self.resid_drop(self.proj(y)), weights
+
+    def runs_sdpa(self, x: Tensor, need_weights: bool = False) -> bool:
+        """Whether a forward pass on x takes `F.scaled_dot_product_attention`, not the written-out math."""
+        return self.attn_impl == "sdpa" and not need_weights and self._sdpa_is_faster(x)
 
     def _sdpa_is_faster(self, x: Tensor) -> bool:
         """Whether SDPA beats the written-out math here (the same math, equal up to rounding):

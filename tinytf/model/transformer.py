@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from tinytf.model.architecture import ModelConfig
-from tinytf.model.attention import SelfAttention, build_attention_mask
+from tinytf.model.attention import SelfAttention, attention_bias, build_attention_mask
 from tinytf.model.dropout import Dropout
 from tinytf.model.reference import TorchEncoderBase, sinusoidal_table
 
@@ -148,6 +148,8 @@ class TinyTFBase(nn.Module):
             x = x + self.pos_emb(torch.arange(L, device=input_ids.device))
         x = self.drop(x)
         mask = build_attention_mask(attention_mask, L, self.cfg.causal)
+        if mask is not None and not self.blocks[0].attn.runs_sdpa(x, return_attention):
+            mask = attention_bias(mask)  # the written-out path adds it: once here, not per layer
         attentions = []
         for block in self.blocks:
             x, w = block(x, mask, self.cfg.causal, return_attention)
