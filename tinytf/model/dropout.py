@@ -41,9 +41,11 @@ def _mask(
     numel = math.prod(shape)
     bits = torch.randint(-(1 << 63), (1 << 63) - 1, ((numel + 3) // 4,), dtype=torch.int64, device=device)
     uniform = bits.view(torch.int16)[:numel].view(shape)
-    # through uint8 (the same 0/1 bytes): torch's CPU cast from bool is not vectorised, and took
-    # 5x as long as this one, 6-9 % of a fine-tuning step (benchmarks/classifier_throughput.py)
-    return (uniform >= threshold).view(torch.uint8).to(dtype).mul_(scale)
+    # the comparison written as 0/1 bytes of uint8, not bool: torch's CPU kernels that write or
+    # read bool are not vectorised; the comparison and the cast from bool took 3x as long as these
+    # two, a tenth of a fine-tuning step on one thread (benchmarks/classifier_throughput.py)
+    kept = torch.ge(uniform, threshold, out=torch.empty(shape, dtype=torch.uint8, device=device))
+    return kept.to(dtype).mul_(scale)
 
 
 class Dropout(nn.Module):
