@@ -121,6 +121,19 @@ def test_attention_benchmark_times_each_case_and_ends_with_its_headline(tiny_par
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("chunk_rows", ["0", "64"])
+def test_lm_head_loss_benchmark_computes_the_same_loss_both_ways(tiny_params, chunk_rows):
+    out = run_benchmark("lm_head_loss.py", ["--params", str(tiny_params), "--steps", "1", "--rounds", "1",
+                                            "--chunk-rows", chunk_rows], tiny_params.parent)  # fmt: skip
+    losses = {name: [float(v) for v in values.split(", ")]
+              for name, values in re.findall(r"first 3 losses, (\w+) +(.+)$", out, re.M)}  # fmt: skip
+    assert set(losses) == {"stage", "chunked"}, out
+    # the same model, batches and updates from one seed: the two losses differ only by rounding
+    assert losses["chunked"] == pytest.approx(losses["stage"], rel=1e-3), out
+    assert re.match(r"speedup: \d+\.\d\dx torch's chunked F.linear_cross_entropy", out.splitlines()[-1]), out
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "script, args, expected",
     [
