@@ -78,6 +78,33 @@ def test_classifier_learns_and_reports_each_epoch(workdir):
     assert test["test_accuracy"] > 0.8 and len(test["predictions"]) == 32
 
 
+def test_a_validation_pass_in_bf16_gives_the_numbers_of_one_autocast_per_batch(workdir):
+    """predict enters autocast once for the pass, so each weight is cast to bf16 once; the
+    predictions and the loss are those of the loop that entered it for every batch."""
+    from tinytf.data.batching import sentiment_loader
+    from tinytf.model.transformer import cls_loss
+    from tinytf.train.classify import predict
+
+    data = SentimentData.load(workdir)
+    pretrained = workdir / "models" / "pretrained.pt"
+    model = build_classifier("pretrained", classifier_config(pretrained, 2, 0.1), pretrained, seed=1)
+    bf16 = Runtime(torch.device("cpu"), "bf16", False)
+    split = data.splits["validation"]
+    preds, labels, loss = predict(model, split, 8, 32, bf16, None)
+    model.eval()
+    loader = sentiment_loader(split, 8, 32, shuffle=False, seed=0, prefix_id=None, group_by_length=True)
+    order = np.asarray([i for batch in loader.batch_sampler for i in batch])
+    expected_preds, loss_sum = [], 0.0
+    with torch.no_grad():
+        for batch in loader:
+            with bf16.autocast():
+                logits = model.forward_cls(batch["input_ids"], batch["attention_mask"])
+            loss_sum += float(cls_loss(logits, batch["labels"])) * len(batch["labels"])
+            expected_preds.append(logits.argmax(-1))
+    assert np.array_equal(preds, torch.cat(expected_preds).numpy()[np.argsort(order)])
+    assert loss == loss_sum / len(labels)  # bit for bit
+
+
 class Crash(Callback):
     def on_step(self, step, metrics):
         if step == 9:

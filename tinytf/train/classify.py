@@ -213,13 +213,15 @@ def predict(
                               group_by_length=True, pad_id=pad_id)  # fmt: skip
     order = [i for batch in loader.batch_sampler for i in batch]
     preds, labels, loss_sum = [], [], 0.0
-    for batch in loader:
-        ids, mask, y = (batch[k].to(runtime.device) for k in ("input_ids", "attention_mask", "labels"))
-        with runtime.autocast():
+    # one autocast for the whole pass: it keeps each weight's bf16 copy until it exits, where one
+    # per batch cast every weight anew; the values are the same
+    with runtime.autocast():
+        for batch in loader:
+            ids, mask, y = (batch[k].to(runtime.device) for k in ("input_ids", "attention_mask", "labels"))
             logits = model.forward_cls(ids, mask)
-        loss_sum += float(cls_loss(logits, y)) * len(y)
-        preds.append(logits.argmax(-1).cpu())
-        labels.append(y.cpu())
+            loss_sum += float(cls_loss(logits, y)) * len(y)  # cls_loss upcasts; autocast keeps it in fp32
+            preds.append(logits.argmax(-1).cpu())
+            labels.append(y.cpu())
     model.train(was_training)
     # batches came in length order; put predictions back in file order
     inverse = np.argsort(np.asarray(order))
