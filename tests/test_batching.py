@@ -10,7 +10,10 @@ def test_collate_pads_to_longest_truncates_and_masks():
     assert out["input_ids"].tolist() == [[5, 6, 7, 8], [5, 6, 0, 0], [0, 0, 0, 0]]
     assert out["attention_mask"].tolist() == [[1, 1, 1, 1], [1, 1, 0, 0], [0, 0, 0, 0]]
     assert out["labels"].tolist() == [1, 0, 1]
-    assert out["input_ids"].dtype == torch.long
+    assert all(out[key].dtype == torch.long and out[key].is_contiguous() for key in out)
+    # a batch of empty texts keeps one padded position, masked out
+    empty = PadCollate(max_length=4, pad_id=3)([([], 0), ([], 1)])
+    assert empty["input_ids"].tolist() == [[3], [3]] and empty["attention_mask"].tolist() == [[0], [0]]
 
 
 def test_collate_short_batch_stays_short_and_prefix_counts_toward_max_length():
