@@ -2,7 +2,7 @@
 
 The stage compiles the whole loss, forward and backward: the body, the LM head's (tokens x
 vocabulary) logits in bf16, their fp32 log-softmax and the one-hot gradient, which together
-take about a quarter of a step on a CPU (README, "On an AMX machine"). torch 2.13's
+take about a quarter of a step on a CPU (benchmarks/README.md, "On an AMX machine"). torch 2.13's
 `F.linear_cross_entropy` with `LinearCrossEntropyOptions` is the library's answer to that
 cost: it never materialises the logits, computing the loss and both gradients chunk by chunk of
 tokens inside its forward. It cannot run inside a compiled graph (torch falls back to eager at
@@ -22,8 +22,8 @@ import sys
 
 import torch
 import torch.nn.functional as F
-from pretrain_throughput import corpus
-from timing import benchmark_parser, device_name, median, timed_rounds, vocabulary
+from pretrain_throughput import stage_inputs
+from timing import benchmark_parser, device_name, median, timed_rounds
 
 from tinytf.config import load_params
 from tinytf.model.architecture import model_config
@@ -70,10 +70,8 @@ def main() -> None:
         sys.exit(f"torch {torch.__version__} has no F.linear_cross_entropy (torch 2.13 added it)")
     params = load_params(args.params)
     p = params.pretrain
-    vocab = vocabulary(params)
-    tokens, where = corpus(vocab)
+    vocab, tokens, where, planned = stage_inputs(params)
     block = params.model.block_size
-    planned = p.epochs * (p.steps_per_epoch or max(len(tokens) // (block * p.batch_size * p.grad_accum), 1))
     options = (
         torch.nn.LinearCrossEntropyOptions(chunking_method=None, batch_chunk_size=args.chunk_rows)
         if args.chunk_rows

@@ -56,6 +56,15 @@ def corpus(vocab: int, path: Path = Path("data/tokens/corpus/train.npy")) -> tup
     return ids, "uniform random ids (no data/tokens: run `dvc repro tokenize` for the real corpus)"
 
 
+def stage_inputs(params) -> tuple[int, np.ndarray, str, int]:
+    """(vocabulary, corpus tokens, where they came from, the optimizer steps the stage plans)."""
+    p = params.pretrain
+    vocab = vocabulary(params)
+    tokens, where = corpus(vocab)
+    tokens_per_step = params.model.block_size * p.batch_size * p.grad_accum
+    return vocab, tokens, where, p.epochs * (p.steps_per_epoch or max(len(tokens) // tokens_per_step, 1))
+
+
 def tinytf_step(model_params, p, vocab, tokens, planned_steps, precision, compile_mode):
     seed_everything(0)
     model = TinyTransformer(model_config(model_params, vocab, "causal", 0))
@@ -105,10 +114,8 @@ def main() -> None:
 
     params = load_params(args.params)
     p = params.pretrain
-    vocab = vocabulary(params)
-    tokens, where = corpus(vocab)
+    vocab, tokens, where, planned = stage_inputs(params)
     block = params.model.block_size
-    planned = p.epochs * (p.steps_per_epoch or max(len(tokens) // (block * p.batch_size * p.grad_accum), 1))
     compile_mode = {"on": True, "off": False}.get(args.compile, p.compile)
     print(
         f"tokens: {where}; vocab {vocab}, block {block}, batch {p.batch_size}; the stage plans {planned} steps"

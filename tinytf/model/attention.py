@@ -50,7 +50,7 @@ def attention_bias(allowed: Tensor) -> Tensor:
     backward, where torch's CPU `masked_fill` over a mask broadcast across heads is not
     vectorised: 258 against 43 us forward for one layer of a fine-tuning batch on one thread, and
     as much again backward. With the dropout mask's uint8 bytes (tinytf.model.dropout) the
-    fine-tuning step ran 1.14x as fast on one thread (README, `benchmarks/classifier_throughput.py`)."""
+    fine-tuning step ran 1.14x as fast on one thread (benchmarks/README.md, `classifier_throughput.py`)."""
     return torch.where(allowed, 0.0, float("-inf"))
 
 
