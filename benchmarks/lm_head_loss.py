@@ -1,8 +1,9 @@
 """The LM head's loss: the `pretrain` stage's step against torch's chunked `F.linear_cross_entropy`.
 
 The stage compiles the whole loss, forward and backward: the body, the LM head's (tokens x
-vocabulary) logits in bf16, their fp32 log-softmax and the one-hot gradient, which together
-take about a quarter of a step on a CPU (benchmarks/README.md, "On an AMX machine"). torch 2.13's
+vocabulary) logits in bf16, their fp32 log-softmax and the one-hot gradient. The log-softmax and
+its backward alone took 44 ms of a 178 ms step on the AMX machine under torch.profiler
+(benchmarks/README.md, "On an AMX machine"). torch 2.13's
 `F.linear_cross_entropy` with `LinearCrossEntropyOptions` is the library's answer to that
 cost: it never materialises the logits, computing the loss and both gradients chunk by chunk of
 tokens inside its forward. It cannot run inside a compiled graph (torch falls back to eager at
@@ -42,7 +43,7 @@ def side(params, vocab, tokens, planned, chunked: torch.nn.LinearCrossEntropyOpt
     runtime = resolve_runtime(p.device, p.precision, p.compile, planned)
     model.to(runtime.device).train()
     source = BlockSource(tokens, lm.Objective("causal", vocab, 0), model.config.block_size, p.batch_size, 1)
-    cfg = loop_config(p, planned, model.config.block_size * p.batch_size * p.grad_accum)
+    cfg = loop_config(p, planned // p.epochs, model.config.block_size * p.batch_size * p.grad_accum)
     optimizer = build_optimizer(model, cfg)
     if chunked is None:
         step_loss = lm_step_loss(model, runtime)

@@ -73,7 +73,7 @@ def tinytf_step(model_params, p, vocab, tokens, planned_steps, precision, compil
     objective = lm.Objective("causal", vocab, 0)
     source = BlockSource(tokens, objective, model.config.block_size, p.batch_size, 1)
     step_loss = lm_step_loss(model, runtime)
-    cfg = loop_config(p, planned_steps, model.config.block_size * p.batch_size * p.grad_accum)
+    cfg = loop_config(p, planned_steps // p.epochs, model.config.block_size * p.batch_size * p.grad_accum)
     optimizer = build_optimizer(model, cfg)
 
     def loss_fn(batch):
