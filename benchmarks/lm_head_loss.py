@@ -35,15 +35,15 @@ from tinytf.train.pretrain import BlockSource, lm_step_loss, loop_config
 from tinytf.train.runtime import maybe_compile, resolve_runtime, seed_everything
 
 
-def side(params, vocab, tokens, planned, chunked: torch.nn.LinearCrossEntropyOptions | None):
+def side(params, vocab, tokens, steps_per_epoch, chunked: torch.nn.LinearCrossEntropyOptions | None):
     """One training step function and its runtime; `chunked` None is the stage's loss."""
     p = params.pretrain
     seed_everything(0)
     model = TinyTransformer(model_config(params.model, vocab, "causal", 0))
-    runtime = resolve_runtime(p.device, p.precision, p.compile, planned)
+    runtime = resolve_runtime(p.device, p.precision, p.compile, steps_per_epoch * p.epochs)
     model.to(runtime.device).train()
     source = BlockSource(tokens, lm.Objective("causal", vocab, 0), model.config.block_size, p.batch_size, 1)
-    cfg = loop_config(p, planned // p.epochs, model.config.block_size * p.batch_size * p.grad_accum)
+    cfg = loop_config(p, steps_per_epoch, model.config.block_size * p.batch_size * p.grad_accum)
     optimizer = build_optimizer(model, cfg)
     if chunked is None:
         step_loss = lm_step_loss(model, runtime)
@@ -71,15 +71,15 @@ def main() -> None:
         sys.exit(f"torch {torch.__version__} has no F.linear_cross_entropy (torch 2.13 added it)")
     params = load_params(args.params)
     p = params.pretrain
-    vocab, tokens, where, planned = stage_inputs(params)
+    vocab, tokens, where, steps_per_epoch = stage_inputs(params)
     block = params.model.block_size
     options = (
         torch.nn.LinearCrossEntropyOptions(chunking_method=None, batch_chunk_size=args.chunk_rows)
         if args.chunk_rows
         else torch.nn.LinearCrossEntropyOptions()
     )
-    runtime, stage_step = side(params, vocab, tokens, planned, None)
-    _, chunked_step = side(params, vocab, tokens, planned, options)
+    runtime, stage_step = side(params, vocab, tokens, steps_per_epoch, None)
+    _, chunked_step = side(params, vocab, tokens, steps_per_epoch, options)
     print(f"tokens: {where}; vocab {vocab}, block {block}, batch {p.batch_size}, d_model "
           f"{params.model.d_model}; {runtime.describe()} on {device_name(runtime.device)}")  # fmt: skip
     steps = {"stage": stage_step, "chunked": chunked_step}

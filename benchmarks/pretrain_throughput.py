@@ -43,7 +43,7 @@ from tinytf.model.architecture import model_config
 from tinytf.model.transformer import TinyTransformer
 from tinytf.train import lm
 from tinytf.train.loop import build_optimizer, train_step
-from tinytf.train.pretrain import BlockSource, lm_step_loss, loop_config
+from tinytf.train.pretrain import BlockSource, epoch_steps, lm_step_loss, loop_config
 from tinytf.train.runtime import resolve_runtime, seed_everything
 
 SEED_LAB_SHAPE = {"d_model": 200, "n_head": 2, "d_ff": 200}
@@ -57,23 +57,21 @@ def corpus(vocab: int, path: Path = Path("data/tokens/corpus/train.npy")) -> tup
 
 
 def stage_inputs(params) -> tuple[int, np.ndarray, str, int]:
-    """(vocabulary, corpus tokens, where they came from, the optimizer steps the stage plans)."""
-    p = params.pretrain
+    """(vocabulary, corpus tokens, where they came from, the stage's optimizer steps per epoch)."""
     vocab = vocabulary(params)
     tokens, where = corpus(vocab)
-    tokens_per_step = params.model.block_size * p.batch_size * p.grad_accum
-    return vocab, tokens, where, p.epochs * (p.steps_per_epoch or max(len(tokens) // tokens_per_step, 1))
+    return vocab, tokens, where, epoch_steps(params.pretrain, len(tokens), params.model.block_size)[0]
 
 
-def tinytf_step(model_params, p, vocab, tokens, planned_steps, precision, compile_mode):
+def tinytf_step(model_params, p, vocab, tokens, steps_per_epoch, precision, compile_mode):
     seed_everything(0)
     model = TinyTransformer(model_config(model_params, vocab, "causal", 0))
-    runtime = resolve_runtime(p.device, precision or p.precision, compile_mode, planned_steps)
+    runtime = resolve_runtime(p.device, precision or p.precision, compile_mode, steps_per_epoch * p.epochs)
     model.to(runtime.device).train()
     objective = lm.Objective("causal", vocab, 0)
     source = BlockSource(tokens, objective, model.config.block_size, p.batch_size, 1)
     step_loss = lm_step_loss(model, runtime)
-    cfg = loop_config(p, planned_steps // p.epochs, model.config.block_size * p.batch_size * p.grad_accum)
+    cfg = loop_config(p, steps_per_epoch, model.config.block_size * p.batch_size * p.grad_accum)
     optimizer = build_optimizer(model, cfg)
 
     def loss_fn(batch):
@@ -114,11 +112,11 @@ def main() -> None:
 
     params = load_params(args.params)
     p = params.pretrain
-    vocab, tokens, where, planned = stage_inputs(params)
+    vocab, tokens, where, steps_per_epoch = stage_inputs(params)
     block = params.model.block_size
     compile_mode = {"on": True, "off": False}.get(args.compile, p.compile)
     print(
-        f"tokens: {where}; vocab {vocab}, block {block}, batch {p.batch_size}; the stage plans {planned} steps"
+        f"tokens: {where}; vocab {vocab}, block {block}, batch {p.batch_size}; the stage plans {steps_per_epoch * p.epochs} steps"
     )
     peaks = None
     headline = ""
@@ -127,7 +125,7 @@ def main() -> None:
             params.model if shape == "default" else dataclasses.replace(params.model, **SEED_LAB_SHAPE)
         )
         ours, runtime, ours_step = tinytf_step(
-            model_params, p, vocab, tokens, planned, args.precision, compile_mode
+            model_params, p, vocab, tokens, steps_per_epoch, args.precision, compile_mode
         )
         if peaks is None:
             peaks = {dt: matmul_peak(runtime.device, dt) for dt in (torch.float32, torch.bfloat16)}

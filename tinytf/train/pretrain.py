@@ -97,6 +97,13 @@ def lm_step_loss(model: TinyTransformer, runtime: Runtime):
     return maybe_compile(step_loss, runtime)
 
 
+def epoch_steps(params: PretrainParams, train_tokens: int, block_size: int) -> tuple[int, int]:
+    """(optimizer steps per epoch, tokens per step): `steps_per_epoch`, or one pass over the train
+    tokens when it is 0 (the benchmarks plan the same steps)."""
+    tokens_per_step = block_size * params.batch_size * params.grad_accum
+    return params.steps_per_epoch or max(train_tokens // tokens_per_step, 1), tokens_per_step
+
+
 def loop_config(params: PretrainParams, steps_per_epoch: int, tokens_per_step: int) -> LoopConfig:
     """The optimizer and schedule of pretraining (the benchmark times the same step)."""
     return LoopConfig(
@@ -142,8 +149,7 @@ def pretrain(
     model = TinyTransformer(config)
     objective = lm.Objective(params.objective, config.vocab_size, lm.mask_id_of(tokenizer), params.mask_prob)
     block, batch = config.block_size, params.batch_size
-    tokens_per_step = block * batch * params.grad_accum
-    steps_per_epoch = params.steps_per_epoch or max(len(tokens["train"]) // tokens_per_step, 1)
+    steps_per_epoch, tokens_per_step = epoch_steps(params, len(tokens["train"]), block)
     total_steps = steps_per_epoch * params.epochs
 
     runtime = resolve_runtime(params.device, params.precision, params.compile, total_steps)
