@@ -7,8 +7,8 @@ or `default`), started in turn round after round; each times one evaluation pass
 validation tokens (their first 100k: real corpus tokens when `data/tokens` exists, else uniform
 random ids) and `--steps` training steps after a warm-up, and reports its page faults and peak
 memory. Figures are medians over rounds, the speedup a ratio of medians; the last line is the
-headline: `speedup: <ratio>x ...` for the evaluation pass. Compiled pretraining steps reuse their
-buffers and are not measured here (pretrain_throughput.py runs both of its sides on the default).
+headline: `speedup: <ratio>x ...` for the evaluation pass. Compiled pretraining steps are not
+measured here: `pretrain_throughput.py --allocator keep` gives both of its sides the setting.
 
     python benchmarks/allocator.py [--steps 10] [--rounds 3]
 """

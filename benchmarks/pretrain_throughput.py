@@ -10,12 +10,14 @@ d_ff 200). Rounds alternate between the sides; figures are medians, the speedup 
 medians. MFU is against this machine's measured matmul peak in each side's precision. The
 last line is the headline: `speedup: <ratio>x ...` at the default shape.
 
-Both sides run on the C library's default allocator. The stages keep freed memory instead
-(tinytf/allocator.py; benchmarks/allocator.py measures it): a process-wide setting that would
-speed the seed lab's eager loop too (its 8000-way logits are faulted in anew every step), and
-tinytf's compiled step barely, so the speedup here is the step's own.
+Both sides run on the C library's default allocator, as a user of the seed lab has it. The
+stages keep freed memory instead (tinytf/allocator.py): a process-wide setting, which speeds the
+seed lab's eager loop far more than tinytf's compiled step (the loop's fp32 8000-way logits and
+their gradient are faulted in anew every step). `--allocator keep` gives both sides the stages'
+setting, the comparison for a seed-lab user who sets it too.
 
     python benchmarks/pretrain_throughput.py [--steps 10] [--rounds 3] [--shapes default,seed-lab]
+                                             [--allocator default|keep]
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from timing import (
     warm_up,
 )
 
+from tinytf.allocator import keep_freed_memory
 from tinytf.config import load_params
 from tinytf.model.architecture import model_config
 from tinytf.model.transformer import TinyTransformer
@@ -108,7 +111,11 @@ def main() -> None:
     parser.add_argument("--shapes", default="seed-lab,default", help="comma list of: default, seed-lab")
     parser.add_argument("--precision", choices=["auto", "fp32", "bf16"], help="override pretrain.precision")
     parser.add_argument("--compile", choices=["auto", "on", "off"], help="override pretrain.compile")
+    parser.add_argument("--allocator", choices=["default", "keep"], default="default",
+                        help="both sides on the C library's allocator (default) or the stages' (keep)")  # fmt: skip
     args = parser.parse_args()
+    # before the first tensor: a process-wide setting, so it holds for both sides
+    allocator = keep_freed_memory() if args.allocator == "keep" else "the C library's default"
 
     params = load_params(args.params)
     p = params.pretrain
@@ -118,6 +125,8 @@ def main() -> None:
     print(
         f"tokens: {where}; vocab {vocab}, block {block}, batch {p.batch_size}; the stage plans {steps_per_epoch * p.epochs} steps"
     )
+    print(f"allocator, both sides: {allocator}")
+    kept = ", both sides keeping freed memory" if allocator.startswith("kept") else ""
     peaks = None
     headline = ""
     for shape in args.shapes.split(","):
@@ -154,7 +163,7 @@ def main() -> None:
         if shape == "default" or not headline:
             headline = (f"speedup: {ratio:.2f}x tinytf over the seed lab's nn.TransformerEncoder (eager fp32), "
                         f"{shape} shape, {median(rates['tinytf']):,.0f} vs {median(rates['lab']):,.0f} training "
-                        f"tokens/s on {runtime.device}")  # fmt: skip
+                        f"tokens/s on {runtime.device}{kept}")  # fmt: skip
     print(headline)
 
 

@@ -62,10 +62,23 @@ def test_benchmark_runs_and_ends_with_its_speedup_line(script, tiny_params):
     from tinytf.cpu import cpu_kind
 
     assert f"on cpu ({cpu_kind()})" in out, out
+    if script == "pretrain_throughput.py":
+        assert "allocator, both sides: the C library's default" in out, out
     if script == "classifier_throughput.py":
         assert re.search(
             r"^the finetune stage's layout: 2 processes, one thread each, [\d.]+ steps/s", out, re.M
         ), out
+
+
+@pytest.mark.slow
+def test_pretrain_benchmark_gives_both_sides_the_stages_allocator_when_asked(tiny_params):
+    out = run_benchmark("pretrain_throughput.py", ["--params", str(tiny_params), "--steps", "1", "--rounds", "1",
+                                                   "--shapes", "default", "--allocator", "keep"], tiny_params.parent)  # fmt: skip
+    if platform.libc_ver()[0] != "glibc":
+        assert "allocator, both sides: default (no glibc)" in out, out
+        return
+    assert re.search(r"^allocator, both sides: kept \(glibc: no mmap", out, re.M), out
+    assert out.splitlines()[-1].endswith(", both sides keeping freed memory"), out
 
 
 @pytest.mark.slow
