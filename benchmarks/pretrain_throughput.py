@@ -1,5 +1,5 @@
-"""Pretraining throughput: tinytf's training step, as the `pretrain` stage runs it, against the
-seed lab's `nn.TransformerEncoder` model in eager fp32 (what a user of the seed lab has).
+"""Pretraining throughput: tinytf's training step, as the `pretrain` stage runs it but for the
+allocator (below), against the seed lab's `nn.TransformerEncoder` model in eager fp32 (what a user of the seed lab has).
 
 Both sides do the same work: the same shape, dropout, batches (real corpus tokens when
 `data/tokens` exists, else uniform random ids), AdamW with the stage's weight decay and
@@ -10,7 +10,7 @@ d_ff 200). Rounds alternate between the sides; figures are medians, the speedup 
 medians. MFU is against this machine's measured matmul peak in each side's precision. The
 last line is the headline: `speedup: <ratio>x ...` at the default shape.
 
-Both sides run on the C library's default allocator, as a user of the seed lab has it. The
+By default both sides run on the C library's allocator, as a user of the seed lab has it. The
 stages keep freed memory instead (tinytf/allocator.py): a process-wide setting, which speeds the
 seed lab's eager loop far more than tinytf's compiled step (the loop's fp32 8000-way logits and
 their gradient are faulted in anew every step). `--allocator keep` gives both sides the stages'
@@ -23,6 +23,7 @@ setting, the comparison for a seed-lab user who sets it too.
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
 from pathlib import Path
 
@@ -40,6 +41,7 @@ from timing import (
     warm_up,
 )
 
+from tinytf.allocator import ENV as ALLOCATOR_ENV
 from tinytf.allocator import keep_freed_memory
 from tinytf.config import load_params
 from tinytf.model.architecture import model_config
@@ -106,16 +108,25 @@ def seed_lab_step(model_params, p, vocab, tokens, device):
     return step
 
 
+def set_allocator(choice: str) -> str:
+    """The allocator of this process, so of both sides: the C library's own, or with `keep` the
+    stages' setting; returns what it is, for the output."""
+    if choice != "keep":
+        return "the C library's default"
+    os.environ[ALLOCATOR_ENV] = "keep"  # the flag wins over an exported TINYTF_ALLOCATOR
+    return keep_freed_memory()
+
+
 def main() -> None:
     parser = benchmark_parser(__doc__, 10, "timed steps per round and side")
     parser.add_argument("--shapes", default="seed-lab,default", help="comma list of: default, seed-lab")
     parser.add_argument("--precision", choices=["auto", "fp32", "bf16"], help="override pretrain.precision")
     parser.add_argument("--compile", choices=["auto", "on", "off"], help="override pretrain.compile")
     parser.add_argument("--allocator", choices=["default", "keep"], default="default",
-                        help="both sides on the C library's allocator (default) or the stages' (keep)")  # fmt: skip
+                        help="for both sides, default: the C library's own; keep: glibc's malloc keeps freed "
+                             "memory, as the pipeline's stages set it (tinytf/allocator.py; no effect without glibc)")  # fmt: skip
     args = parser.parse_args()
-    # before the first tensor: a process-wide setting, so it holds for both sides
-    allocator = keep_freed_memory() if args.allocator == "keep" else "the C library's default"
+    allocator = set_allocator(args.allocator)  # before the first tensor
 
     params = load_params(args.params)
     p = params.pretrain
