@@ -1,5 +1,6 @@
 """Pretraining throughput: tinytf's training step, as the `pretrain` stage runs it but for the
-allocator (below), against the seed lab's `nn.TransformerEncoder` model in eager fp32 (what a user of the seed lab has).
+allocator (below), against the seed lab's `nn.TransformerEncoder` model in eager fp32 (what a
+user of the seed lab has).
 
 Both sides do the same work: the same shape, dropout, batches (real corpus tokens when
 `data/tokens` exists, else uniform random ids), AdamW with the stage's weight decay and
