@@ -31,7 +31,7 @@ from tinytf.model.architecture import model_config
 from tinytf.model.transformer import TinyTransformer
 from tinytf.train import lm
 from tinytf.train.loop import build_optimizer, train_step
-from tinytf.train.pretrain import BlockSource, lm_step_loss, loop_config
+from tinytf.train.pretrain import BlockSource, lm_step_loss, loop_config, step_tokens
 from tinytf.train.runtime import maybe_compile, resolve_runtime, seed_everything
 
 
@@ -43,7 +43,7 @@ def side(params, vocab, tokens, steps_per_epoch, chunked: torch.nn.LinearCrossEn
     runtime = resolve_runtime(p.device, p.precision, p.compile, steps_per_epoch * p.epochs)
     model.to(runtime.device).train()
     source = BlockSource(tokens, lm.Objective("causal", vocab, 0), model.config.block_size, p.batch_size, 1)
-    cfg = loop_config(p, steps_per_epoch, model.config.block_size * p.batch_size * p.grad_accum)
+    cfg = loop_config(p, steps_per_epoch, step_tokens(p, model.config.block_size))
     optimizer = build_optimizer(model, cfg)
     if chunked is None:
         step_loss = lm_step_loss(model, runtime)
@@ -86,7 +86,7 @@ def main() -> None:
     for name, step in steps.items():  # the warm-up: compilation, the allocator, kernel choice
         losses = [step()[0] for _ in range(3)]
         print(f"  first 3 losses, {name:8s} " + ", ".join(f"{loss:.6f}" for loss in losses))
-    per_step = {name: block * p.batch_size * p.grad_accum for name in steps}
+    per_step = {name: step_tokens(p, block) for name in steps}
     rates = timed_rounds(steps, per_step, args.steps, args.rounds, runtime.device)
     chunks = f"{args.chunk_rows} tokens a chunk" if args.chunk_rows else "torch's chunk size"
     names = {"stage": "the stage's step (whole loss compiled)",

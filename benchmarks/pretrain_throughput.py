@@ -24,7 +24,6 @@ setting, the comparison for a seed-lab user who sets it too.
 from __future__ import annotations
 
 import dataclasses
-import os
 import sys
 from pathlib import Path
 
@@ -42,14 +41,13 @@ from timing import (
     warm_up,
 )
 
-from tinytf.allocator import ENV as ALLOCATOR_ENV
 from tinytf.allocator import keep_freed_memory
 from tinytf.config import load_params
 from tinytf.model.architecture import model_config
 from tinytf.model.transformer import TinyTransformer
 from tinytf.train import lm
 from tinytf.train.loop import build_optimizer, train_step
-from tinytf.train.pretrain import BlockSource, epoch_steps, lm_step_loss, loop_config
+from tinytf.train.pretrain import BlockSource, epoch_steps, lm_step_loss, loop_config, step_tokens
 from tinytf.train.runtime import resolve_runtime, seed_everything
 
 SEED_LAB_SHAPE = {"d_model": 200, "n_head": 2, "d_ff": 200}
@@ -77,7 +75,7 @@ def tinytf_step(model_params, p, vocab, tokens, steps_per_epoch, precision, comp
     objective = lm.Objective("causal", vocab, 0)
     source = BlockSource(tokens, objective, model.config.block_size, p.batch_size, 1)
     step_loss = lm_step_loss(model, runtime)
-    cfg = loop_config(p, steps_per_epoch, model.config.block_size * p.batch_size * p.grad_accum)
+    cfg = loop_config(p, steps_per_epoch, step_tokens(p, model.config.block_size))
     optimizer = build_optimizer(model, cfg)
 
     def loss_fn(batch):
@@ -114,8 +112,7 @@ def set_allocator(choice: str) -> str:
     stages' setting; returns what it is, for the output."""
     if choice != "keep":
         return "the C library's default"
-    os.environ[ALLOCATOR_ENV] = "keep"  # the flag wins over an exported TINYTF_ALLOCATOR
-    return keep_freed_memory()
+    return keep_freed_memory("keep")  # the flag wins over an exported TINYTF_ALLOCATOR
 
 
 def main() -> None:
@@ -158,7 +155,7 @@ def main() -> None:
             "tinytf": f"tinytf ({runtime.describe()})",
             "lab": "seed lab (nn.TransformerEncoder, eager fp32)",
         }
-        per_step = {name: block * p.batch_size * p.grad_accum for name in steps}
+        per_step = {name: step_tokens(p, block) for name in steps}
         rates = timed_rounds(steps, per_step, args.steps, args.rounds, runtime.device)
         c = ours.config
         flops = train_flops_per_token(ours, ours.lm_head, ours.config.block_size)

@@ -23,7 +23,8 @@ import json, resource, sys
 import torch
 from tinytf import allocator
 torch.set_num_threads(1)  # the same allocations whatever the machine's cores
-setting = allocator.keep_freed_memory() if sys.argv[1] == "apply" else allocator.setting()
+choices = {"apply": allocator.keep_freed_memory, "keep": lambda: allocator.keep_freed_memory("keep")}
+setting = choices.get(sys.argv[1], allocator.setting)()
 for _ in range(12):
     torch.ones(40_000_000)
 before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
@@ -34,9 +35,10 @@ print(json.dumps({"setting": setting, "faults": faults}))
 """
 
 
-def cycles(apply: bool, env: dict | None = None) -> dict:
+def cycles(mode: str, env: dict | None = None) -> dict:
+    """mode: apply (as a stage does), keep (the benchmark's flag), leave."""
     out = subprocess.run(
-        [sys.executable, "-c", CYCLES, "apply" if apply else "leave"],
+        [sys.executable, "-c", CYCLES, mode],
         capture_output=True, text=True, check=True, env=env,
     )  # fmt: skip
     return json.loads(out.stdout)
@@ -44,11 +46,11 @@ def cycles(apply: bool, env: dict | None = None) -> dict:
 
 @glibc
 def test_kept_memory_is_not_faulted_in_again():
-    kept = cycles(apply=True)
+    kept = cycles("apply")
     assert kept["setting"].startswith("kept (glibc")
     # 40M floats are 39,063 pages: the C library's default faults them in on every cycle
     assert kept["faults"] < 2_000, kept
-    left = cycles(apply=False)
+    left = cycles("leave")
     assert left["setting"].startswith("default")
     assert left["faults"] > 6 * 39_000, left
 
@@ -56,9 +58,17 @@ def test_kept_memory_is_not_faulted_in_again():
 @glibc
 def test_tinytf_allocator_default_leaves_the_c_library_alone():
     env = {**os.environ, allocator.ENV: "default"}
-    result = cycles(apply=True, env=env)
+    result = cycles("apply", env=env)
     assert result["setting"] == "default (TINYTF_ALLOCATOR=default)"
     assert result["faults"] > 6 * 39_000
+
+
+@glibc
+def test_a_callers_choice_wins_over_the_variable():
+    env = {**os.environ, allocator.ENV: "default"}
+    result = cycles("keep", env=env)
+    assert result["setting"].startswith("kept (glibc")
+    assert result["faults"] < 2_000, result
 
 
 def test_a_bad_value_names_the_variable(monkeypatch):

@@ -62,6 +62,7 @@ def make_upstream(root: Path) -> Params:
     write_json(reports / "pretrain/metrics.json", {
         "train_loss": 5.1, "train_perplexity": 164.0, "validation_loss": 5.3, "validation_perplexity": 200.34,
         "test_loss": 5.35, "test_perplexity": 210.6, "validation_word_perplexity": 250.5, "epochs": 1, "steps": 120,
+        "tokens": 61_440,
         "samples": {"normal": {"loss": 5.0, "perplexity": 148.4}, "weird": {"loss": 8.0, "perplexity": 2981.0},
                     "long": {"loss": 5.5, "perplexity": 244.7}}, "precision": "fp32",
     })  # fmt: skip
@@ -190,6 +191,7 @@ def test_readme_numbers_equal_the_inputs(built):
     assert f"{TEST_ACCURACY:.1%}" in text and "68.1% – 74.5%" in text
     assert "pretrained 71.0% ± 1.0 pp" in text and "+9.7 pp (t = 9.50, p = 0.0109, 3 paired seeds)" in text
     assert "validation perplexity 200.34 per token" in text
+    assert "pretrained for 120 optimizer steps (~61,440 tokens)" in text  # the stage's own count
     assert "AdamW 72.0%" not in text and "AdamW 64.0%" in text  # the grid's final validation accuracy
     grid = pd.read_csv(root / "reports/tables/grid.csv")
     assert grid.loc[grid["best"] == "best", "optimizer"].tolist() == ["AdamW"]

@@ -39,22 +39,23 @@ M_MMAP_MAX = -4
 _setting = "default (not set by this process)"
 
 
-def keep_freed_memory() -> str:
-    """Apply the settings once per process; returns what this process's allocator does."""
+def keep_freed_memory(choice: str | None = None) -> str:
+    """Apply the settings once per process; returns what this process's allocator does. `choice`
+    ('keep' or 'default') wins over `TINYTF_ALLOCATOR`: a benchmark's flag names it."""
     global _setting
     if not _setting.startswith("kept"):
-        _setting = _apply()
+        source = "choice" if choice else ENV
+        _setting = _apply(choice or os.environ.get(ENV, "keep").strip(), source)
     return _setting
 
 
-def _apply() -> str:
-    value = os.environ.get(ENV, "keep").strip()
+def _apply(value: str, source: str) -> str:
     if value not in ("keep", "default"):
         raise ParamsError(
-            f"{ENV}={value!r}: expected 'keep' (the default) or 'default' (the C library's own)"
+            f"{source}={value!r}: expected 'keep' (the default) or 'default' (the C library's own)"
         )
     if value == "default":
-        return f"default ({ENV}=default)"
+        return f"default ({source}=default)"
     if platform.libc_ver()[0] != "glibc":
         return "default (no glibc)"
     libc = ctypes.CDLL(None)

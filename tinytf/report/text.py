@@ -137,10 +137,9 @@ def _grid_note(r: ReportView) -> str:
     f, p = r.f, r.params
     c = f.counts
     total = c["base+cls_head"]
-    steps = (f.pretrain or {}).get("steps")
+    steps, tokens = ((f.pretrain or {}).get(key) for key in ("steps", "tokens"))
     trained = "pretrained briefly"
-    if steps:
-        tokens = steps * p.pretrain.batch_size * p.pretrain.grad_accum * p.model.block_size
+    if steps and tokens:
         trained = (
             f"pretrained for {steps} optimizer steps (~{tokens:,} tokens) on "
             f"{lm_corpus(f.data, p.prepare.corpus.source)}"

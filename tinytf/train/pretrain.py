@@ -97,10 +97,15 @@ def lm_step_loss(model: TinyTransformer, runtime: Runtime):
     return maybe_compile(step_loss, runtime)
 
 
+def step_tokens(params: PretrainParams, block_size: int) -> int:
+    """Tokens one optimizer step trains on (the stage's and the benchmarks' tokens/s)."""
+    return block_size * params.batch_size * params.grad_accum
+
+
 def epoch_steps(params: PretrainParams, train_tokens: int, block_size: int) -> tuple[int, int]:
     """(optimizer steps per epoch, tokens per step): `steps_per_epoch`, or one pass over the train
     tokens when it is 0 (the benchmarks plan the same steps)."""
-    tokens_per_step = block_size * params.batch_size * params.grad_accum
+    tokens_per_step = step_tokens(params, block_size)
     return params.steps_per_epoch or max(train_tokens // tokens_per_step, 1), tokens_per_step
 
 
