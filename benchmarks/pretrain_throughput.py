@@ -6,10 +6,14 @@ Both sides do the same work: the same shape, dropout, batches (real corpus token
 `data/tokens` exists, else uniform random ids), AdamW with the stage's weight decay and
 gradient clipping, the loss in fp32. tinytf runs `tinytf.train.loop.train_step` with the
 runtime the stage resolves from `pretrain:` (device, precision, compile; --precision and
---compile override). Two shapes: params.yaml's model and the seed lab's (d_model 200, 2 heads,
-d_ff 200). Rounds alternate between the sides; figures are medians, the speedup a ratio of
-medians. MFU is against this machine's measured matmul peak in each side's precision. The
-last line is the headline: `speedup: <ratio>x ...` at the default shape.
+--compile override). Shapes: params.yaml's model (default), the seed lab's (d_model 200, 2
+heads, d_ff 200) and, for GPUs, 6x384 (6 layers x 384 wide, d_ff 1536, block 256, batch 64).
+Rounds alternate between the sides; figures are medians, the speedup a ratio of medians. MFU is
+against this machine's measured matmul peak in each side's precision. The last line is the
+headline: `speedup: <ratio>x ...` at the default shape.
+
+`--nanogpt` adds a third side to the same rounds: a nanoGPT-style step (benchmarks/nanogpt_peer.py)
+on tinytf's runtime, the peer of the speed issue's GPU target, and prints tinytf's ratio to it.
 
 By default both sides run on the C library's allocator, as a user of the seed lab has it. The
 stages keep freed memory instead (tinytf/allocator.py): a process-wide setting, which speeds the
@@ -17,12 +21,13 @@ seed lab's eager loop far more than tinytf's compiled step (the loop's fp32 8000
 their gradient are faulted in anew every step). `--allocator keep` gives both sides the stages'
 setting, the comparison for a seed-lab user who sets it too.
 
-    python benchmarks/pretrain_throughput.py [--steps 10] [--rounds 3] [--shapes default,seed-lab]
-                                             [--allocator default|keep]
+    python benchmarks/pretrain_throughput.py [--steps 10] [--rounds 3] [--shapes default,seed-lab,6x384]
+                                             [--allocator default|keep] [--nanogpt]
 """
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import sys
 from pathlib import Path
@@ -30,6 +35,7 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.nn.functional as F
+from nanogpt_peer import matmul_parameters, nanogpt_step
 from timing import (
     benchmark_parser,
     device_name,
@@ -48,9 +54,18 @@ from tinytf.model.transformer import TinyTransformer
 from tinytf.train import lm
 from tinytf.train.loop import build_optimizer, train_step
 from tinytf.train.pretrain import BlockSource, epoch_steps, lm_step_loss, loop_config, step_tokens
-from tinytf.train.runtime import resolve_runtime, seed_everything
+from tinytf.train.runtime import Runtime, resolve_runtime, seed_everything
 
-SEED_LAB_SHAPE = {"d_model": 200, "n_head": 2, "d_ff": 200}
+# each shape: (model fields, pretrain fields) replaced in params.yaml's
+SHAPES = {
+    "default": ({}, {}),
+    "seed-lab": ({"d_model": 200, "n_head": 2, "d_ff": 200}, {}),
+    # the speed issue's GPU shape: 6 layers x 384 wide, block 256, batch 64
+    "6x384": (
+        {"d_model": 384, "n_layer": 6, "n_head": 6, "d_ff": 1536, "block_size": 256},
+        {"batch_size": 64},
+    ),
+}
 
 
 def corpus(vocab: int, path: Path = Path("data/tokens/corpus/train.npy")) -> tuple[np.ndarray, str]:
@@ -115,65 +130,111 @@ def set_allocator(choice: str) -> str:
     return keep_freed_memory("keep")  # the flag wins over an exported TINYTF_ALLOCATOR
 
 
-def main() -> None:
+def shape_list(text: str) -> list[str]:
+    shapes = text.split(",")
+    unknown = [shape for shape in shapes if shape not in SHAPES]
+    if unknown:
+        raise argparse.ArgumentTypeError(
+            f"unknown shape '{unknown[0]}'; expected a comma list of: {', '.join(SHAPES)}"
+        )
+    return shapes
+
+
+def parse_args() -> argparse.Namespace:
     parser = benchmark_parser(__doc__, 10, "timed steps per round and side")
-    parser.add_argument("--shapes", default="seed-lab,default", help="comma list of: default, seed-lab")
+    parser.add_argument("--shapes", type=shape_list, default=["seed-lab", "default"],
+                        help=f"comma list of: {', '.join(SHAPES)} (6x384: 6 layers x 384 wide, block 256, batch 64)")  # fmt: skip
     parser.add_argument("--precision", choices=["auto", "fp32", "bf16"], help="override pretrain.precision")
     parser.add_argument("--compile", choices=["auto", "on", "off"], help="override pretrain.compile")
     parser.add_argument("--allocator", choices=["default", "keep"], default="default",
                         help="for both sides, default: the C library's own; keep: glibc's malloc keeps freed "
                              "memory, as the pipeline's stages set it (tinytf/allocator.py; no effect without glibc)")  # fmt: skip
-    args = parser.parse_args()
-    allocator = set_allocator(args.allocator)  # before the first tensor
+    parser.add_argument("--nanogpt", action="store_true",
+                        help="also time a nanoGPT-style step (benchmarks/nanogpt_peer.py) in the same rounds, "
+                             "on tinytf's runtime, and print tinytf's ratio to it")  # fmt: skip
+    return parser.parse_args()
 
+
+def main() -> None:
+    args = parse_args()
+    allocator = set_allocator(args.allocator)  # before the first tensor
     params = load_params(args.params)
     p = params.pretrain
     vocab, tokens, where, steps_per_epoch = stage_inputs(params)
-    block = params.model.block_size
-    compile_mode = {"on": True, "off": False}.get(args.compile, p.compile)
     print(
-        f"tokens: {where}; vocab {vocab}, block {block}, batch {p.batch_size}; the stage plans {steps_per_epoch * p.epochs} steps"
+        f"tokens: {where}; vocab {vocab}, block {params.model.block_size}, batch {p.batch_size}; "
+        f"the stage plans {steps_per_epoch * p.epochs} steps"
     )
     print(f"allocator, both sides: {allocator}")
     kept = ", both sides keeping freed memory" if allocator.startswith("kept") else ""
-    peaks = None
+    compile_mode = {"on": True, "off": False}.get(args.compile, p.compile)
+    setup = {"vocab": vocab, "tokens": tokens, "steps_per_epoch": steps_per_epoch, "precision": args.precision,
+             "compile_mode": compile_mode, "nanogpt": args.nanogpt, "peaks": {}}  # fmt: skip
     headline = ""
-    for shape in args.shapes.split(","):
-        model_params = (
-            params.model if shape == "default" else dataclasses.replace(params.model, **SEED_LAB_SHAPE)
+    for shape in args.shapes:
+        model_fields, pretrain_fields = SHAPES[shape]
+        model_params = dataclasses.replace(params.model, **model_fields)
+        rates, device = measure_shape(
+            shape, model_params, dataclasses.replace(p, **pretrain_fields), setup, args
         )
-        ours, runtime, ours_step = tinytf_step(
-            model_params, p, vocab, tokens, steps_per_epoch, args.precision, compile_mode
-        )
-        if peaks is None:
-            peaks = {dt: matmul_peak(runtime.device, dt) for dt in (torch.float32, torch.bfloat16)}
-            print(f"matmul peak on {runtime.device} ({device_name(runtime.device)}): "
-                  f"fp32 {peaks[torch.float32]:,.0f} GFLOP/s, bf16 {peaks[torch.bfloat16]:,.0f} GFLOP/s")  # fmt: skip
-        steps = {"tinytf": ours_step, "lab": seed_lab_step(model_params, p, vocab, tokens, runtime.device)}
-        first = warm_up(steps, 3, runtime.device)
-        names = {  # after the warm-up: a compile that failed there turned `compile` off, and the line says so
-            "tinytf": f"tinytf ({runtime.describe()})",
-            "lab": "seed lab (nn.TransformerEncoder, eager fp32)",
-        }
-        per_step = {name: step_tokens(p, block) for name in steps}
-        rates = timed_rounds(steps, per_step, args.steps, args.rounds, runtime.device)
-        c = ours.config
-        flops = train_flops_per_token(ours, ours.lm_head, ours.config.block_size)
-        print(f"\nshape {shape}: d_model={c.d_model} n_layer={c.n_layer} n_head={c.n_head} d_ff={c.d_ff} "
-              f"dropout={c.dropout}; {flops / 1e6:.1f} MFLOP per training token")  # fmt: skip
-        for name, values in rates.items():
-            dtype = torch.bfloat16 if name == "tinytf" and runtime.precision == "bf16" else torch.float32
-            mfu = median(values) * flops / 1e9 / peaks[dtype]
-            print(f"  {names[name]:58s} {median(values):9,.0f} tokens/s  MFU {mfu:5.1%} of the "
-                  f"{'bf16' if dtype == torch.bfloat16 else 'fp32'} peak  (rounds "
-                  + ", ".join(f"{v:,.0f}" for v in values) + f"; first 3 steps {first[name]:.1f} s)")  # fmt: skip
         ratio = median(rates["tinytf"]) / median(rates["lab"])
-        print(f"  ratio tinytf / seed lab: {ratio:.2f}x")
         if shape == "default" or not headline:
             headline = (f"speedup: {ratio:.2f}x tinytf over the seed lab's nn.TransformerEncoder (eager fp32), "
                         f"{shape} shape, {median(rates['tinytf']):,.0f} vs {median(rates['lab']):,.0f} training "
-                        f"tokens/s on {runtime.device}{kept}")  # fmt: skip
+                        f"tokens/s on {device}{kept}")  # fmt: skip
     print(headline)
+
+
+def build_sides(model_params, p, setup: dict) -> tuple[TinyTransformer, Runtime, dict, dict]:
+    """(tinytf's model, its runtime, each side's step, each side's training FLOPs a token) at one
+    shape: tinytf, the seed lab and, with --nanogpt, the nanoGPT-style peer."""
+    vocab, tokens, block = setup["vocab"], setup["tokens"], model_params.block_size
+    ours, runtime, ours_step = tinytf_step(
+        model_params, p, vocab, tokens, setup["steps_per_epoch"], setup["precision"], setup["compile_mode"]
+    )
+    steps = {"tinytf": ours_step, "lab": seed_lab_step(model_params, p, vocab, tokens, runtime.device)}
+    flops = dict.fromkeys(steps, train_flops_per_token(ours, ours.lm_head, block))  # the same matmuls
+    if setup["nanogpt"]:
+        source = BlockSource(tokens, lm.Objective("causal", vocab, 0), block, p.batch_size, 1)
+        peer, steps["nanogpt"] = nanogpt_step(
+            ours.config, p.lr, p.weight_decay, p.grad_clip, p.grad_accum, source.next_batch, runtime
+        )
+        c = ours.config
+        flops["nanogpt"] = 6 * matmul_parameters(peer) + 12 * c.n_layer * c.d_model * block
+    return ours, runtime, steps, flops
+
+
+def measure_shape(
+    shape: str, model_params, p, setup: dict, args
+) -> tuple[dict[str, list[float]], torch.device]:
+    """Alternating rounds of each side at one shape; prints its table and ratios, returns the rates."""
+    ours, runtime, steps, flops = build_sides(model_params, p, setup)
+    peaks, block = setup["peaks"], model_params.block_size
+    if not peaks:
+        peaks.update({dt: matmul_peak(runtime.device, dt) for dt in (torch.float32, torch.bfloat16)})
+        print(f"matmul peak on {runtime.device} ({device_name(runtime.device)}): "
+              f"fp32 {peaks[torch.float32]:,.0f} GFLOP/s, bf16 {peaks[torch.bfloat16]:,.0f} GFLOP/s")  # fmt: skip
+    first = warm_up(steps, 3, runtime.device)
+    names = {  # after the warm-up: a compile that failed there turned `compile` off, and the line says so
+        "tinytf": f"tinytf ({runtime.describe()})",
+        "lab": "seed lab (nn.TransformerEncoder, eager fp32)",
+        "nanogpt": f"nanoGPT-style ({runtime.describe()})",
+    }
+    rates = timed_rounds(steps, {name: step_tokens(p, block) for name in steps}, args.steps, args.rounds,
+                         runtime.device)  # fmt: skip
+    c = ours.config
+    print(f"\nshape {shape}: d_model={c.d_model} n_layer={c.n_layer} n_head={c.n_head} d_ff={c.d_ff} "
+          f"block={block} batch={p.batch_size} dropout={c.dropout}; {flops['tinytf'] / 1e6:.1f} MFLOP per training token")  # fmt: skip
+    for name, values in rates.items():
+        dtype = torch.bfloat16 if name != "lab" and runtime.precision == "bf16" else torch.float32
+        mfu = median(values) * flops[name] / 1e9 / peaks[dtype]
+        print(f"  {names[name]:58s} {median(values):9,.0f} tokens/s  MFU {mfu:5.1%} of the "
+              f"{'bf16' if dtype == torch.bfloat16 else 'fp32'} peak  (rounds "
+              + ", ".join(f"{v:,.0f}" for v in values) + f"; first 3 steps {first[name]:.1f} s)")  # fmt: skip
+    for name, peer in (("lab", "seed lab"), ("nanogpt", "nanoGPT-style")):
+        if name in rates:
+            print(f"  ratio tinytf / {peer}: {median(rates['tinytf']) / median(rates[name]):.2f}x")
+    return rates, runtime.device
 
 
 if __name__ == "__main__":

@@ -26,6 +26,12 @@ from tinytf.schema import set_dotted
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def torch_sees_cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
 @pytest.fixture(scope="module")
 def tiny_params(tmp_path_factory) -> Path:
     """params.yaml with presets/tiny.yaml applied, as `tinytf preset tiny` applies it."""
@@ -82,6 +88,26 @@ def test_pretrain_benchmark_gives_both_sides_the_stages_allocator_when_asked(tin
         return
     assert re.search(r"^allocator, both sides: kept \(glibc: no mmap", out, re.M), out
     assert out.splitlines()[-1].endswith(", both sides keeping freed memory"), out
+
+
+@pytest.mark.slow
+def test_pretrain_benchmark_times_the_nanogpt_style_peer_in_the_same_rounds(tiny_params):
+    out = run_benchmark("pretrain_throughput.py", ["--params", str(tiny_params), "--steps", "1", "--rounds", "1",
+                                                   "--shapes", "default", "--nanogpt"], tiny_params.parent)  # fmt: skip
+    assert re.search(
+        r"^  nanoGPT-style \(device=cpu precision=\w+ compile=o\w+\) +[\d,]+ tokens/s  MFU", out, re.M
+    ), out
+    assert re.search(r"^  ratio tinytf / nanoGPT-style: \d+\.\d\dx$", out, re.M), out
+    assert re.match(r"speedup: \d+\.\d\dx tinytf over the seed lab", out.splitlines()[-1]), out
+
+
+def test_pretrain_benchmark_names_an_unknown_shape():
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "pretrain_throughput.py"), "--shapes", "default,6x38"],
+        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert "unknown shape '6x38'; expected a comma list of: default, seed-lab, 6x384" in result.stderr
 
 
 @pytest.mark.slow
@@ -191,3 +217,44 @@ def test_budget_shares_without_reports_names_the_missing_file(tmp_path):
         result.stderr.strip()
         == f"budget_shares: {tmp_path / 'tokenize.json'}: not found; run the pipeline first (`make repro`)"
     )
+
+
+@pytest.mark.slow
+def test_classifier_epoch_benchmark_times_each_epoch_from_a_fresh_model(tiny_params, tmp_path):
+    from .lm_fixtures import make_sentiment_dir
+
+    (tmp_path / "data").mkdir()
+    make_sentiment_dir(tmp_path / "data")
+    params = tmp_path / "params.yaml"
+    params.write_text(tiny_params.read_text())
+    out = run_benchmark("classifier_epoch.py", ["--params", str(params), "--repeats", "2"], tmp_path)
+    assert re.match(r"96 train texts, batch \d+: (\d+) steps an epoch; device=cpu", out), out
+    steps = re.match(r"96 train texts, batch \d+: (\d+) steps", out).group(1)
+    assert (
+        len(re.findall(r"^  epoch \d: [\d.]+ s, [\d.]+ ms a step with the validation pass", out, re.M)) == 2
+    ), out
+    assert re.match(rf"epoch: [\d.]+ s first, then [\d.]+ s, {steps} steps on cpu", out.splitlines()[-1]), out
+
+
+def test_classifier_epoch_benchmark_without_tokens_names_the_missing_file(tmp_path):
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "classifier_epoch.py"), "--params", str(ROOT / "params.yaml")],
+        cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip() == (
+        "classifier_epoch: data/tokens/sentiment/labels.json: not found; run the prepare and tokenize stages first"
+    )
+
+
+@pytest.mark.skipif(torch_sees_cuda(), reason="this machine has CUDA: the checks would run")
+def test_gpu_checks_stop_where_torch_sees_no_cuda(tmp_path):
+    result = subprocess.run(
+        ["bash", str(ROOT / "benchmarks" / "gpu_checks.sh")], cwd=ROOT, capture_output=True, text=True, timeout=120,
+        env={**os.environ, "PYTHON": sys.executable, "OUT": str(tmp_path / "out")},
+    )  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip() == (
+        f"gpu_checks: torch sees no CUDA device ({sys.executable}); on a CPU, run the benchmarks themselves"
+    )
+    assert not (tmp_path / "out").exists()  # nothing half-written

@@ -1,0 +1,76 @@
+"""One epoch of the classifier as a `finetune` run trains it: `train_classifier` from a scratch
+start on every train text of data/tokens, run from the repository root (the default data: 319
+steps of 32), its validation pass included, on the device, precision and compile that
+`finetune:` resolves. The speed issue's GPU target is this epoch: 24.8 s on an H100 and 24.7 s
+on the 2-core CPU before the issue, host-bound at about 78 ms a step; it asks for at least 5x
+faster on CUDA.
+
+Each repeat builds a fresh model in the same process: the first pays for compiling and the
+device's warm-up, as a stage's first run does; later ones run as the stage's later runs do.
+Times are wall times with the device synchronised; nothing here is compared against a peer,
+so read them next to the figures above, measured on the same kind of machine.
+
+    python benchmarks/classifier_epoch.py [--params params.yaml] [--repeats 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from timing import device_name, sync, vocabulary
+
+from tinytf.allocator import keep_freed_memory
+from tinytf.config import load_params
+from tinytf.errors import DataError
+from tinytf.model.architecture import model_config
+from tinytf.model.transformer import TinyTransformer
+from tinytf.train.classify import SentimentData, classifier_runtime, planned_steps, train_classifier
+from tinytf.train.runtime import seed_everything
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--params", default="params.yaml")
+    parser.add_argument("--repeats", type=int, default=2, help="epochs timed, each from a fresh model")
+    args = parser.parse_args()
+    keep_freed_memory()  # as a finetune worker does, before its first tensor
+    params = load_params(args.params)
+    f = params.finetune
+    try:
+        data = SentimentData.load("data")
+    except DataError as exc:
+        print(f"classifier_epoch: {exc}", file=sys.stderr)
+        return 2
+    steps = planned_steps(data, f.batch_size, 1)
+    runtime = classifier_runtime(f, steps)
+    print(f"{len(data.splits['train']):,} train texts, batch {f.batch_size}: {steps} steps an epoch; "
+          f"{runtime.describe()} ({device_name(runtime.device)})")  # fmt: skip
+    seconds = []
+    for repeat in range(args.repeats):
+        seed_everything(repeat)
+        config = model_config(params.model, vocabulary(params), "causal", 0, dropout=f.dropout,
+                              n_classes=len(data.classes))  # fmt: skip
+        model = TinyTransformer(config)
+        sync(runtime.device)
+        began = time.perf_counter()
+        run = train_classifier(model, data, init="scratch", optimizer=f.optimizer, lr=f.lrs[0],
+                               batch_size=f.batch_size, epochs=1, max_length=params.tokenize.max_length,
+                               seed=repeat, runtime=runtime, weight_decay=f.weight_decay,
+                               warmup_ratio=f.warmup_ratio, progress=False)  # fmt: skip
+        sync(runtime.device)
+        seconds.append(time.perf_counter() - began)
+        accuracy = run.history[-1]["validation_accuracy"]
+        print(f"  epoch {repeat + 1}: {seconds[-1]:.1f} s, {1000 * seconds[-1] / steps:.1f} ms a step "
+              f"with the validation pass; validation accuracy {accuracy:.3f}")  # fmt: skip
+    later = f", then {min(seconds[1:]):.1f} s" if len(seconds) > 1 else ""
+    print(f"epoch: {seconds[0]:.1f} s first{later}, {steps} steps on {runtime.device} (before the speed issue: "
+          f"24.8 s on an H100, 24.7 s on the 2-core CPU)")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
