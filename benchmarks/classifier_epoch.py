@@ -1,7 +1,8 @@
 """One epoch of the classifier as a `finetune` run trains it: `train_classifier` from a scratch
 start on every train text of data/tokens, run from the repository root (the default data: 319
 steps of 32), its validation pass included, on the device, precision and compile that
-`finetune:` resolves. The speed issue's GPU target is this epoch: 24.8 s on an H100 and 24.7 s
+`finetune:` resolves, on one thread where that is a CPU (a `finetune` worker's setting: the stage
+runs one worker a core). The speed issue's GPU target is this epoch: 24.8 s on an H100 and 24.7 s
 on the 2-core CPU before the issue, host-bound at about 78 ms a step; it asks for at least 5x
 faster on CUDA.
 
@@ -28,6 +29,7 @@ from tinytf.model.architecture import model_config
 from tinytf.model.transformer import TinyTransformer
 from tinytf.train.classify import SentimentData, classifier_runtime, planned_steps, train_classifier
 from tinytf.train.runtime import seed_everything
+from tinytf.train.workers import one_thread
 
 
 def main() -> int:
@@ -46,21 +48,23 @@ def main() -> int:
         print(f"classifier_epoch: {exc}", file=sys.stderr)
         return 2
     steps = planned_steps(data, f.batch_size, 1)
-    runtime = classifier_runtime(f, steps)
+    runtime = classifier_runtime(f, 0)  # as the finetune stage resolves it: every run is short
     print(f"{len(data.splits['train']):,} train texts, batch {f.batch_size}: {steps} steps an epoch; "
           f"{runtime.describe()} ({device_name(runtime.device)})")  # fmt: skip
     seconds = []
     for repeat in range(args.repeats):
         seed_everything(repeat)
-        config = model_config(params.model, vocabulary(params), "causal", 0, dropout=f.dropout,
-                              n_classes=len(data.classes))  # fmt: skip
+        # the pretrained checkpoint's config, as the stage reads it: pretraining's objective and seed
+        config = model_config(params.model, vocabulary(params), params.pretrain.objective, params.base.seed,
+                              dropout=f.dropout, n_classes=len(data.classes))  # fmt: skip
         model = TinyTransformer(config)
         sync(runtime.device)
         began = time.perf_counter()
-        run = train_classifier(model, data, init="scratch", optimizer=f.optimizer, lr=f.lrs[0],
-                               batch_size=f.batch_size, epochs=1, max_length=params.tokenize.max_length,
-                               seed=repeat, runtime=runtime, weight_decay=f.weight_decay,
-                               warmup_ratio=f.warmup_ratio, progress=False)  # fmt: skip
+        with one_thread(runtime.device):  # a finetune worker's run on a CPU
+            run = train_classifier(model, data, init="scratch", optimizer=f.optimizer, lr=f.lrs[0],
+                                   batch_size=f.batch_size, epochs=1, max_length=params.tokenize.max_length,
+                                   seed=repeat, runtime=runtime, weight_decay=f.weight_decay,
+                                   warmup_ratio=f.warmup_ratio, progress=False)  # fmt: skip
         sync(runtime.device)
         seconds.append(time.perf_counter() - began)
         accuracy = run.history[-1]["validation_accuracy"]

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The speed issue's GPU checks in one call, for a machine with CUDA (a GPU runner, a lent GPU):
-#   the pretraining benchmark at the default, seed-lab and 6x384 shapes with the nanoGPT-style
-#   peer; the classifier step benchmark; one classifier epoch as a finetune run trains it.
-# Each output is kept in ${OUT:-gpu-checks}/<check>.txt. Run it from the repository root once
-# data/tokens and data/tokenizer.json exist (`dvc repro tokenize`, or copied from a machine that
-# ran it): without them the pretraining benchmark trains on random ids and the epoch check stops.
+#   the pretraining benchmark with the nanoGPT-style peer at 6x384 (the target's shape, first)
+#   and then at the default and seed-lab shapes; the classifier step benchmark; one classifier
+#   epoch as a finetune run trains it.
+# Each output is kept in ${OUT:-gpu-checks}/<check>.txt, nvidia-smi's line in gpu.txt. Run it
+# from the repository root once data/tokens and data/tokenizer.json exist (`dvc repro tokenize`,
+# or copied from a machine that ran it): without them the pretraining benchmark trains on random
+# ids and the epoch check stops.
 # It needs torch with CUDA, pandas, pyarrow, tokenizers and PyYAML, not dvc or mlflow. Each check
 # stops after ${CHECK_TIMEOUT:-240} s, so one that hangs leaves time for the others.
 #
@@ -12,6 +14,7 @@
 set -uo pipefail
 out=${OUT:-gpu-checks}
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+export PYTHONUNBUFFERED=1  # a check stopped by its timeout keeps every line it printed
 python=${PYTHON:-python3}
 
 missing=$("$python" -c 'import torch; print("" if torch.cuda.is_available() else "torch sees no CUDA device")' 2>&1 | tail -n 1)
@@ -33,7 +36,8 @@ check() {
     fi
 }
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv > "$out/gpu.txt" 2>&1
-check pretrain benchmarks/pretrain_throughput.py --shapes default,seed-lab,6x384 --nanogpt --rounds 3
+check pretrain_6x384 benchmarks/pretrain_throughput.py --shapes 6x384 --nanogpt --rounds 3
+check pretrain benchmarks/pretrain_throughput.py --shapes default,seed-lab --nanogpt --rounds 3
 check classifier benchmarks/classifier_throughput.py --rounds 3
 check classifier_epoch benchmarks/classifier_epoch.py --repeats 2
 exit $status

@@ -3,17 +3,22 @@ with the nanoGPT-style reference measured in the same run"), for `pretrain_throu
 
 It follows nanoGPT's model.py and train.py (github.com/karpathy/nanoGPT): pre-LN blocks, one
 fused q/k/v projection, PyTorch's SDPA with `is_causal=True`, a GELU MLP, learned positions,
-the loss computed inside `forward` and the whole model under `torch.compile`; AdamW with weight
-decay on the matrices only, fused on CUDA as nanoGPT has it; gradient clipping; no host sync
-between steps (nanoGPT reads the loss only every `log_interval`). Written here rather than
-imported: nanoGPT is not a package, and the benchmark needs it in tinytf's shapes.
+its init, the loss computed inside `forward` and the whole model under `torch.compile`; AdamW
+(betas 0.9, 0.95) with weight decay on the matrices only, fused on CUDA as nanoGPT has it;
+gradient clipping; no host sync between steps (nanoGPT reads the loss every `log_interval`
+steps: 10 in its config/train_shakespeare_char.py, whose 6 x 384, block 256, batch 64 is the
+target's shape). Written here rather than imported: nanoGPT is not a package, and the
+benchmark needs it in tinytf's shapes.
 
-Both sides do the same work: tinytf's shape (width, layers, heads, d_ff, block, vocabulary),
-dropout, tied or untied head, batches, and tinytf's runtime, so its precision and its compile
-choice. Where nanoGPT differs: its train.py runs fp32 on a CPU (no autocast there), and here the
-peer runs under the same autocast as tinytf, so the ratio compares steps, not precisions. Each
-call runs with deterministic algorithms off, as nanoGPT runs, although tinytf's compiled step
-turns them on process-wide for its reruns to be identical.
+Both sides do the same work: tinytf's shape (width, layers, heads, d_ff, block, vocabulary:
+8000 by default where that config has 65 characters), dropout (nanoGPT's config: 0.2), biases
+(train.py's default has none), tied or untied head (nanoGPT ties; tinytf's default does not),
+batches, and tinytf's runtime: its precision and compile choice, and compile's eager fallback.
+Where nanoGPT differs: its train.py runs fp32 on a CPU (no autocast there) and turns TF32 on on
+CUDA (which would change tinytf's side too, in one process; it matters only in fp32), and here
+the peer runs under the same autocast as tinytf, so the ratio compares steps, not precisions.
+Each call runs with deterministic algorithms off, as nanoGPT runs, although tinytf's compiled
+step turns them on process-wide for its reruns to be identical.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from tinytf.model.architecture import ModelConfig
-from tinytf.train.runtime import Runtime, seed_everything
+from tinytf.train.runtime import Runtime, maybe_compile, seed_everything
 
 
 class CausalSelfAttention(nn.Module):
@@ -111,7 +116,7 @@ def nanogpt_step(
     groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": weight_decay},
               {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]  # fmt: skip
     optimizer = torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.95), fused=runtime.device.type == "cuda")
-    forward = torch.compile(model) if runtime.compile else model
+    forward = maybe_compile(model, runtime)  # tinytf's fallback: a compile that fails runs eagerly
 
     def step() -> None:
         deterministic = (torch.are_deterministic_algorithms_enabled(),
@@ -123,7 +128,8 @@ def nanogpt_step(
                 with runtime.autocast():
                     loss = forward(x, y) / grad_accum
                 loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+            if grad_clip:  # nanoGPT's grad_clip = 0.0 turns clipping off, as tinytf's does
+                torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
             optimizer.step()
             optimizer.zero_grad(set_to_none=True)
         finally:

@@ -1,5 +1,6 @@
 """The nanoGPT-style peer of `benchmarks/pretrain_throughput.py --nanogpt` trains the shape it is
-given, counts its matmul weights right, and leaves tinytf's process-wide settings as it found them."""
+given, counts its matmul weights right, runs without deterministic algorithms as nanoGPT does, and
+leaves tinytf's process-wide setting as it found it."""
 
 from __future__ import annotations
 
@@ -44,10 +45,15 @@ def test_matmul_weights_count_the_head_once_and_no_table(tied):
     assert matmul_parameters(model) == layers * per_layer + 2 * d + vocab * d  # + final norm + head
 
 
-def test_a_step_trains_and_restores_the_deterministic_setting():
-    source = batches()
+def test_a_step_trains_without_deterministic_algorithms_and_restores_the_setting():
+    source, seen = batches(), []
+
+    def next_batch():
+        seen.append(torch.are_deterministic_algorithms_enabled())
+        return next(source)
+
     runtime = Runtime(torch.device("cpu"), "fp32", False)
-    model, step = nanogpt_step(CONFIG, 3e-3, 0.1, 1.0, 2, lambda: next(source), runtime)
+    model, step = nanogpt_step(CONFIG, 3e-3, 0.1, 1.0, 2, next_batch, runtime)
     before = [p.detach().clone() for p in model.parameters()]
     torch.use_deterministic_algorithms(True, warn_only=True)  # as tinytf's compiled step leaves it
     try:
@@ -56,5 +62,6 @@ def test_a_step_trains_and_restores_the_deterministic_setting():
         assert torch.is_deterministic_algorithms_warn_only_enabled()
     finally:
         torch.use_deterministic_algorithms(False)
+    assert seen == [False, False]  # two micro-batches, each drawn with the setting off, as nanoGPT runs
     assert all(not torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True))
     assert all(p.grad is None for p in model.parameters())  # zero_grad(set_to_none=True), as nanoGPT
