@@ -233,7 +233,9 @@ def measure_shape(
               + ", ".join(f"{v:,.0f}" for v in values) + f"; first 3 steps {first[name]:.1f} s)")  # fmt: skip
     for name, peer in (("lab", "seed lab"), ("nanogpt", "nanoGPT-style")):
         if name in rates:
-            print(f"  ratio tinytf / {peer}: {median(rates['tinytf']) / median(rates[name]):.2f}x")
+            print(
+                f"  ratio tinytf / {peer}, {shape} shape: {median(rates['tinytf']) / median(rates[name]):.2f}x"
+            )
     return rates, runtime.device
 
 

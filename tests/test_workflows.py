@@ -191,6 +191,16 @@ def test_the_gpu_workflow_has_the_jobs_issue_16_asks_for():
     assert all(f"{torch} --index-url" in scripts(job) for job in jobs.values())
 
 
+def test_the_gpu_workflow_runs_the_speed_checks_on_the_default_data_and_keeps_their_output():
+    (speed,) = [job for job in load("gpu.yml")["jobs"].values() if "gpu_checks.sh" in scripts(job)]
+    script = scripts(speed)
+    assert "tinytf preset" not in script and "-S " not in script  # the default params, not the preset's
+    assert script.index("dvc repro tokenize") < script.index("bash benchmarks/gpu_checks.sh")
+    assert '>> "$GITHUB_STEP_SUMMARY"' in script and speed["env"]["TINYTF_TRACKING"] == "0"
+    uploads = [s["with"]["path"] for s in speed["steps"] if "upload-artifact" in s.get("uses", "")]
+    assert uploads == ["gpu-checks/"]
+
+
 def test_the_ci_workflow_runs_ci_run_on_every_push():
     workflow = load("ci.yml")
     assert "push" in workflow["on"] and "pull_request" in workflow["on"]
