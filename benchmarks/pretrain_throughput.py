@@ -43,6 +43,7 @@ from timing import (
     median,
     timed_rounds,
     train_flops_per_token,
+    training_flops,
     vocabulary,
     warm_up,
 )
@@ -199,8 +200,7 @@ def build_sides(model_params, p, setup: dict) -> tuple[TinyTransformer, Runtime,
         peer, steps["nanogpt"] = nanogpt_step(
             ours.config, p.lr, p.weight_decay, p.grad_clip, p.grad_accum, source.next_batch, runtime
         )
-        c = ours.config
-        flops["nanogpt"] = 6 * matmul_parameters(peer) + 12 * c.n_layer * c.d_model * block
+        flops["nanogpt"] = training_flops(matmul_parameters(peer), ours.config, block)
     return ours, runtime, steps, flops
 
 

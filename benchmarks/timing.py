@@ -113,4 +113,10 @@ def train_flops_per_token(model, head: torch.nn.Module, length: float) -> float:
     weights = (
         sum(p.numel() for p in model.base.parameters()) - tables + sum(p.numel() for p in head.parameters())
     )
-    return 6 * weights + 12 * c.n_layer * c.d_model * length
+    return training_flops(weights, c, length)
+
+
+def training_flops(weights: int, config, length: float) -> float:
+    """Training FLOPs of one token that passes through `weights` matmul weights and attends over
+    `length` positions in `config`'s layers: 6 x weights + 12 x layers x width x length."""
+    return 6 * weights + 12 * config.n_layer * config.d_model * length
