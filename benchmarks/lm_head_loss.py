@@ -23,7 +23,7 @@ import sys
 
 import torch
 import torch.nn.functional as F
-from pretrain_throughput import stage_inputs
+from pretrain_throughput import batches, stage_inputs
 from timing import benchmark_parser, device_name, median, timed_rounds
 
 from tinytf.config import load_params
@@ -31,7 +31,7 @@ from tinytf.model.architecture import model_config
 from tinytf.model.transformer import TinyTransformer
 from tinytf.train import lm
 from tinytf.train.loop import build_optimizer, train_step
-from tinytf.train.pretrain import BlockSource, lm_step_loss, loop_config, step_tokens
+from tinytf.train.pretrain import lm_step_loss, loop_config, step_tokens
 from tinytf.train.runtime import maybe_compile, resolve_runtime, seed_everything
 
 
@@ -42,7 +42,7 @@ def side(params, vocab, tokens, steps_per_epoch, chunked: torch.nn.LinearCrossEn
     model = TinyTransformer(model_config(params.model, vocab, "causal", 0))
     runtime = resolve_runtime(p.device, p.precision, p.compile, steps_per_epoch * p.epochs)
     model.to(runtime.device).train()
-    source = BlockSource(tokens, lm.Objective("causal", vocab, 0), model.config.block_size, p.batch_size, 1)
+    source = batches(tokens, vocab, model.config.block_size, p.batch_size)
     cfg = loop_config(p, steps_per_epoch, step_tokens(p, model.config.block_size))
     optimizer = build_optimizer(model, cfg)
     if chunked is None:

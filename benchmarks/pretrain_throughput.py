@@ -83,13 +83,17 @@ def stage_inputs(params) -> tuple[int, np.ndarray, str, int]:
     return vocab, tokens, where, epoch_steps(params.pretrain, len(tokens), params.model.block_size)[0]
 
 
+def batches(tokens: np.ndarray, vocab: int, block: int, batch_size: int) -> BlockSource:
+    """A side's own stream of the batches every side trains on: the same blocks in the same order."""
+    return BlockSource(tokens, lm.Objective("causal", vocab, 0), block, batch_size, 1)
+
+
 def tinytf_step(model_params, p, vocab, tokens, steps_per_epoch, precision, compile_mode):
     seed_everything(0)
     model = TinyTransformer(model_config(model_params, vocab, "causal", 0))
     runtime = resolve_runtime(p.device, precision or p.precision, compile_mode, steps_per_epoch * p.epochs)
     model.to(runtime.device).train()
-    objective = lm.Objective("causal", vocab, 0)
-    source = BlockSource(tokens, objective, model.config.block_size, p.batch_size, 1)
+    source = batches(tokens, vocab, model.config.block_size, p.batch_size)
     step_loss = lm_step_loss(model, runtime)
     cfg = loop_config(p, steps_per_epoch, step_tokens(p, model.config.block_size))
     optimizer = build_optimizer(model, cfg)
@@ -107,7 +111,7 @@ def seed_lab_step(model_params, p, vocab, tokens, device):
     lab = dataclasses.replace(model_params, arch="torch_encoder")
     model = TinyTransformer(model_config(lab, vocab, "causal", 0)).to(device).train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=p.lr, weight_decay=p.weight_decay)
-    source = BlockSource(tokens, lm.Objective("causal", vocab, 0), model.config.block_size, p.batch_size, 1)
+    source = batches(tokens, vocab, model.config.block_size, p.batch_size)
 
     def step():
         for _ in range(p.grad_accum):
@@ -169,8 +173,8 @@ def main() -> None:
     print(f"allocator, both sides: {allocator}")
     kept = ", both sides keeping freed memory" if allocator.startswith("kept") else ""
     compile_mode = {"on": True, "off": False}.get(args.compile, p.compile)
-    setup = {"vocab": vocab, "tokens": tokens, "steps_per_epoch": steps_per_epoch, "precision": args.precision,
-             "compile_mode": compile_mode, "nanogpt": args.nanogpt, "peaks": {}}  # fmt: skip
+    setup = {"vocab": vocab, "tokens": tokens, "steps_per_epoch": steps_per_epoch, "compile_mode": compile_mode,
+             "peaks": {}}  # fmt: skip
     headline = ""
     for shape in args.shapes:
         model_fields, pretrain_fields = SHAPES[shape]
@@ -186,17 +190,17 @@ def main() -> None:
     print(headline)
 
 
-def build_sides(model_params, p, setup: dict) -> tuple[TinyTransformer, Runtime, dict, dict]:
+def build_sides(model_params, p, setup: dict, args) -> tuple[TinyTransformer, Runtime, dict, dict]:
     """(tinytf's model, its runtime, each side's step, each side's training FLOPs a token) at one
     shape: tinytf, the seed lab and, with --nanogpt, the nanoGPT-style peer."""
     vocab, tokens, block = setup["vocab"], setup["tokens"], model_params.block_size
     ours, runtime, ours_step = tinytf_step(
-        model_params, p, vocab, tokens, setup["steps_per_epoch"], setup["precision"], setup["compile_mode"]
+        model_params, p, vocab, tokens, setup["steps_per_epoch"], args.precision, setup["compile_mode"]
     )
     steps = {"tinytf": ours_step, "lab": seed_lab_step(model_params, p, vocab, tokens, runtime.device)}
     flops = dict.fromkeys(steps, train_flops_per_token(ours, ours.lm_head, block))  # the same matmuls
-    if setup["nanogpt"]:
-        source = BlockSource(tokens, lm.Objective("causal", vocab, 0), block, p.batch_size, 1)
+    if args.nanogpt:
+        source = batches(tokens, vocab, block, p.batch_size)
         peer, steps["nanogpt"] = nanogpt_step(
             ours.config, p.lr, p.weight_decay, p.grad_clip, p.grad_accum, source.next_batch, runtime
         )
@@ -208,7 +212,7 @@ def measure_shape(
     shape: str, model_params, p, setup: dict, args
 ) -> tuple[dict[str, list[float]], torch.device]:
     """Alternating rounds of each side at one shape; prints its table and ratios, returns the rates."""
-    ours, runtime, steps, flops = build_sides(model_params, p, setup)
+    ours, runtime, steps, flops = build_sides(model_params, p, setup, args)
     peaks, block = setup["peaks"], model_params.block_size
     if not peaks:
         peaks.update({dt: matmul_peak(runtime.device, dt) for dt in (torch.float32, torch.bfloat16)})
