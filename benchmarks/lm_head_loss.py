@@ -1,9 +1,9 @@
 """The LM head's loss: the `pretrain` stage's step against torch's chunked `F.linear_cross_entropy`.
 
 The stage compiles the whole loss, forward and backward: the body, the LM head's (tokens x
-vocabulary) logits in bf16, their fp32 log-softmax and the one-hot gradient. The log-softmax and
-its backward alone took 44 ms of a 178 ms step on the AMX machine under torch.profiler
-(benchmarks/README.md, "On an AMX machine"). torch 2.13's
+vocabulary) logits in bf16, their fp32 log-softmax and the one-hot gradient. Where big matmuls
+are cheap (a CPU with AMX), the log-softmax and its backward are a large share of the step under
+torch.profiler. torch 2.13's
 `F.linear_cross_entropy` with `LinearCrossEntropyOptions` is the library's answer to that
 cost: it never materialises the logits, computing the loss and both gradients chunk by chunk of
 tokens inside its forward. It cannot run inside a compiled graph (torch falls back to eager at
