@@ -5,7 +5,7 @@ per call (`_sdpa_is_faster`): written out under torch.compile, with dropout, and
 autograd records it on a CPU; SDPA otherwise. This times both kernels, each forced, in the cases
 below, in alternating rounds of one process, and names the one chosen on this device:
 
-- a fine-tuning step without dropout (`-S finetune.dropout=0`), as `train_step` runs it;
+- a fine-tuning step without dropout (`-S finetune.dropouts=[0]`), as `train_step` runs it;
 - a pretraining step in eager (no compile), as the `variants` stage's cells run it;
 - the classifier's validation pass (inference: no backward), as `predict` runs it.
 
@@ -61,7 +61,7 @@ def chosen_kernel(device: torch.device, autograd: bool) -> str:
 
 
 def finetune_case(params, vocab, data, planned, runtime):
-    no_dropout = dataclasses.replace(params, finetune=dataclasses.replace(params.finetune, dropout=0.0))
+    no_dropout = dataclasses.replace(params, finetune=dataclasses.replace(params.finetune, dropouts=[0.0]))
     return both_kernels(classifier_throughput.tinytf_step(no_dropout, vocab, data, runtime, planned)), True
 
 

@@ -56,7 +56,7 @@ def main() -> int:
         seed_everything(repeat)
         # the pretrained checkpoint's config, as the stage reads it: pretraining's objective and seed
         config = model_config(params.model, vocabulary(params), params.pretrain.objective, params.base.seed,
-                              dropout=f.dropout, n_classes=len(data.classes))  # fmt: skip
+                              dropout=max(f.dropouts), n_classes=len(data.classes))  # fmt: skip
         model = TinyTransformer(config)
         sync(runtime.device)
         began = time.perf_counter()

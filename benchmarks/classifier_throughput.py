@@ -70,7 +70,7 @@ def tinytf_step(params, vocab: int, data: SentimentDataset, runtime, planned: in
     """tinytf's classifier step as the stages run it: `train_step` on the stage's batches."""
     f, max_length = params.finetune, params.tokenize.max_length
     seed_everything(0)
-    model = TinyTransformer(model_config(params.model, vocab, "causal", 0, dropout=f.dropout)).to(
+    model = TinyTransformer(model_config(params.model, vocab, "causal", 0, dropout=max(f.dropouts))).to(
         runtime.device
     )
     cfg = LoopConfig(total_steps=planned, steps_per_epoch=planned, lr=f.lrs[0], weight_decay=f.weight_decay)
@@ -142,7 +142,9 @@ def main() -> None:
     ours_step = tinytf_step(params, vocab, data, runtime, planned)
     seed_everything(0)
     lab_params = dataclasses.replace(params.model, arch="torch_encoder")
-    lab = TinyTransformer(model_config(lab_params, vocab, "causal", 0, dropout=f.dropout)).to(runtime.device)
+    lab = TinyTransformer(model_config(lab_params, vocab, "causal", 0, dropout=max(f.dropouts))).to(
+        runtime.device
+    )
     lab_optimizer = torch.optim.AdamW(lab.parameters(), lr=f.lrs[0], weight_decay=f.weight_decay)
     lab_source = Batches(data, f.batch_size, max_length, runtime.device)
 

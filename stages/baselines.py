@@ -3,8 +3,7 @@ logistic regression, C chosen on validation, fitted on the same nested label sub
 as the finetune stage and scored on the same test split. Every transformer accuracy in the
 report stands next to these.
 
-params: baselines, finetune.label_counts, finetune.seeds, finetune.many_labels,
-        finetune.many_label_seeds
+params: baselines, finetune.label_counts, finetune.seeds
 """
 
 import sys
@@ -44,6 +43,13 @@ def main() -> None:
         def progress(count, seed, fit):
             print(f"baselines {count_name(count)} labels seed {seed}: majority {fit.majority:.4f}, "
                   f"tfidf_lr {fit.tfidf_lr:.4f} (C {fit.tfidf_lr_c:g})", file=sys.stderr)  # fmt: skip
+            # each fit a child run, beside the finetune runs of the same label count and seed
+            tags = {"arm": "tfidf_lr", "labels": count_name(count), "seed": seed, "c": fit.tfidf_lr_c}
+            name = f"baselines-{tags['labels']}-seed{seed}"
+            with stage_run("baselines", {"baselines": tags}, run_name=name, nested=True) as run:
+                run.set_tags({f"tinytf.{key}": str(value) for key, value in tags.items()})
+                run.log_metrics({"test_accuracy": fit.tfidf_lr, "validation_accuracy": fit.tfidf_lr_validation,
+                                 "majority_test_accuracy": fit.majority})  # fmt: skip
 
         curve = baseline_curve(splits, plan, b.cs, tuple(b.word_ngrams), tuple(b.char_ngrams), progress)
         write_json(Path(args.reports) / "summary.json", {"label_curve": curve})

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import common
 
-from tinytf.analysis.evaluation import arm_summary, curve_summary, snapshot_curve
+from tinytf.analysis.evaluation import arm_summary, curve_summary, gap_trend, snapshot_curve
 from tinytf.data.subsets import count_name
 from tinytf.io import write_json, write_text
 from tinytf.report.plots import plot_finetune_curves
@@ -25,8 +25,9 @@ from tinytf.train.finetune import FinetuneResult, check_label_counts, run_finetu
 
 
 def summarize(result: FinetuneResult, f, hf, with_snapshots: bool) -> dict:
-    """summary.json: the all-labels comparison of the starts, the label and snapshot curves, the
-    chosen lrs, and what ran (precision, compile, workers) on this machine."""
+    """summary.json: the protocol, the all-labels comparison of the starts, the label and snapshot
+    curves with Holm-adjusted p-values and the trend test, the chosen recipes, and what ran
+    (precision, compile, workers) on this machine."""
     runs, runtime = result.runs, result.runtime
     everything = runs[runs["chosen"] & (runs["labels"] == "all") & (runs["start"] == "final")]
     tests = {
@@ -34,11 +35,23 @@ def summarize(result: FinetuneResult, f, hf, with_snapshots: bool) -> dict:
     }
     summary = arm_summary({arm: tests[arm] for arm in f.arms}, sorted(tests["scratch"]), f.epochs,
                           result.classes)  # fmt: skip
+    curve = curve_summary(runs, f.arms)
     summary.update(
-        lrs=result.lrs,
-        # the report's lr table reads these rather than re-deriving the search from params
-        lr_search={"labels": count_name(f.lr_search_labels), "seeds": result.search_seeds},
-        label_curve=curve_summary(runs, f.arms),
+        # fixed before the results: the report prints it first
+        protocol={
+            "seeds": list(f.seeds),
+            "label_counts": [count_name(c) for c, _ in f.curve_plan()],
+            "lrs": list(f.lrs),
+            "hf_lrs": list(hf.lrs) if hf else None,
+            "dropouts": list(f.dropouts),
+            "search_labels": count_name(f.search_labels),
+            "search_seeds": result.search_seeds,
+            "tests": "paired t over seeds per label count, Holm across label counts; "
+            "trend: OLS of the paired differences on log10 labels",
+        },
+        recipes=result.recipes,
+        label_curve=curve,
+        trend=gap_trend(curve) if "pretrained" in f.arms else None,
         snapshot_curve=snapshot_curve(runs, count_name(f.snapshot_labels)) if with_snapshots else [],
         snapshot_labels=count_name(f.snapshot_labels),
         # what `auto` chose on this machine: a rerun elsewhere that chose otherwise is visible
@@ -69,10 +82,13 @@ def main() -> None:
     with stage_run("finetune", params.as_dict()) as tracker:
 
         @contextlib.contextmanager
-        def child_run(arm: str, seed: int):
-            child = {"finetune": {"arm": arm, "seed": seed}}
-            with stage_run("finetune", child, run_name=f"finetune-{arm}-seed{seed}", nested=True) as run:
-                common.log_token_inputs(run, args.data, "sentiment", ("train", "validation", "test"))
+        def child_run(tags: dict):
+            # every run of the study, so the MLflow UI can filter and chart the label curve
+            name = f"finetune-{tags['arm']}-{tags['labels']}-seed{tags['seed']}" + (
+                "" if tags["start"] == "final" else f"-{tags['start']}"
+            )
+            with stage_run("finetune", {"finetune": tags}, run_name=name, nested=True) as run:
+                run.set_tags({f"tinytf.{key}": str(value) for key, value in tags.items()})
                 yield [TrackerCallback(run)]
 
         f = params.finetune
@@ -96,7 +112,8 @@ def main() -> None:
             )
             line = ", ".join(f"{arm} {entry[arm]['mean']:.4f}" for arm in f.arms)
             print(f"finetune {labels} labels: {line}", file=sys.stderr)
-        tracker.log_params({f"chosen_lr_{arm}": lr for arm, lr in result.lrs.items()})
+        tracker.log_params({f"chosen_{knob}_{arm}": recipe[knob] for arm, recipe in result.recipes.items()
+                            for knob in ("lr", "dropout")})  # fmt: skip
         for name in ("runs.csv", "curves.csv", "summary.json", "curves.png", "timings.csv"):
             tracker.log_artifact(reports / name)
 

@@ -4,7 +4,7 @@ own tokenizer), with grid.seed. Writes the trained model (<out>.pt and
 <out>.json) and the cell's curves and final validation metrics (<out>.result.json); `evaluate`
 picks the best cell. Adding a value to a list in params.yaml runs only the new cells.
 
-params: grid.init, grid.seed, grid.weight_decay, finetune.dropout, finetune.warmup_ratio,
+params: grid.init, grid.seed, grid.weight_decay, grid.dropout, finetune.warmup_ratio,
         finetune.device, finetune.precision, finetune.compile, tokenize.max_length, hf
 """
 
@@ -46,7 +46,13 @@ def main() -> None:
     cell = {"optimizer": args.optimizer, "lr": args.lr, "batch_size": args.batch_size, "epochs": args.epochs}
     key = cell_key(**cell)
     logged = {
-        "grid": {**cell, "init": g.init, "seed": g.seed, "weight_decay": g.weight_decay},
+        "grid": {
+            **cell,
+            "init": g.init,
+            "seed": g.seed,
+            "weight_decay": g.weight_decay,
+            "dropout": g.dropout,
+        },
         "tokenize": {"max_length": params.tokenize.max_length},
         **({"hf": dataclasses.asdict(params.hf)} if g.init == "hf" else {}),
     }
@@ -60,7 +66,7 @@ def main() -> None:
             model = build_hf_classifier(params.hf.checkpoint, len(data.classes), max_length, g.seed)
             data = data.for_hf(args.data, model)
         else:
-            config = classifier_config(args.pretrained, len(data.classes), f.dropout)
+            config = classifier_config(args.pretrained, len(data.classes), g.dropout)
             model = build_classifier(g.init, config, args.pretrained, g.seed)
         runtime = classifier_runtime(f, planned_steps(data, args.batch_size, args.epochs))
         tracker.set_tags({"tinytf.precision": runtime.precision, "tinytf.compile": str(runtime.compile)})

@@ -4,7 +4,7 @@ input is listed in the README with the command that makes it; a malformed one st
 naming the file.
 
 params: model, pretrain, prepare.corpus.source, tokenize.max_length, variants.steps,
-        finetune.arms, finetune.lr_search_labels, grid
+        finetune.arms, grid
 """
 
 import sys

@@ -118,7 +118,7 @@ def test_the_finetune_stage_under_torchrun_gives_what_one_process_gives(data, tm
     and the summary, written once; the same runs as one process."""
     small = ["finetune.label_counts=[0]", "finetune.seeds=[1,2]", "finetune.epochs=2", "finetune.min_steps=1",
              "finetune.batch_size=16", "finetune.lrs=[0.001,0.003]", "finetune.probe_cs=[0.1,1]",
-             "finetune.lr_search_labels=0", "finetune.snapshot_labels=0", "finetune.dropout=0",
+             "finetune.search_labels=0", "finetune.snapshot_labels=0", "finetune.dropouts=[0]",
              "finetune.precision=fp32", "finetune.compile=false", "tokenize.max_length=32"]  # fmt: skip
     outputs = {}
     for processes in (1, 2):

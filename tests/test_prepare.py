@@ -38,6 +38,21 @@ def test_rotten_tomatoes_grouped_stratified_and_deterministic():
     assert max(balance) - min(balance) < 0.02
 
 
+def test_the_lm_reads_only_synopses_of_train_movies():
+    from tinytf.data import sources
+
+    frame = sources.open_bz2_csv(sources.read_rotten_tomatoes_csv())
+    data = load_sentiment(params().prepare.sentiment, seed=7)
+    plots = frame[frame["category"] == "plot"].assign(text=lambda f: f["text"].astype(str).str.strip())
+    movie_of = dict(zip(plots["text"], plots["movie_name"].astype(str), strict=False))
+    train_movies = set(frame.loc[frame["text"].astype(str).str.strip().isin(set(data.splits["train"]["text"])),
+                                 "movie_name"].astype(str))  # fmt: skip
+    read = set(data.unlabelled)
+    assert read and all(movie_of[text] in train_movies for text in read)
+    held_out = data.notes["plot_rows_of_held_out_movies"]
+    assert held_out > 0 and len(data.unlabelled) + held_out <= data.notes["dropped_plot_rows"]
+
+
 def test_ptb_rows_and_word_counts_match_sources_md():
     data = load_corpus(params().prepare.corpus, seed=0)
     assert {s: len(f) for s, f in data.splits.items()} == {"train": 42068, "validation": 3370, "test": 3761}

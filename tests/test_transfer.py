@@ -11,13 +11,13 @@ import pytest
 import torch
 
 from tinytf.analysis.baselines import baseline_curve, fit_baselines, majority_accuracy
-from tinytf.analysis.evaluation import curve_summary, snapshot_curve
+from tinytf.analysis.evaluation import curve_summary, gap_trend, holm, paired_comparison, snapshot_curve
 from tinytf.config import FinetuneParams, load_params
 from tinytf.data.subsets import ALL, check_counts, label_order, label_subset
 from tinytf.errors import ParamsError
 from tinytf.report.tables import paired_text
 from tinytf.report.transfer import detectable_difference, verdict
-from tinytf.train.finetune import chosen_lr, run_finetune, schedule
+from tinytf.train.finetune import chosen_recipe, run_finetune, schedule
 from tinytf.train.loop import Callback
 
 from .conftest import REPO
@@ -36,11 +36,20 @@ def test_label_subsets_are_nested_class_balanced_and_seeded():
     assert sorted(label_order(LABELS, 3)) == list(range(1000))
 
 
-def test_small_subsets_run_every_seed_and_large_ones_the_first_few():
-    plan = FinetuneParams(
-        label_counts=[0, 3000, 250, 1000], seeds=[1, 2, 3, 4, 5], many_labels=3000, many_label_seeds=3
-    ).curve_plan()
-    assert plan == [(250, [1, 2, 3, 4, 5]), (1000, [1, 2, 3, 4, 5]), (3000, [1, 2, 3]), (0, [1, 2, 3])]
+def test_every_label_count_runs_every_seed_in_increasing_order():
+    plan = FinetuneParams(label_counts=[0, 3000, 250, 1000], seeds=[1, 2, 3, 4, 5]).curve_plan()
+    assert plan == [(count, [1, 2, 3, 4, 5]) for count in (250, 1000, 3000, 0)]
+
+
+def test_every_trained_start_chooses_from_the_same_lr_x_dropout_candidates():
+    params = FinetuneParams(lrs=[1e-3, 3e-3], dropouts=[0.0, 0.1])
+    assert params.recipes() == [(1e-3, 0.0), (1e-3, 0.1), (3e-3, 0.0), (3e-3, 0.1)]
+    assert params.recipes([2e-5]) == [(2e-5, 0.0), (2e-5, 0.1)]  # hf: its own lr scale, the same dropouts
+    with pytest.raises(ParamsError, match=r"finetune.dropouts"):
+        load_params(REPO / "params.yaml", {"finetune.dropouts": [0.1, 0.1]})
+    for gone in ("many_label_seeds", "lr_search_labels", "dropout"):  # the old, asymmetric protocol
+        with pytest.raises(ParamsError, match=rf"finetune.{gone}"):
+            load_params(REPO / "params.yaml", {f"finetune.{gone}": 1})
 
 
 def test_small_subsets_train_more_epochs_and_validate_at_most_six_times():
@@ -73,8 +82,8 @@ def test_finetune_refuses_too_many_labels_before_any_run(workdir, monkeypatch): 
         raise AssertionError("a fine-tuning run started before the label counts were checked")
 
     monkeypatch.setattr(workers.Workers, "map", no_run)
-    params = FinetuneParams(label_counts=[24, 96, 0], seeds=[1], many_labels=48, many_label_seeds=1,
-                            lr_search_labels=24, snapshot_labels=24, device="cpu", compile=False)  # fmt: skip
+    params = FinetuneParams(label_counts=[24, 96, 0], seeds=[1, 2],
+                            search_labels=24, snapshot_labels=24, device="cpu", compile=False)  # fmt: skip
     with pytest.raises(
         ParamsError, match=r"finetune.label_counts: 96 labels .*tokens/sentiment/train.parquet has 96"
     ):
@@ -83,7 +92,7 @@ def test_finetune_refuses_too_many_labels_before_any_run(workdir, monkeypatch): 
 
 def test_the_finetune_stage_refuses_too_many_labels_before_its_mlflow_run(workdir, tmp_path):  # noqa: F811
     store = tmp_path / "mlflow.db"
-    sets = ["finetune.label_counts=[24,96,0]", "finetune.lr_search_labels=24", "finetune.snapshot_labels=24"]
+    sets = ["finetune.label_counts=[24,96,0]", "finetune.search_labels=24", "finetune.snapshot_labels=24"]
     result = subprocess.run(
         [sys.executable, "stages/finetune.py", "--data", str(workdir), "--pretrained",
          str(workdir / "models" / "pretrained.pt"), "--snapshots", str(tmp_path / "none"),
@@ -94,11 +103,18 @@ def test_the_finetune_stage_refuses_too_many_labels_before_its_mlflow_run(workdi
     assert not store.exists() and not (tmp_path / "reports").exists()  # no failed run, nothing written
 
 
-def test_chosen_lr_is_the_best_mean_over_seeds_first_on_ties():
-    rows = [{"lr": 1e-3, "validation_accuracy": v} for v in (0.5, 0.75)]  # exact binary fractions
-    rows += [{"lr": 3e-3, "validation_accuracy": v} for v in (0.6875, 0.5)]  # seed 1 alone would pick it
-    assert chosen_lr(rows) == 1e-3
-    assert chosen_lr(rows + [{"lr": 1e-2, "validation_accuracy": 0.625}]) == 1e-3  # tie: the earlier lr
+def test_chosen_recipe_is_the_best_mean_over_seeds_first_on_ties():
+    rows = [{"lr": 1e-3, "dropout": 0.1, "validation_accuracy": v} for v in (0.5, 0.75)]  # binary fractions
+    rows += [
+        {"lr": 3e-3, "dropout": 0.1, "validation_accuracy": v} for v in (0.6875, 0.5)
+    ]  # seed 1 alone: it
+    rows += [{"lr": 1e-3, "dropout": 0.0, "validation_accuracy": v} for v in (0.5, 0.625)]
+    chosen = chosen_recipe(rows)
+    assert (chosen["lr"], chosen["dropout"]) == (1e-3, 0.1)
+    assert {(c["lr"], c["dropout"], c["seeds"]) for c in chosen["candidates"]} == {
+        (1e-3, 0.1, 2), (3e-3, 0.1, 2), (1e-3, 0.0, 2)}  # fmt: skip
+    tied = chosen_recipe(rows + [{"lr": 1e-2, "dropout": 0.0, "validation_accuracy": 0.625}])
+    assert (tied["lr"], tied["dropout"]) == (1e-3, 0.1)  # tie: the earlier recipe
 
 
 def test_finetune_chooses_each_lr_on_validation_and_keeps_the_best_epoch(workdir, tmp_path):  # noqa: F811
@@ -107,20 +123,23 @@ def test_finetune_chooses_each_lr_on_validation_and_keeps_the_best_epoch(workdir
     snapshot = tmp_path / "epoch1.pt"
     shutil.copy(workdir / "models" / "pretrained.pt", snapshot)
     shutil.copy(workdir / "models" / "pretrained.json", snapshot.with_suffix(".json"))
-    params = FinetuneParams(label_counts=[24, 0], seeds=[1, 2], many_labels=48, many_label_seeds=2, epochs=2,
-                            min_steps=6, batch_size=16, lrs=[1e-4, 3e-3], probe_cs=[0.1, 1.0], lr_search_labels=24,
-                            lr_search_seeds=5, snapshot_labels=24, device="cpu", precision="fp32",
+    params = FinetuneParams(label_counts=[24, 0], seeds=[1, 2], epochs=2, min_steps=6, batch_size=16,
+                            lrs=[1e-4, 3e-3], dropouts=[0.0, 0.3], probe_cs=[0.1, 1.0], search_labels=24,
+                            search_seeds=5, snapshot_labels=24, device="cpu", precision="fp32",
                             compile=False)  # fmt: skip
     result = run_finetune(params, 32, workdir / "models" / "pretrained.pt", workdir, [snapshot])
     runs = result.runs
     search = runs[(runs["labels"] == "24") & (runs["start"] == "final")]
     for arm in ("pretrained", "scratch"):
-        mine = search[search["arm"] == arm].groupby("lr")["validation_accuracy"]
-        assert (mine.count() == 2).all()  # every candidate on both seeds the subset runs (of 5 asked)
-        assert result.lrs[arm] == mine.mean().idxmax()
-    probes = runs[runs["arm"] == "frozen"]  # no lr search: each run chooses its C on validation
+        mine = search[search["arm"] == arm].groupby(["lr", "dropout"])["validation_accuracy"]
+        assert mine.count().to_dict() == {(lr, d): 2 for lr in (1e-4, 3e-3) for d in (0.0, 0.3)}  # of 5 asked
+        chosen = result.recipes[arm]
+        assert (chosen["lr"], chosen["dropout"]) == mine.mean().idxmax()
+    probes = runs[runs["arm"] == "frozen"]  # no recipe search: each run chooses its C on validation
     assert (
-        "frozen" not in result.lrs and probes["lr"].isna().all() and probes["probe_c"].isin([0.1, 1.0]).all()
+        "frozen" not in result.recipes
+        and probes["lr"].isna().all()
+        and probes["probe_c"].isin([0.1, 1.0]).all()
     )
     assert len(probes) == 4 and probes[["epochs", "best_epoch"]].isna().all().all()
     chosen = runs[runs["chosen"]]
@@ -136,22 +155,24 @@ def test_runs_side_by_side_give_the_numbers_of_one_process_and_reach_mlflow(work
     """Each run trains on one thread whatever the number of workers, so TINYTF_WORKERS changes
     the time a stage takes and nothing it computes; the workers' training events reach the
     stage's callbacks (its MLflow child runs) as if the runs had trained in its process."""
-    params = FinetuneParams(label_counts=[24, 0], seeds=[1, 2], many_labels=48, many_label_seeds=2, epochs=2,
-                            min_steps=6, batch_size=16, lrs=[1e-4, 3e-3], probe_cs=[1.0], lr_search_labels=24,
-                            lr_search_seeds=2, snapshot_labels=24, device="cpu", compile=False)  # fmt: skip
+    params = FinetuneParams(label_counts=[24, 0], seeds=[1, 2], epochs=2, min_steps=6, batch_size=16,
+                            lrs=[1e-4, 3e-3], dropouts=[0.1], probe_cs=[1.0], search_labels=24, search_seeds=2,
+                            snapshot_labels=24, device="cpu", compile=False)  # fmt: skip
     results, events = {}, {}
     for workers in ("1", "2"):
         monkeypatch.setenv("TINYTF_WORKERS", workers)
         seen = events[workers] = {}
 
         @contextlib.contextmanager
-        def callbacks_for(arm, seed, seen=seen):
+        def callbacks_for(tags, seen=seen):
+            key = (tags["arm"], tags["labels"], tags["seed"], tags["start"])
+
             class Seen(Callback):
                 def on_epoch(self, epoch, metrics):
-                    seen.setdefault((arm, seed), []).append((epoch, metrics["validation_accuracy"]))
+                    seen.setdefault(key, []).append((epoch, metrics["validation_accuracy"]))
 
                 def on_end(self, metrics):
-                    seen.setdefault((arm, seed), []).append(("end", metrics["test_accuracy"]))
+                    seen.setdefault(key, []).append(("end", metrics["test_accuracy"]))
 
             yield [Seen()]
 
@@ -161,13 +182,15 @@ def test_runs_side_by_side_give_the_numbers_of_one_process_and_reach_mlflow(work
     assert (one.workers, two.workers) == (1, 2)
     pd.testing.assert_frame_equal(one.runs, two.runs)
     pd.testing.assert_frame_equal(one.curves, two.curves)
-    assert events["1"] == events["2"] and set(events["1"]) == {(a, s) for a in params.arms for s in (1, 2)}
+    # every run of the study reaches the callbacks (an MLflow child run each), once
+    rows = set(zip(one.runs["arm"], one.runs["labels"], one.runs["seed"], one.runs["start"], strict=True))
+    assert events["1"] == events["2"] and set(events["1"]) == rows
     trained = one.runs[(one.runs["labels"] == "all") & (one.runs["arm"] == "scratch")].set_index("seed")
     for seed in (1, 2):
-        *epochs, end = events["1"][("scratch", seed)]
+        *epochs, end = events["1"][("scratch", "all", seed, "final")]
         assert len(epochs) == 2 and end == ("end", trained.loc[seed, "test_accuracy"])
-    assert events["1"][("frozen", 1)] == [("end", one.runs.query("arm == 'frozen' and labels == 'all'").iloc[0][
-        "test_accuracy"])]  # fmt: skip
+    assert events["1"][("frozen", "all", 1, "final")] == [("end", one.runs.query(
+        "arm == 'frozen' and labels == 'all'").iloc[0]["test_accuracy"])]  # fmt: skip
     monkeypatch.setenv("TINYTF_WORKERS", "two")
     with pytest.raises(ParamsError, match=r"TINYTF_WORKERS='two': expected 'auto' or a whole number"):
         run_finetune(params, 32, workdir / "models" / "pretrained.pt", workdir)
@@ -212,7 +235,45 @@ def test_curve_and_snapshot_summaries_pair_the_same_seeds():
     assert points[1]["mean_difference"] == pytest.approx(0.01) and points[1]["tokens"] == 1000
 
 
+def test_holm_adjusts_a_family_of_p_values_step_down():
+    # sorted 0.01, 0.02, 0.04 -> x3, x2, x1 = 0.03, 0.04, 0.04 (kept monotone); None is not counted
+    assert holm([0.04, 0.01, None, 0.02]) == pytest.approx([0.04, 0.03, None, 0.04], abs=1e-12)
+    assert holm([0.6, 0.9]) == [1.0, 1.0]  # capped at 1
+    curve = curve_summary(runs_frame(), ["pretrained", "scratch"])
+    raw = [curve[k]["pretrained_vs_scratch"]["p_value"] for k in ("100", "all")]
+    assert [curve[k]["pretrained_vs_scratch"]["p_holm"] for k in ("100", "all")] == pytest.approx(holm(raw))
+
+
+def test_the_trend_is_a_regression_of_every_seeds_gap_on_log_labels():
+    def entry(n, gaps):
+        return {"n_train": n, "pretrained": {"by_seed": {str(i): 0.6 + g for i, g in enumerate(gaps)}},
+                "scratch": {"by_seed": {str(i): 0.6 for i in range(len(gaps))}}}  # fmt: skip
+
+    shrinking = {"10": entry(10, [0.05, 0.06, 0.04]), "100": entry(100, [0.03, 0.04, 0.02]),
+                 "1000": entry(1000, [0.01, 0.02, 0.0])}  # fmt: skip
+    trend = gap_trend(shrinking)
+    assert trend["slope_per_decade"] == pytest.approx(-0.02) and trend["n"] == 9
+    assert trend["ci95"][0] < -0.02 < trend["ci95"][1] < 0 and trend["p_value"] < 0.01
+    flat = {k: entry(v["n_train"], [0.03, 0.05, 0.01]) for k, v in shrinking.items()}
+    flat_trend = gap_trend(flat)
+    assert flat_trend["slope_per_decade"] == pytest.approx(0.0, abs=1e-12) and flat_trend["p_value"] > 0.5
+    assert gap_trend({"10": shrinking["10"]}) is None  # one label count: no line to fit
+
+
+def test_a_side_that_is_one_fit_for_every_seed_is_named_a_one_sample_test():
+    paired = paired_comparison([0.70, 0.72, 0.71], [0.66, 0.67, 0.69])
+    probe = paired_comparison([0.68, 0.68, 0.68], [0.66, 0.67, 0.70])
+    assert paired["test"] == "paired t" and probe["test"].startswith("one-sample t")
+    assert "one-sample t = " in paired_text(probe) and "3 seeds against one fit" in paired_text(probe)
+    assert "paired seeds" in paired_text(paired) and "one-sample" not in paired_text(paired)
+    assert "Holm-adjusted p = 0.09" in paired_text({**paired, "p_holm": 0.09})
+
+
 def test_verdicts_and_detectable_difference():
+    # the Holm-adjusted p decides where the summary has it
+    assert (
+        verdict({"mean_difference": 0.02, "p_value": 0.01, "p_holm": 0.06}) == "made no detectable difference"
+    )
     assert verdict({"mean_difference": 0.02, "p_value": 0.01}) == "helped"
     assert verdict({"mean_difference": -0.02, "p_value": 0.01}) == "hurt"
     assert verdict({"mean_difference": 0.05, "p_value": 0.2}) == "made no detectable difference"

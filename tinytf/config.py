@@ -118,7 +118,7 @@ class VariantsParams:
     head_merges: list[HeadMerge] = bounded(list(HEAD_MERGES))
     seeds: list[int] = bounded([1, 2], ge=0)
     steps: int = bounded(60, ge=1)  # the same optimizer-step budget for every cell
-    # its own lr, not pretrain.lr: the best lr for 1,300 steps is not the best for 30 (README)
+    # its own lr, not pretrain.lr: the best lr for a long run is not the best for a short one
     lr: float = bounded(2e-3, gt=0)
     batch_size: int = bounded(16, ge=1)
     eval_batches: int = bounded(20, ge=0)  # batches per split for the table; 0 = whole splits
@@ -135,49 +135,47 @@ InitName = Literal["pretrained", "scratch", "frozen", "hf"]
 @dataclass
 class FinetuneParams:
     """The labelled-data curve: pretrained vs scratch vs frozen (linear probe) on nested subsets of
-    the train labels, paired over seeds, each start with its own learning rate chosen on validation."""
+    the train labels, paired over seeds. The protocol (seeds, label counts, candidates) is fixed
+    here before any result: every trained start chooses its recipe (lr x dropout) from the same
+    candidates on validation, and every label count runs every seed."""
 
     arms: list[InitName] = bounded(["pretrained", "scratch", "frozen"])
     label_counts: list[int] = bounded([250, 1000, 3000, 0], ge=0)  # 0 = every train label
-    seeds: list[int] = bounded([1, 2, 3, 4, 5], ge=0)
-    # subsets this large (and all labels) vary less from seed to seed: they run the first few seeds
-    many_labels: int = bounded(3000, ge=1)
-    many_label_seeds: int = bounded(3, ge=2)
+    seeds: list[int] = bounded([1, 2, 3, 4, 5], ge=0)  # every label count runs all of them
     epochs: int = bounded(2, ge=1)  # at least; small subsets run more epochs to reach min_steps
     min_steps: int = bounded(160, ge=1)
     batch_size: int = bounded(32, ge=1)
     optimizer: str = "AdamW"
-    lrs: list[float] = bounded([3e-4, 1e-3, 3e-3], gt=0)  # candidates per trained start
+    lrs: list[float] = bounded([1e-3, 3e-3], gt=0)  # candidates per trained start
+    dropouts: list[float] = bounded([0.0, 0.1], ge=0, lt=1)  # the classifier's, candidates per start
     # the frozen probe's logistic-regression C, chosen on validation in every run: the best C
-    # grows with the labels (0.001-0.01 at 1,000 here, 3 with all 10.2k)
+    # grows with the labels
     probe_cs: list[float] = bounded([0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0], gt=0)
-    lr_search_labels: int = bounded(1000, ge=0)  # the subset the lr is chosen on
-    # on its first few seeds (all it runs, if fewer), by mean validation accuracy: one seed's
-    # validation split decides between lrs by a handful of texts, and the choice moved whole
-    # label counts' results
-    lr_search_seeds: int = bounded(3, ge=1)
+    search_labels: int = bounded(1000, ge=0)  # the subset every start's recipe is chosen on
+    # on its first few seeds, by mean validation accuracy: one seed's validation split decides
+    # between recipes by a handful of texts
+    search_seeds: int = bounded(3, ge=1)
     # fine-tune from the pretraining snapshots at this many labels: the pretraining-tokens curve
     snapshot_labels: int = bounded(1000, ge=0)
     weight_decay: float = bounded(0.01, ge=0)
     warmup_ratio: float = bounded(0.1, ge=0, lt=1)
-    dropout: float = bounded(0.1, ge=0, lt=1)
     device: str = "auto"
     precision: Literal["auto", "fp32", "bf16"] = "auto"
     compile: Literal["auto"] | bool = "auto"  # auto: on for runs long enough to repay compiling
 
     def curve_plan(self) -> list[tuple[int, list[int]]]:
-        """[(label count, seeds)] in increasing label count (0 = all labels, last): small subsets
-        vary most from seed to seed, so they get every seed; subsets of `many_labels` labels or
-        more (and all) the first `many_label_seeds`."""
-        plan = []
-        for count in sorted(self.label_counts, key=lambda c: float("inf") if c == 0 else c):
-            many = count == 0 or count >= self.many_labels
-            plan.append((count, list(self.seeds[: self.many_label_seeds]) if many else list(self.seeds)))
-        return plan
+        """[(label count, seeds)] in increasing label count (0 = all labels, last), every count
+        with every seed: a protocol fixed before the results gives no point fewer seeds."""
+        counts = sorted(self.label_counts, key=lambda c: float("inf") if c == 0 else c)
+        return [(count, list(self.seeds)) for count in counts]
+
+    def recipes(self, lrs: list[float] | None = None) -> list[tuple[float, float]]:
+        """The (lr, dropout) candidates a trained start chooses from; `lrs` for the hf start."""
+        return [(lr, dropout) for lr in (lrs or self.lrs) for dropout in self.dropouts]
 
     def validate(self, key: str, file: str) -> None:
         _check_optimizers([self.optimizer], f"{key}.optimizer", file)
-        for name in ("arms", "label_counts", "seeds", "lrs", "probe_cs"):
+        for name in ("arms", "label_counts", "seeds", "lrs", "dropouts", "probe_cs"):
             _check_distinct(getattr(self, name), f"{key}.{name}", file)
         if "scratch" not in self.arms or not ({"pretrained", "frozen"} & set(self.arms)):
             raise ParamsError(f"{file}: {key}.arms: needs 'scratch' and at least one of pretrained/frozen")
@@ -185,7 +183,7 @@ class FinetuneParams:
             raise ParamsError(
                 f"{file}: {key}.label_counts: must include 0 (all labels), got {self.label_counts}"
             )
-        for name in ("lr_search_labels", "snapshot_labels"):
+        for name in ("search_labels", "snapshot_labels"):
             if getattr(self, name) not in self.label_counts:
                 raise ParamsError(
                     f"{file}: {key}.{name}: {getattr(self, name)} is not one of label_counts {self.label_counts}"
@@ -240,6 +238,7 @@ class GridParams:
     init: InitName = "pretrained"
     seed: int = bounded(1, ge=0)
     weight_decay: float = bounded(0.0, ge=0)
+    dropout: float = bounded(0.1, ge=0, lt=1)  # the classifier's, the same in every cell
 
     def validate(self, key: str, file: str) -> None:
         _check_optimizers(self.optimizers, f"{key}.optimizers", file)

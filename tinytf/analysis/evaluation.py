@@ -85,7 +85,44 @@ def paired_comparison(a: list[float], b: list[float]) -> dict:
     result["sign_test_p"] = (
         float(stats.binomtest(int((nonzero > 0).sum()), len(nonzero)).pvalue) if len(nonzero) else None
     )
+    # a side that is one fit for every seed (the frozen probe on all labels) leaves a one-sample
+    # test of the other side's seeds against that value: named so, not "paired"
+    constant = [np.ptp(side) < SAME_DIFFERENCE for side in (a, b)]
+    result["test"] = "one-sample t (one side is the same for every seed)" if any(constant) else "paired t"
     return result
+
+
+def holm(p_values: list[float | None]) -> list[float | None]:
+    """Holm's step-down adjustment of a family of p-values (None stays None and is not counted).
+    Written here because scipy has no Holm and statsmodels is not a dependency."""
+    ranked = sorted((p, i) for i, p in enumerate(p_values) if p is not None)
+    adjusted: list[float | None] = [None] * len(p_values)
+    running = 0.0
+    for rank, (p, i) in enumerate(ranked):
+        running = max(running, min(1.0, (len(ranked) - rank) * p))
+        adjusted[i] = running
+    return adjusted
+
+
+def gap_trend(curve: dict, arm: str = "pretrained", against: str = "scratch") -> dict | None:
+    """Does `arm` − `against` change with the labels? An ordinary least-squares line of every
+    seed's paired difference on log10 of its label count: slope per tenfold labels, its 95 %
+    interval and the two-sided p of slope 0. None without two label counts to fit."""
+    from scipy import stats
+
+    x, y = [], []
+    for entry in curve.values():
+        if arm in entry and against in entry:
+            for seed, value in entry[arm]["by_seed"].items():
+                x.append(np.log10(entry["n_train"]))
+                y.append(value - entry[against]["by_seed"][seed])
+    if len(set(x)) < 2 or len(x) < 3:
+        return None
+    fit = stats.linregress(x, y)
+    half = float(stats.t.ppf(0.975, len(x) - 2) * fit.stderr)
+    return {"slope_per_decade": float(fit.slope), "ci95": [float(fit.slope) - half, float(fit.slope) + half],
+            "p_value": float(fit.pvalue), "intercept": float(fit.intercept), "n": len(x),
+            "model": f"{arm} - {against} ~ log10(labels), OLS over every (label count, seed)"}  # fmt: skip
 
 
 def headline_metrics(report: dict, best: dict, finetune: dict, baselines: dict) -> dict:
@@ -173,7 +210,12 @@ def curve_summary(runs, arms: list[str]) -> dict:
                     [tests[arm][s] for s in seeds], [tests["scratch"][s] for s in seeds]
                 )
         curve[labels] = entry
-    return dict(sorted(curve.items(), key=lambda item: item[1]["n_train"]))
+    curve = dict(sorted(curve.items(), key=lambda item: item[1]["n_train"]))
+    for arm in ("pretrained", "frozen", "hf"):  # Holm across the curve's label counts, per comparison
+        tests = [entry[f"{arm}_vs_scratch"] for entry in curve.values() if f"{arm}_vs_scratch" in entry]
+        for test, adjusted in zip(tests, holm([t["p_value"] for t in tests]), strict=True):
+            test["p_holm"] = adjusted
+    return curve
 
 
 def snapshot_curve(runs, labels: str) -> list[dict]:

@@ -91,6 +91,12 @@ def render_data_card(stats: dict) -> str:
                 f"duplicate texts; split grouped by `{notes['grouped_by']}` so no movie is in two splits "
                 f"(movies per split: {notes['movies']})."
             )
+        if "plot_rows_of_held_out_movies" in notes:
+            lines.append(
+                "Only synopses of train movies may reach the LM: "
+                f"{notes['plot_rows_of_held_out_movies']} plot rows of movies outside the train split "
+                "(validation, test or unreviewed) are never read."
+            )
         if "words_with_eos" in notes:
             lines.append(
                 "Words counting one end-of-sentence per line (the denominator of word-level "

@@ -82,7 +82,8 @@ def load_rotten_tomatoes(params: SentimentParams, seed: int) -> Dataset:
     frame = sources.open_bz2_csv(sources.read_rotten_tomatoes_csv())
     frame["row"] = frame.index + 2
     is_plot = (frame["category"] == "plot").to_numpy()
-    plot = frame.loc[is_plot, "text"].dropna().astype(str).str.strip()  # a few synopses are empty
+    plot = frame.loc[is_plot, ["text", "movie_name"]].dropna(subset=["text"])
+    plot = plot.assign(text=plot["text"].astype(str).str.strip())  # a few synopses are empty
     n_plot = int(is_plot.sum())
     frame = frame[~is_plot]
     frame = frame.assign(text=frame["text"].astype(str).str.strip())
@@ -102,8 +103,13 @@ def load_rotten_tomatoes(params: SentimentParams, seed: int) -> Dataset:
         s: frame.loc[frame["split"] == s, ["text", "label", "row", "movie_name"]].reset_index(drop=True)
         for s in SPLITS
     }
+    # the LM reads only synopses of train movies: one of a validation or test movie would tell the
+    # pretrained start about the texts it is scored on, which scratch never reads
+    train_movies = set(splits["train"]["movie_name"])
+    of_train = plot["movie_name"].astype(str).isin(train_movies).to_numpy()
     notes = {
         "dropped_plot_rows": n_plot,
+        "plot_rows_of_held_out_movies": int((~of_train).sum()),
         "dropped_duplicate_texts": n_dup,
         "grouped_by": "movie_name",
         "movies": {s: int(splits[s]["movie_name"].nunique()) for s in SPLITS},
@@ -111,6 +117,7 @@ def load_rotten_tomatoes(params: SentimentParams, seed: int) -> Dataset:
     for s in SPLITS:
         splits[s] = splits[s].drop(columns="movie_name")
     files = {s: ROTTEN_FILE for s in SPLITS}
+    plot = plot.loc[of_train, "text"]
     return Dataset("sentiment", "rt_critic_snippets", splits, classes, notes, files, plot[plot != ""])
 
 

@@ -139,16 +139,24 @@ def tokenizer_from_json(text: str, max_length: int):
     return tokenizer
 
 
-def build(checkpoint: str, n_classes: int, max_length: int) -> HFClassifier:
+# the names transformers' configs give the dropout on hidden states (BERT-like, DistilBERT-like)
+DROPOUT_KEYS = ("hidden_dropout_prob", "dropout")
+
+
+def build(checkpoint: str, n_classes: int, max_length: int, dropout: float | None = None) -> HFClassifier:
     """The pretrained body with a new head (seed the RNG first: the head's init draws from it)
-    and the checkpoint's own fast tokenizer."""
+    and the checkpoint's own fast tokenizer; `dropout` replaces the checkpoint's hidden dropout,
+    so the hf start chooses it from the same candidates as ours."""
     transformers = _transformers()
     tokenizer = _from_pretrained(transformers.AutoTokenizer, checkpoint)
     if not tokenizer.is_fast:
         raise DataError(f"hf.checkpoint {checkpoint}: no fast (Rust) tokenizer for it")
-    model = _from_pretrained(
-        transformers.AutoModelForSequenceClassification, checkpoint, num_labels=n_classes
-    )
+    config = _from_pretrained(transformers.AutoConfig, checkpoint, num_labels=n_classes)
+    if dropout is not None:
+        for key in DROPOUT_KEYS:
+            if hasattr(config, key):
+                setattr(config, key, dropout)
+    model = _from_pretrained(transformers.AutoModelForSequenceClassification, checkpoint, config=config)
     config = HFConfig(checkpoint, n_classes, max_length, model.config.to_dict())
     return HFClassifier(model, config, tokenizer.backend_tokenizer.to_str(), tokenizer.pad_token_id)
 

@@ -87,7 +87,7 @@ def bodies_table(
             "fine-tune seconds": seconds,
             "test accuracy": 100 * entry["test_accuracy_mean"],
             "spread": f"± {100 * entry['test_accuracy_std']:.1f} (std, {n} seeds)",
-            "measured by": "finetune stage: all labels, lr chosen on validation, best validation epoch",
+            "measured by": "finetune stage: all labels, lr and dropout chosen on validation, best validation epoch",
         })  # fmt: skip
     if metrics is not None and best_result is not None:
         low, high = metrics["test_accuracy_ci95"]

@@ -276,13 +276,17 @@ def arms_text(summary: dict) -> str:
 
 def paired_text(test: dict) -> str:
     t, p = test.get("t"), test.get("p_value")
+    one_sample = test.get("test", "paired t") != "paired t"
     if t is not None and p is not None:
-        stats = f"t = {t:.2f}, p = {p:.3g}"
+        stats = f"{'one-sample ' if one_sample else ''}t = {t:.2f}, p = {p:.3g}"
+        if test.get("p_holm") is not None:
+            stats += f", Holm-adjusted p = {test['p_holm']:.3g}"
     elif no_spread(test):
         stats = f"the same in every seed, so no t-test; a sign test gives p = {test['sign_test_p']:.3g}"
     else:
         stats = "no spread: t-test undefined"
-    return f"{pp(test['mean_difference'])} ({stats}, {test['n']} paired seeds)"
+    seeds = "seeds against one fit" if one_sample else "paired seeds"
+    return f"{pp(test['mean_difference'])} ({stats}, {test['n']} {seeds})"
 
 
 def no_spread(test: dict) -> bool:

@@ -38,16 +38,17 @@ def curve_frame(finetune: dict, baselines: dict | None, path) -> pd.DataFrame:
         for arm in ("pretrained", "frozen"):
             test = entry.get(f"{arm}_vs_scratch")
             if test:
-                row.update(
-                    {f"{arm} − scratch": test["mean_difference"], f"{arm} − scratch p": test.get("p_value")}
-                )
+                row.update({f"{arm} − scratch": test["mean_difference"], f"{arm} − scratch p": test.get("p_value"),
+                            f"{arm} − scratch p (Holm)": test.get("p_holm")})  # fmt: skip
         rows.append(row)
     return pd.DataFrame(rows).sort_values("n_train", kind="stable").reset_index(drop=True)
 
 
 def verdict(test: dict) -> str:
-    """'helped' / 'hurt' / 'made no detectable difference', by sign and paired p value."""
-    p = test.get("sign_test_p") if rt.no_spread(test) else test.get("p_value")
+    """'helped' / 'hurt' / 'made no detectable difference', by sign and the paired p value,
+    Holm-adjusted across the curve where the summary has it (a claim per label count is one of a
+    family)."""
+    p = test.get("sign_test_p") if rt.no_spread(test) else test.get("p_holm", test.get("p_value"))
     if p is None or p >= ALPHA:
         return "made no detectable difference"
     return "helped" if test["mean_difference"] > 0 else "hurt"
@@ -66,7 +67,8 @@ def transfer_section(r) -> None:
     r.f.label_curve, r.f.baselines = curve, baselines
     r.table("label_curve", "Labelled-data curve", "Test accuracy against train labels: each start (mean, std, "
             "seeds) next to the majority class and TF-IDF + logistic regression fitted on the same subsets, and "
-            f"the paired differences against scratch (p < {ALPHA} is a detected difference).", curve)  # fmt: skip
+            f"the paired differences against scratch with their p and the Holm-adjusted p across label counts "
+            f"(Holm p < {ALPHA} is a detected difference).", curve)  # fmt: skip
     r.plot("label_curve", "The study's headline figure: test accuracy against train labels (log scale), each start "
            "with its seed band, the baselines dashed.", plot_label_curve, curve)  # fmt: skip
     points = pd.DataFrame(s.get("snapshot_curve") or [])
@@ -78,20 +80,50 @@ def transfer_section(r) -> None:
                                     "p_value", "n") if c in points]])  # fmt: skip
         r.plot("snapshot_curve", "Transfer gain against pretraining tokens.", plot_snapshot_curve, points,
                s["snapshot_labels"])  # fmt: skip
-    runs = r.inputs.csv("finetune_runs", ("arm", "labels", "seed", "lr", "validation_accuracy", "chosen"))
-    if runs is not None:
-        searched = s["lr_search"]
-        search = runs[(runs["labels"].astype(str) == searched["labels"]) & (runs["start"] == "final")
-                      & runs["seed"].isin(searched["seeds"]) & (runs["arm"] != "frozen")]  # fmt: skip
-        table = search.groupby(["arm", "lr"], as_index=False).agg(
-            validation_accuracy=("validation_accuracy", "mean"), seeds=("seed", "nunique"),
-            best_epoch_mean=("best_epoch", "mean"), epochs=("epochs", "max"))  # fmt: skip
-        table["chosen"] = [s["lrs"].get(a) == lr for a, lr in zip(table["arm"], table["lr"], strict=True)]
-        r.table("lr_search", "Learning rate per start", f"Mean validation accuracy of each candidate learning rate "
-                f"over the first {table['seeds'].max()} seed(s) at {searched['labels']} labels; each start "
-                "uses its best. Test accuracy is never read to choose. The frozen probe has no lr: its "
-                "logistic regression's C is chosen on validation in every run (runs.csv, `probe_c`).",
-                table)  # fmt: skip
+    recipe_table(r, s)
+
+
+def recipe_table(r, s: dict) -> None:
+    """Every trained start's recipe candidates, their mean validation accuracy, and its choice."""
+    recipes = s.get("recipes")
+    if not recipes:
+        return
+    rows = [{"arm": arm, "lr": c["lr"], "dropout": c["dropout"], "validation_accuracy": c["validation_accuracy"],
+             "seeds": c["seeds"], "chosen": (c["lr"], c["dropout"]) == (chosen["lr"], chosen["dropout"])}
+            for arm, chosen in recipes.items() for c in chosen["candidates"]]  # fmt: skip
+    protocol = s["protocol"]
+    r.table("recipes", "Recipe per start", f"Mean validation accuracy of every candidate lr x dropout over the "
+            f"first {len(protocol['search_seeds'])} seed(s) at "
+            f"{protocol['search_labels']} labels: the same candidates for every trained start, each using its own "
+            "best. Test accuracy is never read to choose. The frozen probe has no lr or dropout: its logistic "
+            "regression's C is chosen on validation in every run (runs.csv, `probe_c`).",
+            pd.DataFrame(rows))  # fmt: skip
+
+
+def protocol_text(s: dict) -> list[str]:
+    """The protocol, fixed in params.yaml before the results: the report states it first."""
+    p = s.get("protocol")
+    if not p:
+        return []
+    hf = f" (hf: lr {p['hf_lrs']})" if p.get("hf_lrs") else ""
+    return [f"- Protocol (params.yaml `finetune:`, fixed before the results): {len(p['seeds'])} paired seeds "
+            f"({', '.join(map(str, p['seeds']))}) at every label count ({', '.join(p['label_counts'])}); every "
+            f"trained start chooses lr from {p['lrs']}{hf} and dropout from {p['dropouts']} on validation at "
+            f"{p['search_labels']} labels; {p['tests']}."]  # fmt: skip
+
+
+def trend_text(s: dict) -> list[str]:
+    """The only source of a claim that pretraining helps more (or less) with fewer labels."""
+    trend = s.get("trend")
+    if not trend:
+        return []
+    low, high = trend["ci95"]
+    found = trend["p_value"] < ALPHA
+    said = (f"pretraining's gain {'shrinks' if trend['slope_per_decade'] < 0 else 'grows'} as labels grow"
+            if found else "no trend of the gain with the label count detected")  # fmt: skip
+    return [f"- Trend: {said} (slope {100 * trend['slope_per_decade']:+.1f} points per tenfold labels, 95 % CI "
+            f"[{100 * low:+.1f}, {100 * high:+.1f}], p = {trend['p_value']:.3g}; {trend['model']}, "
+            f"n = {trend['n']})."]  # fmt: skip
 
 
 def transfer_text(r: ReportView) -> list[str]:
@@ -99,7 +131,8 @@ def transfer_text(r: ReportView) -> list[str]:
     curve = getattr(r.f, "label_curve", None)
     if curve is None:
         return []
-    s, out = r.f.finetune, []
+    s = r.f.finetune
+    out = protocol_text(s)
     for labels in curve["labels"]:  # by train size (JSON keeps keys sorted as text)
         entry = s["label_curve"][labels]
         test = entry.get("pretrained_vs_scratch")
@@ -114,6 +147,7 @@ def transfer_text(r: ReportView) -> list[str]:
                 )
             out.append(f"- {labels} labels: pretraining {said} ({rt.pct(entry['pretrained']['mean'])} vs "
                        f"scratch {rt.pct(entry['scratch']['mean'])}; paired {rt.paired_text(test)}).")  # fmt: skip
+    out += trend_text(s)
     every = s["label_curve"].get("all", {})
     if "frozen" in every and r.f.baselines:
         majority = r.f.baselines["label_curve"]["all"]["majority"]["mean"]

@@ -110,10 +110,12 @@ def build_classifier(
     return model
 
 
-def build_hf_classifier(checkpoint: str, n_classes: int, max_length: int, seed: int) -> HFClassifier:
+def build_hf_classifier(
+    checkpoint: str, n_classes: int, max_length: int, seed: int, dropout: float | None = None
+) -> HFClassifier:
     """The external encoder with a new head drawn from `seed` (tinytf.model.hf)."""
     seed_everything(seed)
-    return hf.build(checkpoint, n_classes, max_length)
+    return hf.build(checkpoint, n_classes, max_length, dropout)
 
 
 def classifier_runtime(params, planned_steps: int = 0) -> Runtime:

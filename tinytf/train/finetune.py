@@ -5,12 +5,12 @@ nested subsets of the train labels (`tinytf.data.subsets`). A seed fixes the sub
 initialisation and the batch order, so for one seed the starts differ only in their body: the
 comparison over seeds is paired. The recipe is chosen on validation, never on test:
 
-1. each start's learning rate: one run per candidate and seed on the `lr_search_labels` subset
-   (the first `lr_search_seeds` of the seeds the curve runs there), the best mean validation
-   accuracy wins (an untuned scratch arm would flatter pretraining);
+1. each trained start's recipe, lr x dropout from the same candidates for every start: one run
+   per candidate and seed on the `search_labels` subset (its first `search_seeds` seeds), the
+   best mean validation accuracy wins (a knob tuned for one start only would tilt the study);
 2. every run keeps its best validation epoch;
-3. the same recipe then runs every (label count, seed), and the pretrained start again from each
-   pretraining snapshot at `snapshot_labels` labels.
+3. the chosen recipe then runs every (label count, seed), and the pretrained start again from
+   each pretraining snapshot at `snapshot_labels` labels, over the same seeds.
 
 The frozen start is a linear probe (`tinytf.train.probe`): a logistic regression on the body's
 features, computed once per start, with its C chosen on validation in each run; it has no lr.
@@ -54,8 +54,8 @@ MAX_EVALUATIONS = 6  # validation passes per run at most: see `schedule`
 class FinetuneResult:
     runs: pd.DataFrame  # one row per run: start, arm, labels, seed, lr, best epoch, accuracies
     curves: pd.DataFrame  # per evaluated epoch of the all-label runs (the per-epoch plot)
-    lrs: dict[str, float]  # the learning rate chosen on validation for each arm
-    search_seeds: list[int]  # the seeds the lrs were chosen over (at `lr_search_labels` labels)
+    recipes: dict[str, dict]  # per trained arm: the chosen lr and dropout, and every candidate's score
+    search_seeds: list[int]  # the seeds the recipes were chosen over (at `search_labels` labels)
     classes: list[str]
     runtime: Runtime  # what `auto` resolved to on this machine, for the outputs to record
     timings: pd.DataFrame  # wall seconds per run (a measurement: kept apart from the results)
@@ -63,7 +63,8 @@ class FinetuneResult:
     workers: int  # processes the runs went to (tinytf.train.workers): a rerun elsewhere may differ
 
 
-CallbacksFor = Callable[[str, int], contextlib.AbstractContextManager[list[Callback]]]
+# called with a run's tags (arm, labels, seed, start, lr, dropout): the stage opens an MLflow child run
+CallbacksFor = Callable[[dict], contextlib.AbstractContextManager[list[Callback]]]
 
 
 def schedule(n_train: int, params: FinetuneParams) -> tuple[int, int]:
@@ -96,19 +97,26 @@ def subset(data: SentimentData, count: int, seed: int) -> tuple[SentimentData, n
 @dataclass(frozen=True)
 class RunSpec:
     """One fine-tuning run: a start (`start_name` is "final" or a snapshot's), an arm, a label
-    count (0 = all), a seed and an lr (None for the frozen probe, which chooses its C itself)."""
+    count (0 = all), a seed and a recipe (lr and dropout; None for the frozen probe, which
+    chooses its C itself)."""
 
     arm: str
     count: int
     seed: int
     lr: float | None
+    dropout: float | None
     start: Path
     start_name: str
 
     @property
     def tracked(self) -> bool:
-        """The all-label runs from the final model: each gets its own MLflow run."""
+        """The all-label runs from the final model: their epochs make the per-epoch plot."""
         return self.count == 0 and self.start_name == "final"
+
+    def tags(self) -> dict:
+        """What the MLflow UI filters the study's runs by."""
+        return {"arm": self.arm, "labels": count_name(self.count), "seed": self.seed, "start": self.start_name,
+                "lr": self.lr, "dropout": self.dropout}  # fmt: skip
 
 
 class Trainer:
@@ -120,13 +128,13 @@ class Trainer:
         self.runtime = classifier_runtime(params, 0)  # every run is short: `auto` never compiles here
         self.hf_data = None  # the hf arm's texts, encoded once
 
-    def build(self, arm: str, start: Path, seed: int):
+    def build(self, arm: str, start: Path, seed: int, dropout: float):
         """(model, its data, its max_length): the hf arm has its own tokenizer, hence its own ids."""
-        n_classes, p = len(self.data.classes), self.params
+        n_classes = len(self.data.classes)
         if arm != "hf":
-            model = build_classifier(arm, classifier_config(start, n_classes, p.dropout), start, seed)
+            model = build_classifier(arm, classifier_config(start, n_classes, dropout), start, seed)
             return model, self.data, self.max_length
-        model = build_hf_classifier(self.hf.checkpoint, n_classes, self.hf.max_length, seed)
+        model = build_hf_classifier(self.hf.checkpoint, n_classes, self.hf.max_length, seed, dropout)
         if self.hf_data is None:
             self.hf_data = self.data.for_hf(self.data_dir, model)
         return model, self.hf_data, self.hf.max_length
@@ -137,17 +145,18 @@ class Trainer:
         return math.ceil(n / self.params.batch_size) * schedule(n, self.params)[0]
 
     def train(self, spec: RunSpec) -> dict:
-        """{"row", "history", "events" (the MLflow callback calls of a tracked run, replayed by the
+        """{"row", "history", "events" (the MLflow callback calls of the run, replayed by the
         stage's process), "parameters", "seconds"}."""
         began = time.perf_counter()
-        model, data, max_length = self.build(spec.arm, spec.start, spec.seed)
+        model, data, max_length = self.build(spec.arm, spec.start, spec.seed, spec.dropout)
         p, (data, _) = self.params, subset(data, spec.count, spec.seed)
         epochs, every = schedule(len(data.splits["train"]), p)
-        name = f"{spec.arm} {count_name(spec.count)} labels seed {spec.seed} lr {spec.lr:g}" + (
+        recipe = f"lr {spec.lr:g} dropout {spec.dropout:g}"
+        name = f"{spec.arm} {count_name(spec.count)} labels seed {spec.seed} {recipe}" + (
             "" if spec.start_name == "final" else f" from {spec.start_name}"
         )
         recorder = Recorder()
-        run = train_classifier(model, data, init=spec.arm, callbacks=[recorder] if spec.tracked else [],
+        run = train_classifier(model, data, init=spec.arm, callbacks=[recorder],
                                keep_best=True, optimizer=p.optimizer, lr=spec.lr, batch_size=p.batch_size,
                                epochs=epochs, max_length=max_length, seed=spec.seed, runtime=self.runtime,
                                weight_decay=p.weight_decay, warmup_ratio=p.warmup_ratio, eval_every=every,
@@ -199,7 +208,7 @@ class Runner:
     def probe(self, spec: RunSpec) -> dict:
         """The frozen start's run: the probe fitted on the seed's train rows."""
         began = time.perf_counter()
-        model, _, _ = self.trainer.build(spec.arm, spec.start, spec.seed)
+        model, _, _ = self.trainer.build(spec.arm, spec.start, spec.seed, 0.0)  # features: eval mode
         self.parameters[spec.arm] = sum(t.numel() for t in model.parameters())
         rows = subset(self.data, spec.count, spec.seed)[1]
         if spec.start_name not in self.features:
@@ -231,12 +240,12 @@ class Runner:
             "start": spec.start_name,
             "tokens": None if spec.arm == "hf" else read_config(spec.start).get("pretrain_tokens"),
             "arm": spec.arm, "labels": count_name(spec.count), "n_train": None, "seed": spec.seed,
-            "lr": spec.lr, "epochs": None, "best_epoch": None, "probe_c": None, **out["row"],
+            "lr": spec.lr, "dropout": spec.dropout, "epochs": None, "best_epoch": None, "probe_c": None, **out["row"],
         }  # fmt: skip
         if "parameters" in out:
             self.parameters[spec.arm] = out["parameters"]
-        track = self.callbacks_for is not None and spec.tracked
-        with self.callbacks_for(spec.arm, spec.seed) if track else contextlib.nullcontext([]) as callbacks:
+        track = self.callbacks_for is not None
+        with self.callbacks_for(spec.tags()) if track else contextlib.nullcontext([]) as callbacks:
             for name, index, metrics in out["events"]:
                 for callback in callbacks:
                     getattr(callback, name)(index, metrics)
@@ -244,16 +253,20 @@ class Runner:
                 callback.on_end({"test_accuracy": row["test_accuracy"], "test_loss": row["test_loss"]})
         self.curves += [{"arm": spec.arm, "seed": spec.seed, **h} for h in out["history"]]
         self.done[spec] = row
-        self.seconds.append({k: row[k] for k in ("start", "arm", "labels", "seed", "lr")}
+        self.seconds.append({k: row[k] for k in ("start", "arm", "labels", "seed", "lr", "dropout")}
                             | {"seconds": round(out["seconds"], 2)})  # fmt: skip
 
 
-def chosen_lr(rows: list[dict]) -> float:
-    """The lr whose runs have the best mean validation accuracy; the first best on a tie."""
-    by_lr: dict[float, list[float]] = {}
+def chosen_recipe(rows: list[dict]) -> dict:
+    """{"lr", "dropout", "candidates": [{"lr", "dropout", "validation_accuracy", "seeds"}]}: the
+    recipe whose runs have the best mean validation accuracy; the first best on a tie."""
+    by_recipe: dict[tuple, list[float]] = {}
     for row in rows:
-        by_lr.setdefault(row["lr"], []).append(row["validation_accuracy"])
-    return max(by_lr, key=lambda lr: float(np.mean(by_lr[lr])))
+        by_recipe.setdefault((row["lr"], row["dropout"]), []).append(row["validation_accuracy"])
+    lr, dropout = max(by_recipe, key=lambda recipe: float(np.mean(by_recipe[recipe])))
+    candidates = [{"lr": r[0], "dropout": r[1], "validation_accuracy": float(np.mean(scores)),
+                   "seeds": len(scores)} for r, scores in by_recipe.items()]  # fmt: skip
+    return {"lr": lr, "dropout": dropout, "candidates": candidates}
 
 
 def run_finetune(
@@ -265,36 +278,40 @@ def run_finetune(
     callbacks_for: CallbacksFor | None = None,
     hf: HFParams | None = None,
 ) -> FinetuneResult:
-    """The lr search, the labelled-data curve and the snapshot curve; `callbacks_for(arm, seed)`
-    wraps each all-label run (the stage opens a nested MLflow run there)."""
+    """The recipe search, the labelled-data curve and the snapshot curve; `callbacks_for(tags)`
+    wraps every run (the stage opens a nested MLflow run there)."""
     if "hf" in params.arms and hf is None:
         raise ValueError("finetune.arms has 'hf': pass the hf params")
     check_label_counts(params, data_dir)
     runtime = classifier_runtime(params, 0)
     pretrained = Path(pretrained)
     plan = params.curve_plan()
-    # seeds the curve runs at this count: the chosen lr's search runs are curve runs
-    search_seeds = dict(plan)[params.lr_search_labels][: params.lr_search_seeds]
+    search_seeds = list(params.seeds[: params.search_seeds])  # its runs are curve runs too
     trained_arms = [a for a in params.arms if a != "frozen"]  # the probe chooses its C in every run
     with Workers(runtime.device, Trainer, (params, data_dir, max_length, hf), "finetune runs") as workers:
         run = Runner(params, data_dir, max_length, callbacks_for, workers, hf)
-        search = [RunSpec(arm, params.lr_search_labels, seed, lr, pretrained, "final")
-                  for arm in trained_arms for lr in (hf.lrs if arm == "hf" else params.lrs)
+        search = [RunSpec(arm, params.search_labels, seed, lr, dropout, pretrained, "final")
+                  for arm in trained_arms
+                  for lr, dropout in params.recipes(hf.lrs if arm == "hf" else None)
                   for seed in search_seeds]  # fmt: skip
-        lr_rows = run(search)
-        lrs = {arm: chosen_lr([r for r in lr_rows if r["arm"] == arm]) for arm in trained_arms}
-        specs = [RunSpec(arm, count, seed, lrs.get(arm), pretrained, "final")
-                 for count, seeds in plan for arm in params.arms for seed in seeds]  # fmt: skip
+        search_rows = run(search)
+        recipes = {arm: chosen_recipe([r for r in search_rows if r["arm"] == arm]) for arm in trained_arms}
+
+        def spec(arm, count, seed, start=pretrained, start_name="final"):
+            recipe = recipes.get(arm, {})
+            return RunSpec(arm, count, seed, recipe.get("lr"), recipe.get("dropout"), start, start_name)
+
+        specs = [spec(arm, count, seed) for count, seeds in plan for arm in params.arms for seed in seeds]
         if "pretrained" in params.arms:
-            # the first few seeds, as for large subsets: one run per snapshot and seed adds up
-            seeds = dict(plan)[params.snapshot_labels][: params.many_label_seeds]
-            specs += [RunSpec("pretrained", params.snapshot_labels, s, lrs["pretrained"], snapshot, snapshot.stem)
-                      for snapshot in snapshots for s in seeds]  # fmt: skip
+            specs += [spec("pretrained", params.snapshot_labels, seed, snapshot, snapshot.stem)
+                      for snapshot in snapshots for seed in params.seeds]  # fmt: skip
         rows = run(specs)
     frame = pd.DataFrame(rows)
     frame["chosen"] = True
-    searched = pd.DataFrame(lr_rows).assign(chosen=False)
-    searched = searched[~searched.set_index(["arm", "lr"]).index.isin(list(lrs.items()))]
+    chosen = {(arm, r["lr"], r["dropout"]) for arm, r in recipes.items()}
+    searched = pd.DataFrame(search_rows).assign(chosen=False)
+    keys = list(zip(searched["arm"], searched["lr"], searched["dropout"], strict=True))
+    searched = searched[[key not in chosen for key in keys]]
     runs = pd.concat([frame, searched], ignore_index=True)
-    return FinetuneResult(runs, pd.DataFrame(run.curves), lrs, list(search_seeds), run.data.classes, runtime,
+    return FinetuneResult(runs, pd.DataFrame(run.curves), recipes, search_seeds, run.data.classes, runtime,
                           pd.DataFrame(run.seconds), run.parameters, workers.count)  # fmt: skip

@@ -4,9 +4,7 @@ Features: each layer's output, pooled over the text as the classifier pools, con
 last layer's through the final LayerNorm, as the heads read it). This is BERT's feature-based
 approach (Devlin et al. 2019, §5.3: concatenating layers gave its best feature-based result): a
 causal LM's last layer is shaped for the next token, and part of what a text says about its
-sentiment sits in earlier layers. On the default data with all labels, from the same pretrained
-model (pretrain.lr 0.002), this probe scored 67.8 % and the previous one, an AdamW-trained head on
-the last layer, 64.4 % (majority class 57.8 %); README.md has today's figure.
+sentiment sits in earlier layers (reports/finetune/summary.json holds what this probe scores).
 
 Fit: scikit-learn's L-BFGS logistic regression on standardised features, its C chosen on
 validation for each run, as the TF-IDF baseline's (`tinytf.analysis.baselines`) and as CLIP's
