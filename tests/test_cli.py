@@ -1,7 +1,10 @@
 import subprocess
 import sys
 
+import pytest
+
 from tinytf.cli import main, stage_commands
+from tinytf.errors import ParamsError
 
 from .conftest import REPO
 
@@ -116,6 +119,46 @@ def test_preset_is_dvc_exp_run_arguments_checked_first_and_never_edits_params(tm
     assert f"preset {bad / 'typo.yaml'}:" in err and "unknown key 'model.d_modle'" in err, err
 
 
+def test_preset_export_copies_the_report_only_when_params_hold_the_presets_values(tmp_path, capsys):
+    import json
+
+    import yaml
+
+    reports = tmp_path / "reports"
+    for rel in ("README.md", "metrics.json", "finetune/summary.json", "baselines/summary.json",
+                "tables/a.md", "plots/a.png"):  # fmt: skip
+        (reports / rel).parent.mkdir(parents=True, exist_ok=True)
+        (reports / rel).write_text(rel)
+    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    target = tmp_path / "params.yaml"
+    target.write_text(yaml.safe_dump(params))
+    presets = tmp_path / "presets"
+    presets.mkdir()
+    (presets / "small.yaml").write_text("model: {d_model: 64}\nfinetune: {seeds: [1, 2]}\n")
+    export = ["preset", "small", "--export", "--params", str(target), "--presets-dir", str(presets)]
+    from tinytf import presets as preset_module
+
+    def call():
+        return preset_module.export_report("small", target, presets, reports)
+
+    with pytest.raises(
+        ParamsError, match=r"model.d_model is 128, preset 'small' sets 64: apply the preset's run"
+    ):
+        call()
+    assert not (reports / "presets").exists() or not any((reports / "presets").iterdir())
+    params["model"]["d_model"], params["finetune"]["seeds"] = 64, [1, 2]
+    target.write_text(yaml.safe_dump(params))
+    out = call()
+    assert out == reports / "presets" / "small"
+    assert (out / "summary.json").read_text() == "finetune/summary.json" and (out / "tables/a.md").exists()
+    assert json.loads((out / "preset.json").read_text()) == {"model.d_model": 64, "finetune.seeds": [1, 2]}
+    (reports / "README.md").write_text("again")
+    call()  # a second export replaces the first whole
+    assert (out / "README.md").read_text() == "again"
+    assert sorted(p.name for p in (reports / "presets").iterdir()) == ["small"]
+    assert main(export[:3] + ["--params", str(tmp_path / "none.yaml"), "--presets-dir", str(presets)]) == 2
+
+
 def test_count_params_prints_the_seed_lab_figures(capsys):
     assert main(["count-params", "--seed-lab"]) == 0
     out = capsys.readouterr().out
@@ -127,3 +170,35 @@ def test_count_params_prints_the_seed_lab_figures(capsys):
 def test_score_names_a_missing_checkpoint(tmp_path, capsys):
     assert main(["score", "--model", str(tmp_path / "none.pt"), "hello"]) == 2
     assert "config file missing beside the checkpoint" in capsys.readouterr().err
+
+
+def test_compare_keeps_the_headline_and_only_the_params_that_differ():
+    from tinytf.compare import MAX_COLUMNS, format_table, rows_from_show, table
+
+    def entry(rev, name, d_model, seeds, accuracy):
+        params = {"model": {"d_model": d_model, "n_layer": 4}, "finetune": {"seeds": seeds, "lrs": [0.001]},
+                  "grid": {"seeds": [1]}, **{f"k{i}": {"x": i} for i in range(60)}}  # fmt: skip
+        metrics = {
+            "test": {"accuracy": accuracy},
+            "pretrained_minus_scratch": {"mean": 0.02, "p_value": 0.04},
+        }
+        return {"rev": rev, "name": name, "data": {"params": {"params.yaml": {"data": params}},
+                                                   "metrics": {"reports/headline.json": {"data": metrics}}}}  # fmt: skip
+
+    head = entry("workspace", None, 128, [1, 2], 0.75)
+    head["experiments"] = [{"revs": [entry("a" * 40, "tiny-exp", 32, [1, 2, 3], 0.61)]}]
+    show = [head, entry("b" * 40, None, 128, [1, 2], 0.75)]
+    frame, left_out = table(rows_from_show(show))
+    assert list(frame["experiment"]) == ["workspace", "tiny-exp", "bbbbbbb"]
+    assert [c for c in frame.columns if c in ("d_model", "finetune.seeds", "grid.seeds")] == ["d_model"]
+    assert (
+        "finetune.seeds" not in frame.columns and "seeds" in frame.columns
+    )  # grid.seeds is the same: left out
+    assert frame.loc[1, "test acc"] == 0.61 and left_out == []
+    lines = format_table(frame, left_out).splitlines()
+    assert len(frame.columns) <= MAX_COLUMNS and "…" not in "\n".join(lines) and len(lines) == 4
+    wide = [dict(e, experiments=None, data={**e["data"], "params": {"params.yaml": {"data": {f"p{i}": i + n for i in range(40)}}}})
+            for n, e in enumerate(show)]  # fmt: skip
+    frame, left_out = table(rows_from_show(wide))
+    assert len(frame.columns) == MAX_COLUMNS and len(left_out) == 40 - (MAX_COLUMNS - 8)
+    assert "more params differ, not shown: p" in format_table(frame, left_out)

@@ -82,17 +82,36 @@ def build_parser() -> argparse.ArgumentParser:
         default="models:/tinytf-sentiment@champion",
         help="an MLflow model URI (default: %(default)s)",
     )
+    sub.add_parser(
+        "compare",
+        help="experiments side by side: headline metrics and the params that differ (at most 30 columns)",
+        description="Read `dvc exp show --json` and print the workspace, its commit and every experiment "
+        "with the study's headline metrics and only the params whose values differ between them: "
+        "readable in a terminal and piped. Arguments go on to `dvc exp show` (e.g. --all-commits).",
+    )
     preset = sub.add_parser(
         "preset",
         help="run a named preset (presets/NAME.yaml) as a DVC experiment: dvc exp run -S ...",
-        description="Run `dvc exp run -S key=value ...` with every value of presets/NAME.yaml, checked "
-        "against params.yaml first; params.yaml in git is not rewritten, and `dvc exp show` / "
-        "`dvc params diff` show what the preset changed. e.g. `tinytf preset tiny`, "
-        "`tinytf preset full --queue`, `tinytf preset tiny --temp prepare`: every argument tinytf does not "
-        "know (--temp, --queue, -S key=value, a stage name) goes on to `dvc exp run`.",
+        description="Run `dvc exp run --temp -S key=value ...` with every value of presets/NAME.yaml, "
+        "checked against params.yaml first. The workspace is left as it is: `dvc exp show` lists the "
+        "experiment and `dvc exp apply NAME` brings its params and outputs in. e.g. `tinytf preset tiny`, "
+        "`tinytf preset full --queue`, `tinytf preset tiny prepare`: every argument tinytf does not "
+        "know (--queue, -S key=value, a stage name) goes on to `dvc exp run`.",
     )
     preset.add_argument("name", help="preset name, e.g. tiny, full, imdb")
     preset.add_argument("--print", action="store_true", help="only print the key=value pairs, one a line")
+    preset.add_argument(
+        "--workspace",
+        action="store_true",
+        help="run in the workspace (rewrites params.yaml, dvc.lock and the outputs) instead of a "
+        "temporary experiment that `dvc exp apply` brings in",
+    )
+    preset.add_argument(
+        "--export",
+        action="store_true",
+        help="run nothing: copy the workspace's generated report into reports/presets/NAME/ (the "
+        "preset's committed report), after checking params.yaml holds the preset's values",
+    )
     preset.add_argument(
         "--params", default="params.yaml", help="params file checked against (default: params.yaml)"
     )
@@ -169,9 +188,9 @@ def guarded(fn: Callable[[], int | None]) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    # `preset` passes what it does not know on to `dvc exp run`; every other command refuses it
+    # `preset` and `compare` pass what they do not know on to dvc; every other command refuses it
     args, dvc_args = parser.parse_known_args(argv)
-    if dvc_args and args.command != "preset":
+    if dvc_args and args.command not in ("preset", "compare"):
         parser.error(f"unrecognized arguments: {' '.join(dvc_args)}")
     if args.command == "run":
         return guarded(lambda: run_stage(args.stage, args.overrides))
@@ -188,6 +207,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from tinytf.tracking import tracking_uri
 
         return guarded(lambda: predict_command(args.model, args.text, tracking_uri()))
+    if args.command == "compare":
+        from tinytf.compare import compare_command
+
+        return guarded(lambda: compare_command(dvc_args))
     if args.command == "preset":
         from tinytf import presets
 
@@ -195,7 +218,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return guarded(
                 lambda: print(*presets.set_args(args.name, args.params, args.presets_dir)[1::2], sep="\n")
             )
-        return guarded(lambda: presets.run_preset(args.name, dvc_args, args.params, args.presets_dir))
+        if args.export:
+            return guarded(lambda: print(presets.export_report(args.name, args.params, args.presets_dir)))
+        return guarded(
+            lambda: presets.run_preset(args.name, dvc_args, args.params, args.presets_dir, args.workspace)
+        )
     raise AssertionError(f"unhandled command {args.command}")
 
 

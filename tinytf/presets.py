@@ -1,11 +1,11 @@
 """Named presets, run the DVC way: `presets/NAME.yaml` holds partial params, and
 `tinytf preset NAME` runs them as a DVC experiment, `dvc exp run -S key=value ...`.
 
-params.yaml in git is never rewritten by a preset: the experiment records the preset's values,
-so `dvc exp show` and `dvc params diff` show exactly what it changed, and `dvc exp apply` or
-`dvc exp branch` keeps it. Everything after the name goes to `dvc exp run` (`--temp` leaves the
-workspace as it is, `--queue` queues the run, `-S key=value` overrides the preset, a stage name
-runs up to that stage). The preset is validated against params.yaml before DVC starts, so a bad
+The workspace is never touched by a preset: it runs as a temporary DVC experiment (`--temp`),
+whose params, metrics and outputs `dvc exp show` lists and `dvc exp apply NAME` brings into the
+workspace; a failed one leaves every file as it was. Everything after the name goes to `dvc exp
+run` (`--queue` queues the run instead, `-S key=value` overrides the preset, a stage name runs up
+to that stage); `--workspace` runs it in the workspace, as `dvc exp run` does by default. The preset is validated against params.yaml before DVC starts, so a bad
 key stops with its name and the preset's file, not in the middle of a pipeline.
 """
 
@@ -15,6 +15,7 @@ import json
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import yaml
@@ -67,10 +68,63 @@ def set_args(
     return [arg for key, value in values.items() for arg in ("-S", f"{key}={json.dumps(value)}")]
 
 
-def run_preset(name: str, dvc_args: list[str], params_file: str | Path, preset_dir: str | Path) -> int:
-    """Run the preset as a DVC experiment; returns dvc's exit status."""
+def run_preset(
+    name: str, dvc_args: list[str], params_file: str | Path, preset_dir: str | Path, workspace: bool = False
+) -> int:
+    """Run the preset as a DVC experiment, in a temporary copy unless `workspace` (or queued, if
+    dvc_args say so); returns dvc's exit status."""
     arguments = set_args(name, params_file, preset_dir)
     dvc = shutil.which("dvc") or str(Path(sys.executable).parent / "dvc")
-    command = [dvc, "exp", "run", *arguments, *dvc_args]
+    apart = workspace or {"--temp", "--queue"} & set(dvc_args)
+    command = [dvc, "exp", "run", *arguments, *([] if apart else ["--temp"]), *dvc_args]
     print("tinytf: " + " ".join(command[1:]), file=sys.stderr)
     return subprocess.run(command).returncode
+
+
+# what a preset's committed report holds: the generated README, its tables and plots (the README
+# links them), the headline metrics and the finetune and baselines summaries
+EXPORTED = {"README.md": "README.md", "metrics.json": "metrics.json", "tables": "tables", "plots": "plots",
+            "finetune/summary.json": "summary.json", "baselines/summary.json": "baselines.json"}  # fmt: skip
+
+
+def export_report(
+    name: str,
+    params_file: str | Path = "params.yaml",
+    preset_dir: str | Path = "presets",
+    reports: str | Path = "reports",
+) -> Path:
+    """Copy the workspace's generated report into reports/presets/NAME/, after checking that the
+    workspace's params hold every value of the preset (its run was applied: `dvc exp apply`), so
+    the committed report is the one that preset produced. Swapped in whole: a failed export
+    leaves the previous one."""
+    values = preset_values(name, preset_dir)
+    load_params(params_file)  # a missing or invalid file stops here, named
+    params = yaml.safe_load(Path(params_file).read_text(encoding="utf-8")) or {}
+    for key, value in values.items():
+        here = params
+        for part in key.split("."):
+            here = here.get(part) if isinstance(here, dict) else None
+        if here != value:
+            raise ParamsError(f"{params_file}: {key} is {here!r}, preset '{name}' sets {value!r}: apply the "
+                              f"preset's run first (dvc exp apply EXP) so the report is the preset's")  # fmt: skip
+    reports = Path(reports)
+    missing = [src for src in EXPORTED if not (reports / src).exists()]
+    if missing:
+        raise ParamsError(
+            f"{reports}: no {', '.join(missing)}: run the pipeline (dvc repro) before exporting"
+        )
+    target = reports / "presets" / name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=target.parent))
+    for src, dest in EXPORTED.items():
+        copy = shutil.copytree if (reports / src).is_dir() else shutil.copyfile
+        copy(reports / src, staging / dest)
+    (staging / "preset.json").write_text(
+        json.dumps(values, indent=2, sort_keys=True) + "\n", encoding="utf-8"
+    )
+    old = target.with_name(f".{name}-old")
+    if target.exists():
+        target.rename(old)
+    staging.rename(target)
+    shutil.rmtree(old, ignore_errors=True)
+    return target
