@@ -18,8 +18,9 @@ from .conftest import REPO
 
 pytestmark = pytest.mark.slow
 # stage -> MLflow runs it makes on the tiny preset (variants: 1 pos x 2 merges x 2 seeds)
-# grid: AdamW and SGD at one lr / batch size / epochs; finetune: 1 stage run + the all-label runs
-# (3 arms x 2 seeds) nested in it
+# grid: AdamW and SGD at one lr / batch size / epochs; finetune: 1 stage run + one nested run per
+# row of runs.csv (every run of the study: 27 curve, 12 more recipe-search, 3 snapshot runs);
+# baselines: 1 + one per fit (3 seeds at 60 and 120 labels, one fit for all labels)
 RUNS = {
     "prepare": 1,
     "tokenize": 1,
@@ -27,8 +28,8 @@ RUNS = {
     "variants": 4,
     "variants (parent)": 1,
     "variants_table": 1,
-    "finetune": 7,
-    "baselines": 1,
+    "finetune": 1 + 42,
+    "baselines": 1 + 7,
     "grid": 2,
     "grid (parent)": 1,
     "evaluate": 1,
@@ -131,6 +132,13 @@ def test_the_tiny_preset_runs_as_a_dvc_experiment_and_writes_every_output(worksp
     dvc(workspace, "preset", "tiny", command=(sys.executable, "-m", "tinytf.cli"))
     import json
 
+    # a temporary experiment: the clone is untouched until the experiment is applied
+    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=workspace,
+                            capture_output=True, text=True, check=True).stdout  # fmt: skip
+    assert status == "", status
+    listed = dvc(workspace, "exp", "ls", "--name-only").stdout.splitlines()
+    [experiment] = [line.strip() for line in listed if line.strip() and not line.endswith(":")]  # no baseline
+    dvc(workspace, "exp", "apply", experiment)
     changed = json.loads(dvc(workspace, "params", "diff", "--json").stdout)["params.yaml"]
     assert changed["model.d_model"]["new"] == 32 and changed["model.d_model"]["old"] == 128, changed
     assert "prepare.sentiment.source" not in changed  # and nothing else
@@ -164,13 +172,17 @@ def test_the_tiny_preset_runs_as_a_dvc_experiment_and_writes_every_output(worksp
     summary = json.loads((workspace / "reports/finetune/summary.json").read_text())
     assert set(summary["arms"]) == {"pretrained", "scratch", "frozen"}
     assert set(summary["label_curve"]) == {"60", "120", "all"}
-    assert len(summary["label_curve"]["60"]["scratch"]["by_seed"]) == 3  # small subsets: every seed
-    assert len(summary["label_curve"]["all"]["scratch"]["by_seed"]) == 2
+    for entry in summary["label_curve"].values():  # the protocol: every label count runs every seed
+        assert len(entry["pretrained"]["by_seed"]) == len(entry["scratch"]["by_seed"]) == 3
+        assert entry["pretrained_vs_scratch"]["p_holm"] >= entry["pretrained_vs_scratch"]["p_value"]
+    assert summary["trend"]["n"] == 9 and len(summary["trend"]["ci95"]) == 2
     assert [p["start"] for p in summary["snapshot_curve"]] == ["scratch", "epoch1", "final"]
-    assert summary["snapshot_curve"][1]["n"] == 2  # the first many_label_seeds seeds
-    assert set(summary["lrs"]) == {"pretrained", "scratch"}  # the frozen probe chooses its C in every run
+    assert summary["snapshot_curve"][1]["n"] == 3  # the same seeds as every other point
+    assert set(summary["recipes"]) == {"pretrained", "scratch"}  # the frozen probe chooses its C in every run
+    assert {(r["lr"], r["dropout"]) for r in summary["recipes"].values()} <= {
+        (lr, d) for lr in (0.001, 0.003) for d in (0.0, 0.1)}  # fmt: skip
     probes = pd.read_csv(workspace / "reports/finetune/runs.csv").query("arm == 'frozen'")
-    assert len(probes) == 3 + 2 + 2 and probes["probe_c"].isin([0.1, 1]).all()  # presets/tiny.yaml: probe_cs
+    assert len(probes) == 3 * 3 and probes["probe_c"].isin([0.1, 1]).all()  # presets/tiny.yaml: probe_cs
     assert (workspace / "data/models/snapshots/epoch1.pt").exists()
     assert (workspace / "reports/finetune/curves.png").stat().st_size > 10_000
     final = json.loads((workspace / "reports/metrics.json").read_text())
@@ -182,10 +194,12 @@ def test_the_tiny_preset_runs_as_a_dvc_experiment_and_writes_every_output(worksp
     readme = (workspace / "reports/README.md").read_text()
     assert f"Test accuracy {final['test_accuracy']:.1%}" in readme
     assert "## Where pretraining helps" in readme
-    # every candidate of every trained start
-    searched = pd.read_csv(workspace / "reports/tables/lr_search.csv")
-    assert len(searched) == 4 and searched["chosen"].sum() == 2
-    assert (searched["seeds"] == 2).all()  # presets/tiny.yaml: lr_search_seeds 2 of the 3 seeds at 60 labels
+    # every candidate of every trained start: 2 lrs x 2 dropouts
+    searched = pd.read_csv(workspace / "reports/tables/recipes.csv")
+    assert len(searched) == 8 and searched["chosen"].sum() == 2
+    assert (searched["seeds"] == 2).all()  # presets/tiny.yaml: search_seeds 2 of the 3 seeds at 60 labels
+    assert readme.index("- Protocol (params.yaml") < readme.index("- 60 labels: pretraining")
+    assert "- Trend: " in readme
     assert (
         readme.index("- 60 labels: pretraining")
         < readme.index("- 120 labels:")
@@ -266,13 +280,21 @@ def test_editing_a_module_a_stage_reaches_makes_dvc_status_list_it(workspace, st
     assert "Data and pipelines are up to date" in dvc(workspace, "status").stdout
 
 
-def test_mlflow_store_holds_one_run_per_stage(workspace):
+def test_mlflow_store_holds_one_run_per_stage_and_one_per_run_of_the_study(workspace):
     import mlflow
+    import pandas as pd
 
     mlflow.set_tracking_uri(f"sqlite:///{workspace / 'mlflow.db'}")
     runs = mlflow.search_runs(experiment_names=["tinytf"])
     assert runs["tags.tinytf.stage"].value_counts().to_dict() == RUNS
     assert set(runs["status"]) == {"FINISHED"}
+    # the whole study in MLflow: a child run for every row of runs.csv, found by its tags
+    study = pd.read_csv(workspace / "reports/finetune/runs.csv")
+    children = runs[runs["tags.tinytf.stage"] == "finetune"].dropna(subset=["tags.tinytf.arm"])
+    logged = sorted(zip(children["tags.tinytf.arm"], children["tags.tinytf.labels"], children["tags.tinytf.seed"],
+                        children["tags.tinytf.start"], strict=True))  # fmt: skip
+    assert logged == sorted(zip(study["arm"], study["labels"].astype(str), study["seed"].astype(str),
+                                study["start"], strict=True))  # fmt: skip
     if platform.libc_ver()[0] == "glibc":  # every stage process keeps freed memory (tinytf/allocator.py)
         ran = runs[~runs["tags.tinytf.stage"].str.endswith("(parent)")]  # a matrix's parent runs nothing
         assert set(ran["tags.tinytf.allocator"]) == {"kept (glibc: no mmap, trim above 1024 MiB)"}
