@@ -7,8 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tinytf.analysis.power import detectable_difference, pooled_seed_std, variants_verdicts
+from tinytf.analysis.power import detectable_difference, pooled_seed_std, seeds_needed, variants_verdicts
 from tinytf.config import load_params
+from tinytf.errors import DataError
 from tinytf.train.variants import cell_key, cell_params, write_cell
 
 from .conftest import REPO
@@ -97,3 +98,11 @@ def test_the_stage_writes_summary_json_with_the_keys_the_checks_read(tmp_path):
     assert set(summary["verdicts"]) == {"learned_vs_sinusoidal", "reweight_vs_concat"}
     for entry in summary["verdicts"].values():
         assert {"difference", "ci95", "p_value"} <= set(entry)
+
+
+def test_seeds_needed_is_the_fewest_that_reach_the_target():
+    seeds, share = seeds_needed(0.0393, 0.05)
+    assert share <= 0.05 < detectable_difference(0.0393, 2 * (seeds - 1), 4 * (seeds - 2))
+    assert seeds_needed(0.01, 0.05)[0] == 2
+    with pytest.raises(DataError, match="no design of up to 3 seeds"):
+        seeds_needed(0.2, 0.05, max_seeds=3)

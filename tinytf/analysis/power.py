@@ -108,3 +108,13 @@ def variants_verdicts(cells: pd.DataFrame, metric: str = "dev") -> dict:
         entry["sentence"] = sentence(entry, factor, mde)
         out["verdicts"][f"{level}_vs_{reference}"] = entry
     return out
+
+
+def seeds_needed(cv: float, target: float, max_seeds: int = 50) -> tuple[int, float]:
+    """The fewest seeds per cell at which a 2 x 2 design's main effect is detectable at `target`
+    (a share of the cells' mean), if the seed std stays `cv` of the mean, and that share."""
+    for seeds in range(2, max_seeds + 1):
+        share = detectable_difference(cv, 2 * seeds, 4 * (seeds - 1))
+        if share <= target:
+            return seeds, share
+    raise DataError(f"no design of up to {max_seeds} seeds detects {target:.1%} at a seed std of {cv:.1%}")
