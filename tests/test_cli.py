@@ -126,7 +126,7 @@ def test_preset_export_copies_the_report_only_when_params_hold_the_presets_value
 
     reports = tmp_path / "reports"
     for rel in ("README.md", "metrics.json", "finetune/summary.json", "baselines/summary.json",
-                "tables/a.md", "plots/a.png"):  # fmt: skip
+                "variants/summary.json", "tables/a.md", "plots/a.png"):  # fmt: skip
         (reports / rel).parent.mkdir(parents=True, exist_ok=True)
         (reports / rel).write_text(rel)
     params = yaml.safe_load((REPO / "params.yaml").read_text())
@@ -151,6 +151,7 @@ def test_preset_export_copies_the_report_only_when_params_hold_the_presets_value
     out = call()
     assert out == reports / "presets" / "small"
     assert (out / "summary.json").read_text() == "finetune/summary.json" and (out / "tables/a.md").exists()
+    assert (out / "variants.json").read_text() == "variants/summary.json"
     assert json.loads((out / "preset.json").read_text()) == {"model.d_model": 64, "finetune.seeds": [1, 2]}
     (reports / "README.md").write_text("again")
     call()  # a second export replaces the first whole

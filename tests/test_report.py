@@ -12,6 +12,7 @@ import pytest
 
 from tests.lm_fixtures import SAMPLES, make_corpus_dir, tiny_model
 from tinytf.analysis.checks import write_checks
+from tinytf.analysis.power import variants_verdicts
 from tinytf.analysis.probes import run_probes
 from tinytf.config import GridParams, Params, PretrainParams, VariantsParams
 from tinytf.data.tokenizer import load_tokenizer
@@ -81,6 +82,7 @@ def make_upstream(root: Path) -> Params:
         rows, columns=["pos_encoding", "head_merge", "seed", "train", "dev", "normal", "weird", "long"]
     )
     write_text(reports / "variants/cells.csv", cells.to_csv(index=False))
+    write_json(reports / "variants/summary.json", {"steps": 40, "seeds": [1, 2], **variants_verdicts(cells)})
     by_seed = {"pretrained": [0.70, 0.72, 0.71], "scratch": [0.60, 0.63, 0.61], "frozen": [0.64, 0.65, 0.66]}
     summary = {"arms": {arm: {"test_accuracy_mean": sum(a) / 3, "test_accuracy_std": 0.01,
                               "test_accuracy_by_seed": {str(s): v for s, v in zip((1, 2, 3), a, strict=True)}}
@@ -198,6 +200,16 @@ def test_readme_numbers_equal_the_inputs(built):
     variants = pd.read_csv(root / "reports/tables/variants.csv")
     concat = variants[(variants.pos_encoding == "learned") & (variants.head_merge == "concat")].iloc[0]
     assert concat["dev"] == pytest.approx(407.5) and concat["dev_std"] == pytest.approx(3.5355, abs=1e-3)
+    # issue 49: each variants verdict next to the seed's claim, with the test and what it detects
+    summary = json.loads((root / "reports/variants/summary.json").read_text())
+    pos = summary["verdicts"]["learned_vs_sinusoidal"]
+    line = next(x for x in text.splitlines() if "'Sinusoidal positional encoding hurts'" in x)
+    assert "dev 485.56 vs 380.80 learned" in line and pos["sentence"] in line
+    assert line.count("learned positions lower dev perplexity by 20.0 ± ") == 1
+    assert f"detects differences of {summary['detectable_difference_pct']:.1f} % of the cells' mean" in line
+    assert "2 seed(s) per cell, 40 steps" in line and "Welch t-test" in line
+    line = next(x for x in text.splitlines() if "**Re-weighting heads" in x)
+    assert summary["verdicts"]["reweight_vs_concat"]["sentence"] in line
     # the seed's parameter slip is named with PyTorch's number
     assert "claimed 200,000, PyTorch 20,000" in text
     assert "no masked-LM result exists" in text and "pretrain.objective=masked" in text

@@ -83,8 +83,10 @@ def run_preset(
 
 # what a preset's committed report holds: the generated README, its tables and plots (the README
 # links them), the headline metrics and the finetune and baselines summaries
+# the variants study's verdicts travel too: issue 49's checks read them from the preset's report
 EXPORTED = {"README.md": "README.md", "metrics.json": "metrics.json", "tables": "tables", "plots": "plots",
-            "finetune/summary.json": "summary.json", "baselines/summary.json": "baselines.json"}  # fmt: skip
+            "finetune/summary.json": "summary.json", "baselines/summary.json": "baselines.json",
+            "variants/summary.json": "variants.json"}  # fmt: skip
 
 
 def export_report(

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from tinytf.analysis.power import detectable_difference, pooled_seed_std
 from tinytf.config import Params
 from tinytf.errors import DataError
 from tinytf.io import write_text
@@ -24,7 +25,7 @@ from tinytf.report import tables as rt
 from tinytf.report.bodies import bodies_section
 from tinytf.report.facts import UPSTREAM, Facts
 from tinytf.report.text import render_readme
-from tinytf.report.transfer import detectable_difference, transfer_section
+from tinytf.report.transfer import transfer_section
 
 
 class _Report:
@@ -135,6 +136,9 @@ class _Report:
         cells = cells[first + [c for c in cells.columns if c not in first]]  # seed 004's column order
         stats = rt.variants_stats(cells)
         self.f.variants = stats
+        self.f.variants_summary = self.inputs.json(
+            "variants_summary", ("detectable_difference_pct", "verdicts")
+        )
         self.table("variants", "Positional encoding × head merge", f"Perplexity per BPE token after "
                    f"{self.params.variants.steps} pretraining steps, mean ± std over seeds "
                    f"{sorted(cells['seed'].unique().tolist())} (seed 004 §2.2). {variants_resolution(cells)}",
@@ -324,12 +328,10 @@ class _Report:
 
 def variants_resolution(cells: pd.DataFrame) -> str:
     """Which differences between two variants this budget can detect, from the seed spread."""
-    dev = cells.groupby(["pos_encoding", "head_merge"])["dev"]
-    df = int((dev.count() - 1).clip(lower=0).sum())
+    std, df = pooled_seed_std(cells, "dev")
     if df < 1:
         return "One seed per cell: no seed spread, so no difference between cells can be called detected."
-    std = float(np.sqrt((dev.var(ddof=1).fillna(0) * (dev.count() - 1)).sum() / df))
-    n = int(dev.count().min())
+    n = int(cells.groupby(["pos_encoding", "head_merge"])["dev"].count().min())
     return (f"Seeds move dev perplexity by {std:.1f} (pooled std), so with {n} seeds per cell this budget "
             f"detects differences of about {detectable_difference(std, n, df):.0f} or more between two cells "
             "(two-sided t-test, α 0.05, power 0.8); closer cells are ties at this budget.")  # fmt: skip

@@ -24,6 +24,7 @@ class Facts:
     objective: str = "causal"
     pretrain: dict | None = None  # reports/pretrain/metrics.json
     variants: pd.DataFrame | None = None  # mean ± std per positional encoding x head merge
+    variants_summary: dict | None = None  # reports/variants/summary.json: power and verdicts
     finetune: dict | None = None  # reports/finetune/summary.json, arms in params order
     curves: pd.DataFrame | None = None  # fine-tuning curves per arm, seed and epoch
     label_curve: pd.DataFrame | None = None  # every start and baseline per label count
@@ -75,6 +76,9 @@ UPSTREAM = {
     "pretrain_epochs": Upstream("pretraining epochs", "reports/pretrain/epochs.csv", "pretrain"),
     "variants_cells": Upstream(
         "variants (positional encoding × head merge)", "reports/variants/cells.csv", "variants_table"
+    ),
+    "variants_summary": Upstream(
+        "variants verdicts (power, main effects)", "reports/variants/summary.json", "variants_table"
     ),
     "finetune_summary": Upstream("fine-tuning summary", "reports/finetune/summary.json", "finetune"),
     "finetune_curves": Upstream("fine-tuning curves", "reports/finetune/curves.csv", "finetune"),

@@ -102,20 +102,9 @@ def _wrong(r: ReportView) -> list[str]:
             + "; ".join(f"{col}: {rt.variants_text(stats, ('concat', 'reweight'), col)}" for col in cols)
             + "."
         )
+    line += variants_verdict(f, "reweight_vs_concat")
     out.append(line)
-    if stats is not None and stats["pos_encoding"].nunique() > 1:
-        pos = list(dict.fromkeys(stats["pos_encoding"]))
-        vals = [(q, rt.variant(stats, q, "concat")) for q in pos]
-        vals = [(q, v) for q, v in vals if v]
-        if len(vals) > 1:
-            low = min(vals, key=lambda qv: qv[1][0])
-            gap, sd = max(v[0] for _, v in vals) - low[1][0], max(v[1] for _, v in vals)
-            verdict = ("one seed only, so no spread to judge it by" if np.isnan(sd) else
-                       f"{'within' if gap <= 2 * sd else 'beyond'} twice the largest seed std ({sd:,.1f})")  # fmt: skip
-            out.append("- **'Sinusoidal positional encoding hurts'** (seed 004 §2.2.2, one run each: dev 485.56 vs "
-                       "380.80 learned): ours with concat heads, dev perplexity " + ", ".join(
-                           f"{q} {rt.pm(*v, 1)}" for q, v in vals) + f"; {low[0]} is lower by {gap:,.1f}, "
-                       f"{verdict}.")  # fmt: skip
+    out += _positions(f)
     out.append(_grid_note(r))
     scratch = rt.first_epoch(f.curves)
     if scratch is not None and "scratch" in scratch.index and f.majority_val is not None:
@@ -131,6 +120,40 @@ def _wrong(r: ReportView) -> list[str]:
                    f"([tables/probes.md](tables/probes.md)) meet the tolerance in {int(pr['pass'].sum())} of "
                    f"{len(pr)} exercises (largest weight error {pr['weight_err'].max():.2g}).")  # fmt: skip
     return out
+
+
+def variants_verdict(f, key: str) -> str:
+    """' Verdict (test, power): sentence.' from the variants study's summary, or ''."""
+    summary = f.variants_summary
+    entry = (summary or {}).get("verdicts", {}).get(key)
+    if entry is None:
+        return ""
+    pct = summary["detectable_difference_pct"]
+    power = (
+        f", detects differences of {pct:.1f} % of the cells' mean dev perplexity" if pct is not None else ""
+    )
+    return (f" Verdict ({summary['test']}, {summary['seeds_per_cell']} seed(s) per cell, "
+            f"{summary['steps']} steps{power}): {entry['sentence']}.")  # fmt: skip
+
+
+def _positions(f) -> list[str]:
+    """Seed 004's 'sinusoidal hurts' (one run each) next to our cells and the study's verdict."""
+    stats = f.variants
+    if stats is None or stats["pos_encoding"].nunique() < 2:
+        return []
+    pos = list(dict.fromkeys(stats["pos_encoding"]))
+    vals = [(q, rt.variant(stats, q, "concat")) for q in pos]
+    vals = [(q, v) for q, v in vals if v]
+    if len(vals) < 2:
+        return []
+    low = min(vals, key=lambda qv: qv[1][0])
+    gap, sd = max(v[0] for _, v in vals) - low[1][0], max(v[1] for _, v in vals)
+    verdict = ("one seed only, so no spread to judge it by" if np.isnan(sd) else
+               f"{'within' if gap <= 2 * sd else 'beyond'} twice the largest seed std ({sd:,.1f})")  # fmt: skip
+    return ["- **'Sinusoidal positional encoding hurts'** (seed 004 §2.2.2, one run each: dev 485.56 vs "
+            "380.80 learned): ours with concat heads, dev perplexity " + ", ".join(
+                f"{q} {rt.pm(*v, 1)}" for q, v in vals) + f"; {low[0]} is lower by {gap:,.1f}, "
+            f"{verdict}." + variants_verdict(f, "learned_vs_sinusoidal")]  # fmt: skip
 
 
 def _grid_note(r: ReportView) -> str:

@@ -4,10 +4,8 @@ where pretraining helped, by how much, and where it did not, each built from tho
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
-from tinytf.errors import DataError
 from tinytf.report import tables as rt
 from tinytf.report.facts import UPSTREAM, ReportView
 
@@ -191,15 +189,3 @@ def _baseline_text(curve: pd.DataFrame, source: str | None) -> list[str]:
 
 def side(gap: float) -> str:
     return "above" if gap > 0 else "below"
-
-
-def detectable_difference(std: float, n_per_arm: int, pooled_df: int) -> float:
-    """The smallest difference of two means of `n_per_arm` runs each that a two-sided t-test at
-    α = 0.05 finds with 80 % power, given the seed-to-seed `std` (pooled over `pooled_df` degrees
-    of freedom)."""
-    from scipy import stats
-
-    if pooled_df < 1 or not np.isfinite(std):
-        raise DataError(f"a detectable difference needs a seed spread, got std {std} on {pooled_df} df")
-    t = stats.t.ppf(1 - ALPHA / 2, pooled_df) + stats.t.ppf(0.8, pooled_df)
-    return float(t * std * np.sqrt(2 / n_per_arm))
