@@ -174,7 +174,8 @@ def test_the_tiny_preset_runs_as_a_dvc_experiment_and_writes_every_output(worksp
     assert set(summary["label_curve"]) == {"60", "120", "all"}
     for entry in summary["label_curve"].values():  # the protocol: every label count runs every seed
         assert len(entry["pretrained"]["by_seed"]) == len(entry["scratch"]["by_seed"]) == 3
-        assert entry["pretrained_vs_scratch"]["p_holm"] >= entry["pretrained_vs_scratch"]["p_value"]
+        test = entry["pretrained_vs_scratch"]  # a tiny test set can give every seed the same difference
+        assert test["p_holm"] is None if test["p_value"] is None else test["p_holm"] >= test["p_value"]
     assert summary["trend"]["n"] == 9 and len(summary["trend"]["ci95"]) == 2
     assert [p["start"] for p in summary["snapshot_curve"]] == ["scratch", "epoch1", "final"]
     assert summary["snapshot_curve"][1]["n"] == 3  # the same seeds as every other point
