@@ -24,7 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-from timing import benchmark_parser, median, vocabulary
+from timing import benchmark_parser, median, record, vocabulary
 
 MODES = ("default", "keep")
 VALIDATION = Path("data/tokens/corpus/validation.npy")
@@ -68,6 +68,7 @@ def measure(params_file: str, steps: int) -> dict:
     return {
         "setting": setting, "eval_s": eval_s, "eval_faults": eval_faults, "step_ms": step_ms,
         "tokens": min(len(tokens), EVAL_TOKENS), "batch": p.batch_size, "runtime": runtime.describe(),
+        "device": str(runtime.device),
         "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "threads": torch.get_num_threads(),
     }  # fmt: skip
 
@@ -110,9 +111,13 @@ def main() -> None:
               f"(rounds " + ", ".join(f"{r['eval_s']:.2f}" for r in rows) + ")")  # fmt: skip
     keep, default = figures["keep"], figures["default"]
     print(f"  eager step: {default['step_ms'] / keep['step_ms']:.2f}x with freed memory kept")
-    print(f"speedup: {default['eval_s'] / keep['eval_s']:.2f}x an LM evaluation pass with freed memory kept "
-          f"(TINYTF_ALLOCATOR=keep, the stages' setting) over the C library's default, "
-          f"{keep['eval_s']:.2f} vs {default['eval_s']:.2f} s")  # fmt: skip
+    headline = (f"speedup: {default['eval_s'] / keep['eval_s']:.2f}x an LM evaluation pass with freed memory kept "
+                f"(TINYTF_ALLOCATOR=keep, the stages' setting) over the C library's default, "
+                f"{keep['eval_s']:.2f} vs {default['eval_s']:.2f} s")  # fmt: skip
+    print(headline)
+    figures = {"ratio": default["eval_s"] / keep["eval_s"], "step_ratio": default["step_ms"] / keep["step_ms"],
+               "runtime": first["runtime"], "threads": first["threads"], **figures}  # fmt: skip
+    record("allocator", headline, figures, args, first["device"])
 
 
 if __name__ == "__main__":

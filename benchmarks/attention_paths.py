@@ -23,7 +23,7 @@ from collections.abc import Callable
 import classifier_throughput
 import pretrain_throughput
 import torch
-from timing import benchmark_parser, device_name, median, timed_rounds, warm_up
+from timing import benchmark_parser, device_name, median, record, timed_rounds, warm_up
 
 from tinytf.config import load_params
 from tinytf.data.batching import SentimentDataset
@@ -99,18 +99,22 @@ def main() -> None:
         "pretraining step in eager, as a variants cell": eager_pretrain_case(params, vocab),
         "validation pass, 1,024 texts (no backward)": validation_case(params, vocab, data, runtime),
     }
-    medians = {}
+    medians, figures = {}, {}
     for case, (steps, autograd) in cases.items():
         warm_up(steps, 3, runtime.device)
         rates = timed_rounds(steps, dict.fromkeys(steps, 1), args.steps, args.rounds, runtime.device)
         ms = medians[case] = {name: 1000 / median(values) for name, values in rates.items()}
         chosen = chosen_kernel(runtime.device, autograd)
         other = next(name for name in ms if name != chosen)
+        figures[case] = {"written_out_ms": ms["written out"], "sdpa_ms": ms["SDPA"], "chosen": chosen}
         print(f"{case:46s} written out {ms['written out']:7.1f} ms, SDPA {ms['SDPA']:7.1f} ms: "
               f"{chosen} chosen, {ms[other] / ms[chosen]:.2f}x as fast as the other")  # fmt: skip
     ms = medians["fine-tuning step, no dropout"]
-    print(f"written out: {ms['SDPA'] / ms['written out']:.2f}x SDPA's speed in a fine-tuning step "
-          f"without dropout on {runtime.device} ({device_name(runtime.device)})")  # fmt: skip
+    headline = (f"written out: {ms['SDPA'] / ms['written out']:.2f}x SDPA's speed in a fine-tuning step "
+                f"without dropout on {runtime.device} ({device_name(runtime.device)})")  # fmt: skip
+    print(headline)
+    figures = {"ratio": ms["SDPA"] / ms["written out"], "runtime": runtime.describe(), **figures}
+    record("attention_paths", headline, figures, args, runtime.device)
 
 
 if __name__ == "__main__":

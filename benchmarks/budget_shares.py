@@ -18,11 +18,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import pandas as pd
-from timing import train_flops_per_token
+from timing import record, train_flops_per_token
 
 from tinytf.config import load_params
 from tinytf.errors import TinyTFError
@@ -106,8 +106,12 @@ def main() -> None:
         print(f"{name:<10}{s.runs:>6}{s.train_tokens / 1e6:>14.2f}M{s.eval_tokens / 1e6:>13.2f}M"
               f"{s.flops / 1e12:>9.1f}{s.flops / total:>8.1%}")  # fmt: skip
     other, largest = max((s.flops, name) for name, s in table.items() if name != "pretrain")
-    print(f"pretraining: {table['pretrain'].flops / total:.1%} of the run's training and evaluation FLOPs; "
-          f"the largest other stage, {largest}: {other / total:.1%}")  # fmt: skip
+    headline = (f"pretraining: {table['pretrain'].flops / total:.1%} of the run's training and evaluation "
+                f"FLOPs; the largest other stage, {largest}: {other / total:.1%}")  # fmt: skip
+    print(headline)
+    figures = {"pretrain_share": table["pretrain"].flops / total,
+               **{name: {**asdict(s), "share": s.flops / total} for name, s in table.items()}}  # fmt: skip
+    record("budget_shares", headline, figures, args)
 
 
 if __name__ == "__main__":

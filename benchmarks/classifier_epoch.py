@@ -20,7 +20,7 @@ import argparse
 import sys
 import time
 
-from timing import device_name, sync, vocabulary
+from timing import device_name, record, sync, vocabulary
 
 from tinytf.allocator import keep_freed_memory
 from tinytf.config import load_params
@@ -71,8 +71,12 @@ def main() -> int:
         print(f"  epoch {repeat + 1}: {seconds[-1]:.1f} s, {1000 * seconds[-1] / steps:.1f} ms a step "
               f"with the validation pass; validation accuracy {accuracy:.3f}")  # fmt: skip
     later = f", then {min(seconds[1:]):.1f} s" if len(seconds) > 1 else ""
-    print(f"epoch: {seconds[0]:.1f} s first{later}, {steps} steps on {runtime.device} (before the speed issue: "
-          f"24.8 s on an H100, 24.7 s on the 2-core CPU)")  # fmt: skip
+    headline = (f"epoch: {seconds[0]:.1f} s first{later}, {steps} steps on {runtime.device} (before the speed "
+                f"issue: 24.8 s on an H100, 24.7 s on the 2-core CPU)")  # fmt: skip
+    print(headline)
+    figures = {"first_s": seconds[0], "later_s": min(seconds[1:]) if len(seconds) > 1 else None,
+               "epochs_s": seconds, "steps": steps, "runtime": runtime.describe()}  # fmt: skip
+    record("classifier_epoch", headline, figures, args, runtime.device)
     return 0
 
 

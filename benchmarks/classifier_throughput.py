@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.nn.functional as F
-from timing import benchmark_parser, device_name, median, seconds, timed_rounds, vocabulary, warm_up
+from timing import benchmark_parser, device_name, median, record, seconds, timed_rounds, vocabulary, warm_up
 
 from tinytf.config import load_params
 from tinytf.data.batching import SentimentDataset, sentiment_loader
@@ -174,11 +174,15 @@ def main() -> None:
             rates[name] += values
         if workers > 1:
             layout.append(layout_round(args.params, workers, args.steps))
-    report(rates, layout, first, names, workers, runtime.device)
+    headline = report(rates, layout, first, names, workers, runtime.device)
+    figures = {"ratio": median(rates["tinytf"]) / median(rates["lab"]),
+               **{f"{name}_steps_per_s": median(values) for name, values in rates.items()},
+               "layout_workers": workers, "layout_steps_per_s": median(layout) if layout else None}  # fmt: skip
+    record("classifier_throughput", headline, figures, args, runtime.device)
 
 
-def report(rates: dict, layout: list, first: dict, names: dict, workers: int, device) -> None:
-    """Each side's median steps/s, the layout line, and the headline last."""
+def report(rates: dict, layout: list, first: dict, names: dict, workers: int, device) -> str:
+    """Each side's median steps/s, the layout line, and the headline last; returns the headline."""
     for name, values in rates.items():
         print(f"{names[name]:58s} {median(values):7.1f} steps/s  {1000 / median(values):6.1f} ms/step  (rounds "
               + ", ".join(f"{v:.1f}" for v in values) + f"; first 10 steps {first[name]:.1f} s)")  # fmt: skip
@@ -187,10 +191,12 @@ def report(rates: dict, layout: list, first: dict, names: dict, workers: int, de
               f"together = {median(layout) / median(rates['lab']):.2f}x the seed lab's loop (rounds "
               + ", ".join(f"{v:.1f}" for v in layout) + "; the stage's throughput, not a faster step)")  # fmt: skip
     ratio = median(rates["tinytf"]) / median(rates["lab"])
-    print(
+    headline = (
         f"speedup: {ratio:.2f}x tinytf's classifier step over the seed lab's nn.TransformerEncoder (eager fp32), "
         f"{1000 / median(rates['tinytf']):.1f} vs {1000 / median(rates['lab']):.1f} ms a step on {device}"
     )
+    print(headline)
+    return headline
 
 
 if __name__ == "__main__":

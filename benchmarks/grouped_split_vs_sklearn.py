@@ -17,6 +17,7 @@ import time
 
 import numpy as np
 from sklearn.model_selection import StratifiedGroupKFold
+from timing import record
 
 from tinytf.data import sources
 from tinytf.data.splits import SPLITS, stratified_group_split
@@ -52,12 +53,17 @@ def main() -> None:
     methods = {"tinytf": lambda s: stratified_group_split(labels, groups, 0.1, 0.1, s),
                "sklearn": lambda s: sklearn_split(labels, groups, s)}  # fmt: skip
     print(f"{len(labels)} snippets, {len(np.unique(groups))} movies, {args.seeds} seeds")
+    figures = {}
     for name, split in methods.items():
         start = time.perf_counter()
         measured = np.array([errors(split(seed), labels) for seed in range(args.seeds)])
         seconds = (time.perf_counter() - start) / args.seeds
-        print(f"{name:8s} worst share error {measured[:, 0].max():.2f} pt, worst class-balance "
-              f"error {measured[:, 1].max():.2f} pt, {seconds * 1000:.0f} ms a split")  # fmt: skip
+        line = (f"{name:8s} worst share error {measured[:, 0].max():.2f} pt, worst class-balance "
+                f"error {measured[:, 1].max():.2f} pt, {seconds * 1000:.0f} ms a split")  # fmt: skip
+        print(line)
+        figures[name] = {"worst_share_error_pt": measured[:, 0].max(),
+                         "worst_balance_error_pt": measured[:, 1].max(), "ms_per_split": seconds * 1000}  # fmt: skip
+    record("grouped_split_vs_sklearn", line, figures, args)  # the headline: the last line, sklearn's
 
 
 if __name__ == "__main__":

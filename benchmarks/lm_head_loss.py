@@ -24,7 +24,7 @@ import sys
 import torch
 import torch.nn.functional as F
 from pretrain_throughput import batches, stage_inputs
-from timing import benchmark_parser, device_name, median, timed_rounds
+from timing import benchmark_parser, device_name, median, record, timed_rounds
 
 from tinytf.config import load_params
 from tinytf.model.architecture import model_config
@@ -95,8 +95,12 @@ def main() -> None:
         print(f"  {names[name]:62s} {median(values):9,.0f} tokens/s  (rounds "
               + ", ".join(f"{v:,.0f}" for v in values) + ")")  # fmt: skip
     ratio = median(rates["chunked"]) / median(rates["stage"])
-    print(f"speedup: {ratio:.2f}x torch's chunked F.linear_cross_entropy over the stage's compiled loss, "
-          f"{median(rates['chunked']):,.0f} vs {median(rates['stage']):,.0f} training tokens/s on {runtime.device}")  # fmt: skip
+    headline = (f"speedup: {ratio:.2f}x torch's chunked F.linear_cross_entropy over the stage's compiled loss, "
+                f"{median(rates['chunked']):,.0f} vs {median(rates['stage']):,.0f} training tokens/s on {runtime.device}")  # fmt: skip
+    print(headline)
+    figures = {"ratio": ratio, **{f"{name}_tokens_per_s": median(values) for name, values in rates.items()},
+               "runtime": runtime.describe()}  # fmt: skip
+    record("lm_head_loss", headline, figures, args, runtime.device)
 
 
 if __name__ == "__main__":

@@ -41,6 +41,7 @@ from timing import (
     device_name,
     matmul_peak,
     median,
+    record,
     timed_rounds,
     train_flops_per_token,
     training_flops,
@@ -188,6 +189,13 @@ def main() -> None:
                         f"{shape} shape, {median(rates['tinytf']):,.0f} vs {median(rates['lab']):,.0f} training "
                         f"tokens/s on {device}{kept}")  # fmt: skip
     print(headline)
+    # the last shape measured; the headline names its own shape
+    figures = {
+        "shape": shape,
+        "ratio": ratio,
+        **{f"{name}_tokens_per_s": median(v) for name, v in rates.items()},
+    }
+    record("pretrain_throughput", headline, figures, args, device)
 
 
 def build_sides(model_params, p, setup: dict, args) -> tuple[TinyTransformer, Runtime, dict, dict]:

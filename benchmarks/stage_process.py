@@ -24,6 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from timing import record
+
 ROOT = Path(__file__).resolve().parents[1]
 MODES = ("default", "pause")
 
@@ -99,9 +101,11 @@ def main() -> None:
               f"{f['work']:5.2f} s  exit {f['exit']:5.2f} s  total {f['total']:5.2f} s  (rounds "
               + ", ".join(f"{r['total']:.2f}" for r in rows) + ")")  # fmt: skip
     pause, default = figures["pause"], figures["default"]
-    print(f"speedup: {default['total'] / pause['total']:.2f}x a stage process's start and end with the "
-          f"collector paused for imports and the heap frozen for exit (TINYTF_GC=pause, the stages' "
-          f"setting) over Python's default, {pause['total']:.2f} vs {default['total']:.2f} s")  # fmt: skip
+    headline = (f"speedup: {default['total'] / pause['total']:.2f}x a stage process's start and end with the "
+                f"collector paused for imports and the heap frozen for exit (TINYTF_GC=pause, the stages' "
+                f"setting) over Python's default, {pause['total']:.2f} vs {default['total']:.2f} s")  # fmt: skip
+    print(headline)
+    record("stage_process", headline, {"ratio": default["total"] / pause["total"], **figures}, args)
 
 
 if __name__ == "__main__":

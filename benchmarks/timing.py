@@ -1,4 +1,5 @@
-"""What the throughput benchmarks share: alternating timed rounds, the measured matmul peak, MFU.
+"""What the benchmarks share: alternating timed rounds, the measured matmul peak, MFU, and the
+record of each run in benchmarks/results/<script>.jsonl.
 
 Every variant of a benchmark runs in one process, round after round in turn, so a busy
 machine slows them alike; a figure is the median over rounds, a speedup the ratio of medians.
@@ -7,13 +8,22 @@ machine slows them alike; a figure is the median over rounds, a speedup the rati
 from __future__ import annotations
 
 import argparse
+import datetime
+import json
+import os
+import platform
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+# where each run's record goes; tests point it at a temporary folder
+RESULTS_ENV = "TINYTF_BENCH_RESULTS"
 
 
 def sync(device: torch.device) -> None:
@@ -120,3 +130,74 @@ def training_flops(weights: int, config, length: float) -> float:
     """Training FLOPs of one token that passes through `weights` matmul weights and attends over
     `length` positions in `config`'s layers: 6 x weights + 12 x layers x width x length."""
     return 6 * weights + 12 * config.n_layer * config.d_model * length
+
+
+def results_dir() -> Path:
+    """$TINYTF_BENCH_RESULTS, else benchmarks/results beside this file (whatever the cwd)."""
+    return Path(os.environ.get(RESULTS_ENV) or Path(__file__).resolve().parent / "results")
+
+
+def record(
+    script: str,
+    headline: str,
+    figures: dict,
+    args: argparse.Namespace,
+    device: torch.device | str | None = None,
+) -> Path:
+    """Append one run to results_dir()/<script>.jsonl: its headline line, its figures, the
+    machine, versions, commit, UTC date and command-line arguments. `device` is where the sides
+    ran (a CUDA device's name is recorded); None for a script that runs no model."""
+    device = torch.device(device) if isinstance(device, str) else device
+    entry = {
+        "script": script,
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "headline": headline,
+        "figures": figures,
+        "machine": machine(device),
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        **git_commit(),
+        "args": vars(args),
+    }
+    path = results_dir() / f"{script}.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(entry, default=_plain) + "\n")
+    print(f"recorded in {path}", file=sys.stderr)
+    return path
+
+
+def _plain(value):
+    """What json cannot write itself: numpy and torch scalars as numbers, the rest (Paths) as text."""
+    return value.item() if hasattr(value, "item") else str(value)
+
+
+def machine(device: torch.device | None) -> dict:
+    """The CPU's model, its cores and bf16 units (they decide bf16 figures on a CPU), and the
+    GPU's name where the run used one."""
+    from tinytf.cpu import bf16_units, cpu_model
+    from tinytf.train.workers import usable_cores
+
+    gpu = torch.cuda.get_device_name(device) if device is not None and device.type == "cuda" else None
+    return {"cpu": cpu_model(), "cores": os.cpu_count(), "usable_cores": usable_cores(),
+            "bf16_units": bf16_units(), "gpu": gpu}  # fmt: skip
+
+
+def git_commit() -> dict:
+    """{'commit': short hash or 'unknown' outside git, 'dirty': uncommitted changes to tracked
+    files outside benchmarks/results (None when unknown)}."""
+
+    def git(*command: str) -> str | None:
+        try:
+            done = subprocess.run(
+                ["git", "-C", str(ROOT), *command], capture_output=True, text=True, timeout=30
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    commit = git("rev-parse", "--short", "HEAD")
+    if commit is None:
+        return {"commit": "unknown", "dirty": None}
+    status = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!benchmarks/results")
+    return {"commit": commit, "dirty": None if status is None else bool(status)}

@@ -3,7 +3,8 @@
 They are scripts nobody imports, so a renamed params key or a changed helper breaks them
 silently (the classifier benchmark once read `finetune.lr` after it became `finetune.lrs`).
 Each runs here for one step on the tiny preset's shapes, in a folder without `data/`, so on
-random ids; only that it runs and prints its headline is checked, never a timing.
+random ids; only that it runs, prints its headline and records the run is checked, never a
+timing. Their records go to a temporary folder ($TINYTF_BENCH_RESULTS), never the repository's.
 """
 
 from __future__ import annotations
@@ -43,8 +44,22 @@ def tiny_params(tmp_path_factory) -> Path:
     return path
 
 
+@pytest.fixture(autouse=True)
+def results(tmp_path, monkeypatch) -> Path:
+    """Where this test's benchmark runs record themselves: a fresh folder, not benchmarks/results."""
+    folder = tmp_path / "results"
+    monkeypatch.setenv("TINYTF_BENCH_RESULTS", str(folder))
+    return folder
+
+
+def recorded(script: str) -> list[dict]:
+    path = Path(os.environ["TINYTF_BENCH_RESULTS"]) / f"{Path(script).stem}.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
 def run_benchmark(script: str, args: list[str], cwd: Path, env: dict | None = None) -> str:
-    """The script's stdout, after checking it exited 0."""
+    """The script's stdout, after checking it exited 0 and recorded one run with its headline."""
+    before = len(recorded(script))
     result = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / script), *args], cwd=cwd,
         env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}, capture_output=True, text=True, timeout=600,
@@ -53,6 +68,9 @@ def run_benchmark(script: str, args: list[str], cwd: Path, env: dict | None = No
     # a warning in a benchmark's output is one every user who runs it reads (the peers' loops
     # once turned a grad-tracking loss into a float and warned on every run)
     assert not re.search(r"^\S+:\d+: \w*Warning: ", result.stderr, re.M), result.stderr[-3000:]
+    runs = recorded(script)
+    assert len(runs) == before + 1, result.stderr[-3000:]
+    assert runs[-1]["headline"] == result.stdout.strip().splitlines()[-1]
     return result.stdout.strip()
 
 
@@ -207,7 +225,35 @@ def test_budget_shares_add_up_over_the_committed_run():
     )
 
 
-def test_budget_shares_without_reports_names_the_missing_file(tmp_path):
+def test_a_run_appends_one_line_with_its_figures_machine_and_provenance(results):
+    results.mkdir()
+    (results / "budget_shares.jsonl").write_text('{"an": "earlier run"}\n')
+    out = run_benchmark("budget_shares.py", ["--reports", "reports"], ROOT)
+    earlier, run = (json.loads(line) for line in (results / "budget_shares.jsonl").read_text().splitlines())
+    assert earlier == {"an": "earlier run"}
+    assert set(run) == {"script", "date", "headline", "figures", "machine", "torch", "python", "commit",
+                        "dirty", "args"}  # fmt: skip
+    assert run["script"] == "budget_shares"
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", run["date"]), run["date"]
+    assert run["headline"] == out.splitlines()[-1]
+    share = float(re.match(r"pretraining: ([\d.]+)%", run["headline"]).group(1)) / 100
+    assert run["figures"]["pretrain_share"] == pytest.approx(share, abs=0.001)
+    assert set(run["figures"]) == {"pretrain_share", "pretrain", "finetune", "grid", "variants"}
+    from tinytf.cpu import bf16_units, cpu_model
+
+    assert run["machine"]["cpu"] == cpu_model() and run["machine"]["bf16_units"] == bf16_units()
+    assert run["machine"]["cores"] >= run["machine"]["usable_cores"] >= 1 and run["machine"]["gpu"] is None
+    import torch
+
+    assert run["torch"] == torch.__version__
+    head = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    )
+    assert run["commit"] == (head.stdout.strip() if head.returncode == 0 else "unknown")
+    assert run["args"] == {"params": "params.yaml", "reports": "reports"}
+
+
+def test_budget_shares_without_reports_names_the_missing_file(tmp_path, results):
     result = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "budget_shares.py"), "--reports", str(tmp_path)],
         cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=120,
@@ -217,6 +263,7 @@ def test_budget_shares_without_reports_names_the_missing_file(tmp_path):
         result.stderr.strip()
         == f"budget_shares: {tmp_path / 'tokenize.json'}: not found; run the pipeline first (`make repro`)"
     )
+    assert not results.exists()  # a run that failed records nothing
 
 
 @pytest.mark.slow

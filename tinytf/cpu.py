@@ -35,10 +35,17 @@ def bf16_units(cpuinfo: str | Path | None = None) -> list[str]:
     return [unit for unit in BF16_UNITS if fields and unit in fields[1]]
 
 
-def cpu_kind(cpuinfo: str | Path | None = None) -> str:
-    """'<model name> (<bf16 units>)', e.g. 'Intel(R) Xeon(R) Processor (amx_bf16, avx512_bf16)';
-    the platform's processor string where there is no /proc/cpuinfo."""
+def cpu_model(cpuinfo: str | Path | None = None) -> str:
+    """The CPU's model name; the platform's processor string where there is no /proc/cpuinfo."""
     fields = _fields(Path(cpuinfo or CPUINFO))
     if fields is None:
         return platform.processor() or platform.machine() or "unknown"
-    return f"{fields[0]} ({', '.join(bf16_units(cpuinfo)) or 'no bf16 units'})"
+    return fields[0]
+
+
+def cpu_kind(cpuinfo: str | Path | None = None) -> str:
+    """'<model name> (<bf16 units>)', e.g. 'Intel(R) Xeon(R) Processor (amx_bf16, avx512_bf16)';
+    the platform's processor string where there is no /proc/cpuinfo."""
+    if _fields(Path(cpuinfo or CPUINFO)) is None:
+        return cpu_model(cpuinfo)
+    return f"{cpu_model(cpuinfo)} ({', '.join(bf16_units(cpuinfo)) or 'no bf16 units'})"
