@@ -8,6 +8,7 @@ params: base.seed, grid, evaluate, finetune.device, finetune.precision, tokenize
 """
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -77,10 +78,17 @@ def main() -> None:
 def register_champion(checkpoint: Path, data_dir: Path, max_length: int, name: str) -> None:
     # imported here: the rest of the stage runs where mlflow is not installed (tracking off)
     from tinytf.champion import log_champion
+    from tinytf.tracking import in_temporary_copy
 
     labels = data_dir / "tokens" / "sentiment" / "labels.json"
-    version = log_champion(checkpoint, data_dir / "tokenizer.json", labels, max_length, name, "champion")
-    print(f"registered {name} version {version} as @champion", file=sys.stderr)
+    # @champion names the workspace's own run: a temporary or queued experiment registers a
+    # version tagged with its name, and `dvc exp apply` then a workspace run moves the alias
+    experiment = os.environ.get("DVC_EXP_NAME", "")
+    alias = None if in_temporary_copy() else "champion"
+    tags = {"tinytf.experiment": experiment} if experiment else {}
+    version = log_champion(checkpoint, data_dir / "tokenizer.json", labels, max_length, name, alias, tags)
+    said = "as @champion" if alias else f"for experiment {experiment or '?'} (@champion stays)"
+    print(f"registered {name} version {version} {said}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -314,8 +314,11 @@ def test_mlflow_store_holds_one_run_per_stage_and_one_per_run_of_the_study(works
     parent = runs[runs["tags.tinytf.stage"] == "grid (parent)"].iloc[0]["run_id"]
     cells = runs[runs["tags.tinytf.stage"] == "grid"]
     assert set(cells["tags.mlflow.parentRunId"]) == {parent}
-    champion = mlflow.MlflowClient().get_model_version_by_alias("tinytf-sentiment", "champion")
-    assert champion.run_id == runs[runs["tags.tinytf.stage"] == "evaluate"].iloc[0]["run_id"]
+    # the preset ran as a temporary experiment: its model is registered, tagged with the
+    # experiment's name, and @champion is not moved by it
+    [version] = mlflow.MlflowClient().search_model_versions("name='tinytf-sentiment'")
+    assert version.run_id == runs[runs["tags.tinytf.stage"] == "evaluate"].iloc[0]["run_id"]
+    assert version.tags["tinytf.experiment"] and not version.aliases
 
 
 def test_the_champion_is_a_pyfunc_model_that_classifies_raw_texts(workspace):
@@ -324,7 +327,11 @@ def test_the_champion_is_a_pyfunc_model_that_classifies_raw_texts(workspace):
     import mlflow
     import pandas as pd
 
+    # an applied experiment becomes the champion when evaluate runs in the workspace
+    dvc(workspace, "repro", "--force", "--single-item", "evaluate")
     mlflow.set_tracking_uri(f"sqlite:///{workspace / 'mlflow.db'}")
+    champion = mlflow.MlflowClient().get_model_version_by_alias("tinytf-sentiment", "champion")
+    assert champion.version == "2" and "tinytf.experiment" not in champion.tags
     model = mlflow.pyfunc.load_model("models:/tinytf-sentiment@champion")
     predicted = model.predict(pd.DataFrame({"text": ["a fine, moving film", "a dull mess"]}))
     classes = json.loads((workspace / "data/tokens/sentiment/labels.json").read_text())["classes"]

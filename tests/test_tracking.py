@@ -136,3 +136,18 @@ def test_a_run_left_by_a_killed_process_is_marked_killed_when_the_stage_starts_o
     # a run of other params, or of a live process, is not touched
     with stage_run("pretrain", {"pretrain": {"steps": 3}}, "tinytf-test"):
         assert sorted(runs(store)["status"]) == ["FINISHED", "KILLED", "RUNNING"]
+
+
+def test_a_temporary_experiments_artifacts_land_beside_the_repositorys_store(store, monkeypatch):
+    """`dvc exp run --temp` runs in a copy under .dvc/tmp/exps/ that DVC deletes: the runs and
+    their artifacts belong to the repository's store, not to the copy's ./mlruns."""
+    copy = store / ".dvc" / "tmp" / "exps" / "standalone" / "tmpabc"
+    copy.mkdir(parents=True)
+    monkeypatch.setenv("DVC_ROOT", str(copy))
+    monkeypatch.chdir(copy)
+    (copy / "note.txt").write_text("kept")
+    with stage_run("report", {"report": {}}, "tinytf-temp") as tracker:
+        tracker.log_artifact(copy / "note.txt")
+    assert (store / "mlflow.db").exists() and not (copy / "mlflow.db").exists()
+    assert [p.read_text() for p in (store / "mlartifacts" / "tinytf-temp").rglob("note.txt")] == ["kept"]
+    assert not (copy / "mlruns").exists()

@@ -31,9 +31,16 @@ def requirements(external: bool = False) -> list[str]:
 
 
 def log_champion(
-    checkpoint: Path, tokenizer: Path, labels: Path, max_length: int, name: str, alias: str
+    checkpoint: Path,
+    tokenizer: Path,
+    labels: Path,
+    max_length: int,
+    name: str,
+    alias: str | None,
+    tags: dict[str, str] | None = None,
 ) -> str:
-    """Log the model to the active run, register it under `name` and point `alias` at it; returns the version."""
+    """Log the model to the active run, register it under `name` with `tags` and point `alias` at
+    it (None: register only); returns the version."""
     import tinytf
     from tinytf import champion_model  # the file MLflow logs and runs to load the model
     from tinytf.analysis.predictor import SentimentPredictor
@@ -61,7 +68,11 @@ def log_champion(
             registered_model_name=name,
         )
     version = str(info.registered_model_version)
-    mlflow.MlflowClient().set_registered_model_alias(name, alias, version)
+    client = mlflow.MlflowClient()
+    for key, value in (tags or {}).items():
+        client.set_model_version_tag(name, version, key, value)
+    if alias:
+        client.set_registered_model_alias(name, alias, version)
     mlflow.set_tag("tinytf.classes", json.dumps(json.loads(labels.read_text())["classes"]))
     return version
 

@@ -47,6 +47,12 @@ def project_root() -> Path:
     return root
 
 
+def in_temporary_copy() -> bool:
+    """True inside the copy DVC makes for `dvc exp run --temp` or `--queue`: not the workspace's
+    own run, whatever it scores."""
+    return project_root() != Path(os.environ.get("DVC_ROOT") or os.getcwd()).resolve()
+
+
 def tracking_uri() -> str:
     """`MLFLOW_TRACKING_URI` if set, else the SQLite store MLflow 3 uses, at the repo root."""
     return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{project_root() / DEFAULT_STORE}"
@@ -200,6 +206,8 @@ def _connect(experiment: str):
     # MLflow's modules and its SQL store (about 1 s, built on the first lookup and cached) live as
     # long as the process: built once, without the garbage collector walking them (collector.py)
     first = "mlflow" not in sys.modules
+    # read before set_tracking_uri, which exports MLFLOW_TRACKING_URI for subprocesses
+    own_store = not os.environ.get("MLFLOW_TRACKING_URI")
     with collector.paused() if first else contextlib.nullcontext():
         import mlflow
 
@@ -207,7 +215,9 @@ def _connect(experiment: str):
         missing = mlflow.get_experiment_by_name(experiment) is None
     if missing:
         artifacts = None
-        if not os.environ.get("MLFLOW_TRACKING_URI"):
+        # beside the store at the repository root, never in the cwd's ./mlruns: a temporary or
+        # queued experiment runs in a copy that DVC deletes
+        if own_store:
             artifacts = (project_root() / ARTIFACT_DIR / experiment).as_uri()
         try:
             # "custom_model_development" makes the MLflow 3 UI open the experiment in its
