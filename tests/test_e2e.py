@@ -331,7 +331,7 @@ def test_the_champion_is_a_pyfunc_model_that_classifies_raw_texts(workspace):
     dvc(workspace, "repro", "--force", "--single-item", "evaluate")
     mlflow.set_tracking_uri(f"sqlite:///{workspace / 'mlflow.db'}")
     champion = mlflow.MlflowClient().get_model_version_by_alias("tinytf-sentiment", "champion")
-    assert champion.version == "2" and "tinytf.experiment" not in champion.tags
+    assert int(champion.version) == 2 and "tinytf.experiment" not in champion.tags
     model = mlflow.pyfunc.load_model("models:/tinytf-sentiment@champion")
     predicted = model.predict(pd.DataFrame({"text": ["a fine, moving film", "a dull mess"]}))
     classes = json.loads((workspace / "data/tokens/sentiment/labels.json").read_text())["classes"]
