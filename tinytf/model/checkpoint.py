@@ -9,10 +9,16 @@ Two kinds:
 
 Everything loads with `torch.load(..., weights_only=True)`: a file carrying arbitrary pickled
 objects is refused instead of executed.
+
+The bytes of a saved file depend only on what it holds: `torch.save` to a named file records
+that name inside the zip (and atomic writes name it randomly), so both kinds are serialised
+into memory, where the record name is fixed, and written atomically from there. Retraining
+with the same params and seed then gives a byte-identical file, and DVC sees no change.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import pickle
 from pathlib import Path
@@ -21,16 +27,22 @@ from typing import Any
 import torch
 
 from tinytf.errors import DataError
-from tinytf.io import atomic_path, write_json
+from tinytf.io import write_bytes, write_json
 from tinytf.model import hf
 from tinytf.model.hf import HFClassifier
 from tinytf.model.transformer import ModelConfig, TinyTransformer
 
 
+def serialize(obj: Any) -> bytes:
+    """`torch.save` bytes that depend only on `obj` (the zip's record name is fixed for a buffer)."""
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    return buffer.getvalue()
+
+
 def save_model(path: str | Path, model: TinyTransformer | HFClassifier, extra: dict | None = None) -> None:
     path = Path(path)
-    with atomic_path(path) as tmp:
-        torch.save(model.state_dict(), tmp)
+    write_bytes(path, serialize(model.state_dict()))
     meta = model.meta() if isinstance(model, HFClassifier) else {"model": model.config.to_dict()}
     write_json(path.with_suffix(".json"), {**meta, **(extra or {})})
 
@@ -94,8 +106,7 @@ def load_model(path: str | Path, expect: ModelConfig | None = None) -> TinyTrans
 
 
 def save_training_state(path: str | Path, state: dict) -> None:
-    with atomic_path(path) as tmp:
-        torch.save(state, tmp)
+    write_bytes(path, serialize(state))
 
 
 def load_training_state(path: str | Path, params_hash: str) -> dict | None:

@@ -1,0 +1,85 @@
+"""Bad inputs and damaged files (issues 45 and 46): each is one line naming the file, key or
+text and what to do, with exit status 2, through the real command line where a user meets it.
+And files that only depend on their content: a retrained model is byte-identical."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+
+from tinytf.io import sha256_file
+from tinytf.model.checkpoint import save_model, save_training_state
+
+from .conftest import REPO
+from .lm_fixtures import make_corpus_dir
+from .model_fixtures import build
+
+# the tiny preset's model and a few pretraining steps: a stage run takes seconds
+TINY = [
+    "model.d_model=16", "model.n_layer=1", "model.n_head=2", "model.d_ff=32", "model.block_size=16",
+    "pretrain.batch_size=4", "pretrain.epochs=1", "pretrain.steps_per_epoch=3", "pretrain.warmup_steps=1",
+    "pretrain.eval_batches=1", "pretrain.log_every=1", "pretrain.checkpoint_every=2",
+    "pretrain.precision=fp32", "pretrain.compile=false", "pretrain.device=cpu",
+]  # fmt: skip
+
+
+def one_line_exit_2(result: subprocess.CompletedProcess, *words: str) -> str:
+    """The stderr of a refused command: exit status 2, one line, no traceback, every word in it."""
+    err = result.stderr.strip()
+    assert result.returncode == 2, (result.returncode, result.stdout, result.stderr)
+    assert "Traceback" not in err and len(err.splitlines()) == 1, err
+    for word in words:
+        assert word in err, (word, err)
+    return err
+
+
+def workspace(root: Path) -> Path:
+    """What the pretrain stage reads, laid out as in the repository: dvc.yaml and params.yaml at
+    the root (the stage narrows params by dvc.yaml), the tokenizer and token ids under data/."""
+    (root / "data").mkdir(parents=True)  # and root with it
+    for name in ("dvc.yaml", "params.yaml"):
+        shutil.copy(REPO / name, root / name)
+    make_corpus_dir(root / "data", lines=120)
+    return root
+
+
+def pretrain_stage(root: Path, *extra: str) -> subprocess.CompletedProcess:
+    args = ["--data", "data", "--data-card", "reports/data.json", "--model", "data/models/pretrained.pt",
+            "--snapshots", "data/models/snapshots", "--reports", "reports/pretrain",
+            "--state", "data/checkpoints/pretrain.pt", *extra]  # fmt: skip
+    sets = [arg for item in TINY for arg in ("--set", item)]
+    env = {**os.environ, "PYTHONPATH": str(REPO), "TINYTF_TRACKING": "0"}
+    return subprocess.run([sys.executable, str(REPO / "stages/pretrain.py"), *args, *sets], cwd=root,
+                          env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+
+
+# --------------------------------------------------------------------------- byte-stable files
+
+
+def test_two_saves_of_the_same_state_give_the_same_bytes(tmp_path):
+    model = build(seed=3)
+    save_model(tmp_path / "a" / "pretrained.pt", model)
+    save_model(tmp_path / "b" / "other-name.pt", build(seed=3))
+    assert sha256_file(tmp_path / "a/pretrained.pt") == sha256_file(tmp_path / "b/other-name.pt")
+    state = {"model": model.state_dict(), "step": 7, "rng": torch.get_rng_state(), "history": [{"loss": 1.0}]}
+    save_training_state(tmp_path / "state.pt", state)
+    save_training_state(tmp_path / "deeper" / "pretrain.pt", state)
+    assert sha256_file(tmp_path / "state.pt") == sha256_file(tmp_path / "deeper/pretrain.pt")
+    save_model(tmp_path / "c.pt", build(seed=4))  # and other weights do give other bytes
+    assert sha256_file(tmp_path / "c.pt") != sha256_file(tmp_path / "a/pretrained.pt")
+
+
+def test_the_pretrain_stage_run_twice_writes_a_byte_identical_model(tmp_path):
+    digests = []
+    for name in ("first", "second"):
+        root = workspace(tmp_path / name)
+        result = pretrain_stage(root)
+        assert result.returncode == 0, result.stderr
+        digests.append(hashlib.sha256((root / "data/models/pretrained.pt").read_bytes()).hexdigest())
+    assert digests[0] == digests[1]
