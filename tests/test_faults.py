@@ -11,13 +11,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 from tinytf.io import sha256_file
 from tinytf.model.checkpoint import save_model, save_training_state
 
 from .conftest import REPO
-from .lm_fixtures import make_corpus_dir
+from .lm_fixtures import make_corpus_dir, make_sentiment_dir
 from .model_fixtures import build
 
 # the tiny preset's model and a few pretraining steps: a stage run takes seconds
@@ -39,24 +40,35 @@ def one_line_exit_2(result: subprocess.CompletedProcess, *words: str) -> str:
     return err
 
 
-def workspace(root: Path) -> Path:
-    """What the pretrain stage reads, laid out as in the repository: dvc.yaml and params.yaml at
-    the root (the stage narrows params by dvc.yaml), the tokenizer and token ids under data/."""
+def workspace(root: Path, sentiment: bool = False) -> Path:
+    """What the pretrain (or finetune) stage reads, laid out as in the repository: dvc.yaml and
+    params.yaml at the root (a stage narrows params by dvc.yaml), the tokenizer, token ids (and a
+    pretrained model) under data/."""
     (root / "data").mkdir(parents=True)  # and root with it
     for name in ("dvc.yaml", "params.yaml"):
         shutil.copy(REPO / name, root / name)
-    make_corpus_dir(root / "data", lines=120)
+    if sentiment:
+        make_sentiment_dir(root / "data")
+    else:
+        make_corpus_dir(root / "data", lines=120)
     return root
+
+
+def stage(root: Path, script: str, *args: str) -> subprocess.CompletedProcess:
+    """`python stages/SCRIPT ARGS` run in `root`, as dvc repro runs it (tracking off). As root,
+    without the capability that lets root ignore permission bits, so a chmod binds it too."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "TINYTF_TRACKING": "0"}
+    command = [sys.executable, str(REPO / "stages" / script), *args]
+    if os.geteuid() == 0 and shutil.which("setpriv"):
+        command = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search", "--", *command]
+    return subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=300)
 
 
 def pretrain_stage(root: Path, *extra: str) -> subprocess.CompletedProcess:
     args = ["--data", "data", "--data-card", "reports/data.json", "--model", "data/models/pretrained.pt",
             "--snapshots", "data/models/snapshots", "--reports", "reports/pretrain",
             "--state", "data/checkpoints/pretrain.pt", *extra]  # fmt: skip
-    sets = [arg for item in TINY for arg in ("--set", item)]
-    env = {**os.environ, "PYTHONPATH": str(REPO), "TINYTF_TRACKING": "0"}
-    return subprocess.run([sys.executable, str(REPO / "stages/pretrain.py"), *args, *sets], cwd=root,
-                          env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+    return stage(root, "pretrain.py", *args, *[arg for item in TINY for arg in ("--set", item)])
 
 
 # --------------------------------------------------------------------------- byte-stable files
@@ -83,3 +95,59 @@ def test_the_pretrain_stage_run_twice_writes_a_byte_identical_model(tmp_path):
         assert result.returncode == 0, result.stderr
         digests.append(hashlib.sha256((root / "data/models/pretrained.pt").read_bytes()).hexdigest())
     assert digests[0] == digests[1]
+
+
+# --------------------------------------------------------------------------- damaged or missing files
+
+
+def test_a_missing_token_file_names_it_and_the_stage_to_rerun(tmp_path):
+    root = workspace(tmp_path)
+    (root / "data/tokens/corpus/train.npy").unlink()
+    one_line_exit_2(pretrain_stage(root), "data/tokens/corpus/train.npy", "dvc repro tokenize")
+
+
+def test_a_damaged_training_state_says_it_may_be_deleted(tmp_path):
+    root = workspace(tmp_path)
+    state = root / "data/checkpoints/pretrain.pt"
+    state.parent.mkdir(parents=True)
+    state.write_bytes(os.urandom(4096))
+    err = one_line_exit_2(pretrain_stage(root), "data/checkpoints/pretrain.pt", "damaged", "delete it")
+    assert "pickled" not in err  # torch's own words: random bytes are not an attack
+    state.write_bytes(state.read_bytes()[:0])
+    one_line_exit_2(pretrain_stage(root), "damaged", "delete it")  # an empty (truncated) file
+    state.unlink()
+    assert pretrain_stage(root).returncode == 0
+    state.write_bytes(state.read_bytes()[: state.stat().st_size // 2])  # cut in half mid-write
+    one_line_exit_2(pretrain_stage(root), "data/checkpoints/pretrain.pt", "damaged", "delete it")
+
+
+def test_a_missing_sentiment_token_file_under_finetune(tmp_path):
+    root = workspace(tmp_path, sentiment=True)
+    (root / "data/tokens/sentiment/train.parquet").unlink()
+    args = ["--data", "data", "--pretrained", "data/models/pretrained.pt", "--snapshots", "data/models/snapshots",
+            "--reports", "reports/finetune"]  # fmt: skip
+    one_line_exit_2(
+        stage(root, "finetune.py", *args), "data/tokens/sentiment/train.parquet", "dvc repro tokenize"
+    )
+
+
+def test_an_unwritable_output_folder_names_the_folder(tmp_path):
+    root = workspace(tmp_path)
+    reports = root / "reports"
+    reports.mkdir()
+    reports.chmod(0o555)
+    if os.geteuid() == 0 and not shutil.which("setpriv"):
+        pytest.skip("root ignores permission bits, and setpriv (which could drop that) is missing")
+    try:
+        result = stage(root, "probes.py", "--reports", "reports/probes")
+        one_line_exit_2(result, f"{reports.name}: cannot write", "permission denied", "chmod u+w reports")
+        reports.chmod(0o755)
+        (reports / "probes").mkdir()
+        (reports / "probes").chmod(0o555)  # the stage's own folder exists but is read-only
+        one_line_exit_2(
+            stage(root, "probes.py", "--reports", "reports/probes"), "reports/probes: cannot write"
+        )
+    finally:
+        for folder in (reports, reports / "probes"):
+            if folder.exists():
+                folder.chmod(0o755)

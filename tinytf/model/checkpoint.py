@@ -21,6 +21,7 @@ from __future__ import annotations
 import io
 import json
 import pickle
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +52,10 @@ def safe_load(path: str | Path) -> Any:
     path = Path(path)
     if not path.exists():
         raise DataError(f"{path}: checkpoint not found")
+    if not zipfile.is_zipfile(path):
+        # torch.save has written zip archives since torch 1.6: random bytes, a truncated copy or
+        # another format, which torch.load would misreport as unsafe pickled objects
+        raise DataError(f"{path}: damaged or not a checkpoint (not the zip archive torch.save writes)")
     try:
         return torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as exc:
@@ -66,7 +71,10 @@ def read_config(path: str | Path) -> dict:
     meta = Path(path).with_suffix(".json")
     if not meta.exists():
         raise DataError(f"{meta}: config file missing beside the checkpoint")
-    return json.loads(meta.read_text())
+    try:
+        return json.loads(meta.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise DataError(f"{meta}: damaged config beside the checkpoint ({exc})") from None
 
 
 def config_differences(saved: dict, expected: dict) -> list[str]:
@@ -114,7 +122,10 @@ def load_training_state(path: str | Path, params_hash: str) -> dict | None:
     path = Path(path)
     if not path.exists():
         return None
-    state = safe_load(path)
+    try:
+        state = safe_load(path)
+    except DataError as exc:
+        raise DataError(f"{exc}; it holds only the progress of a run: delete it to start over") from None
     if state.get("params_hash") != params_hash:
         print(f"note: {path} was made with other params, data or code; starting fresh")
         return None
