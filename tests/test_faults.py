@@ -151,3 +151,21 @@ def test_an_unwritable_output_folder_names_the_folder(tmp_path):
         for folder in (reports, reports / "probes"):
             if folder.exists():
                 folder.chmod(0o755)
+
+
+# --------------------------------------------------------------------------- bad data
+
+
+def test_prepare_refuses_sentiment_data_with_one_class(tmp_path):
+    root = workspace(tmp_path)
+    raw = root / "data/raw"
+    raw.mkdir()
+    (raw / "corpus.txt").write_text("\n".join(f"corpus line {i}" for i in range(50)) + "\n")
+    (raw / "reviews.csv").write_text("review,label\n" + "".join(f"review {i},pos\n" for i in range(40)))
+    sets = ["prepare.corpus.source=files", "prepare.corpus.files={train: data/raw/corpus.txt}",
+            "prepare.sentiment.source=files", "prepare.sentiment.files={train: data/raw/reviews.csv}",
+            "prepare.sentiment.text_column=review", "prepare.sentiment.label_column=label"]  # fmt: skip
+    args = ["--out", "data/prepared", "--reports", "reports", "--raw", "data/raw"]
+    result = stage(root, "prepare.py", *args, *[arg for item in sets for arg in ("--set", item)])
+    one_line_exit_2(result, "data/raw/reviews.csv: split 'train' holds only class 'pos'", "two classes")
+    assert not (root / "data/prepared").exists() and not (root / "reports").exists()
