@@ -18,6 +18,9 @@ from pathlib import Path
 import mlflow
 import pandas as pd
 
+from tinytf.errors import DataError
+from tinytf.texts import shown
+
 EXAMPLE = ["a gripping, beautifully acted film", "a dull and lifeless mess"]
 
 
@@ -68,8 +71,6 @@ def log_champion(
 
 def load_champion(uri: str, store: str):
     """The pyfunc model at `uri` (e.g. models:/tinytf-sentiment@champion) in the tracking `store`."""
-    from tinytf.errors import DataError
-
     if store.startswith("sqlite:///") and uri.startswith(("models:/", "runs:/")):
         from sqlalchemy.engine import make_url  # MLflow's own dependency; it parses ?query strings too
 
@@ -89,7 +90,24 @@ def load_champion(uri: str, store: str):
         ) from None
 
 
-def predict_command(uri: str, texts: list[str], store: str) -> None:
-    predictions = load_champion(uri, store).predict(pd.DataFrame({"text": texts}))
-    predictions.insert(0, "text", [t if len(t) <= 60 else t[:57] + "..." for t in texts])
+def predict_command(uri: str, names: list[str], texts: list[str], store: str) -> None:
+    """Print the class and probabilities of each text (checked by tinytf.texts.from_command_line)."""
+    model = load_champion(uri, store)
+    check = own_check(model)
+    try:
+        if check is not None:
+            check(texts, names)
+        predictions = model.predict(pd.DataFrame({"text": texts}))
+    except mlflow.exceptions.MlflowException as exc:
+        raise DataError(f"{uri}: {exc.message}") from None
+    predictions.insert(0, "text", [shown(t) for t in texts])
     print(predictions.to_string(index=False, float_format=lambda p: f"{p:.3f}"))
+
+
+def own_check(model):
+    """The champion's checks, to name the texts as the command line does ("text 2", a file) rather
+    than by row; None for a model logged before they existed, or not by tinytf."""
+    try:
+        return getattr(model.unwrap_python_model(), "check", None)
+    except mlflow.exceptions.MlflowException:  # not a python_function model of our own
+        return None
