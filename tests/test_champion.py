@@ -200,3 +200,11 @@ def test_tinytf_predict_reads_long_texts_from_files_and_stdin(registered, tmp_pa
     assert len(lines) == 4 and lines[2].strip().startswith("a gripping film a gripping film")
     assert lines[3].strip().startswith("dull, dull, dull")
     assert lines[3].split()[3] == registered["expected"].iloc[1]["label"]
+
+
+def test_tinytf_predict_names_a_damaged_store(registered, tmp_path):
+    database = Path(registered["store"].removeprefix("sqlite:///"))
+    for name, damage in (("garbage.db", os.urandom(8192)), ("cut.db", database.read_bytes()[:20_000])):
+        (tmp_path / name).write_bytes(damage)
+        result = predict_cli(f"sqlite:///{tmp_path / name}", "a fine film")
+        refused(result, f"{tmp_path / name}: the MLflow store is damaged", "dvc repro")

@@ -10,6 +10,7 @@ mlflow, and only stages and the CLI import it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import tempfile
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import mlflow
 import pandas as pd
+import sqlalchemy.exc
 
 from tinytf.errors import DataError
 from tinytf.texts import shown
@@ -81,6 +83,7 @@ def load_champion(uri: str, store: str):
                 f"{database.resolve()}: no MLflow store here; run this in the repository whose pipeline "
                 f"registered the model, or set MLFLOW_TRACKING_URI to its store"
             )
+        refuse_damaged_store(database)
     mlflow.set_tracking_uri(store)
     try:
         return mlflow.pyfunc.load_model(uri)
@@ -88,6 +91,30 @@ def load_champion(uri: str, store: str):
         raise DataError(
             f"{uri}: cannot load the model ({exc.message}); run the pipeline (evaluate registers it)"
         ) from None
+    except sqlalchemy.exc.DatabaseError as exc:  # damage quick_check did not see, or another database
+        raise DataError(f"{store}: cannot read the MLflow store ({exc.orig}); {STORE_FIX}") from None
+
+
+STORE_FIX = (
+    "restore it from a backup, or move it aside and run `dvc repro --force --single-item evaluate` "
+    "to register the champion in a new store"
+)
+
+
+def refuse_damaged_store(database: Path) -> None:
+    """SQLite's own integrity check, before MLflow meets the damage as a hundred-line traceback."""
+    import sqlite3
+
+    uri = f"{database.resolve().as_uri()}?mode=ro"
+    try:
+        with contextlib.closing(sqlite3.connect(uri, uri=True, timeout=2)) as db:
+            verdict = db.execute("PRAGMA quick_check").fetchone()[0]
+    except sqlite3.DatabaseError as exc:
+        if "locked" in str(exc):  # a stage writing its run: busy, not damaged; MLflow waits its turn
+            return
+        verdict = str(exc)
+    if verdict != "ok":
+        raise DataError(f"{database.resolve()}: the MLflow store is damaged ({verdict}); {STORE_FIX}")
 
 
 def predict_command(uri: str, names: list[str], texts: list[str], store: str) -> None:
