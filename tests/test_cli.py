@@ -179,3 +179,15 @@ def test_score_refuses_bytes_that_are_not_utf8_through_the_console_script(lm_fil
                             capture_output=True, text=True, env=env)  # fmt: skip
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
     assert "text 1: byte 0xff is not valid UTF-8" in result.stderr and len(result.stderr.splitlines()) == 1
+
+
+def test_score_names_a_damaged_checkpoint(lm_files, tmp_path, capsys):
+    import shutil
+    from pathlib import Path
+
+    model = Path(lm_files[1])
+    shutil.copy(model.with_suffix(".json"), tmp_path / "model.json")
+    (tmp_path / "model.pt").write_bytes(model.read_bytes()[:1000])  # a copy cut short
+    assert main(["score", "--model", str(tmp_path / "model.pt"), *lm_files[2:], "the cat"]) == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'model.pt'}: damaged or not a checkpoint" in err and len(err.splitlines()) == 1

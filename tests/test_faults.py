@@ -106,6 +106,16 @@ def test_a_missing_token_file_names_it_and_the_stage_to_rerun(tmp_path):
     one_line_exit_2(pretrain_stage(root), "data/tokens/corpus/train.npy", "dvc repro tokenize")
 
 
+def test_an_unreadable_token_file_is_named(tmp_path):
+    if os.geteuid() == 0 and not shutil.which("setpriv"):
+        pytest.skip("root ignores permission bits, and setpriv (which could drop that) is missing")
+    root = workspace(tmp_path)
+    (root / "data/tokens/corpus/train.npy").chmod(0o000)
+    one_line_exit_2(
+        pretrain_stage(root), "data/tokens/corpus/train.npy: permission denied", "make it readable"
+    )
+
+
 def test_a_damaged_training_state_says_it_may_be_deleted(tmp_path):
     root = workspace(tmp_path)
     state = root / "data/checkpoints/pretrain.pt"
