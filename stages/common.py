@@ -16,6 +16,8 @@ from tinytf import collector
 collector.pause_for_imports()
 
 import argparse
+import fnmatch
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -81,6 +83,36 @@ def run(main: Callable[[], None]) -> None:
     except TinyTFError as exc:
         print(f"tinytf: error: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)
+    except (FileNotFoundError, PermissionError) as exc:
+        if exc.filename is None:  # not about a file a user can name
+            raise
+        print(f"tinytf: error: {file_error(exc)}", file=sys.stderr)
+        sys.exit(TinyTFError.exit_code)
+
+
+def file_error(exc: FileNotFoundError | PermissionError) -> str:
+    """One line for a missing or forbidden file that no tinytf check caught first: the file, and
+    for a missing one that an earlier stage writes, the command that writes it again."""
+    if isinstance(exc, PermissionError):
+        return f"{exc.filename}: permission denied; make it readable (and its folder writable) for this user"
+    stage = writer_of(exc.filename)
+    hint = f"; stage '{stage}' writes it: run `dvc repro {stage}`" if stage else ""
+    return f"{exc.filename}: file not found{hint}"
+
+
+def writer_of(path: str | Path, dvc_file: Path = DVC_FILE) -> str | None:
+    """The dvc.yaml stage whose outs hold `path` (a matrix stage's cells match any value)."""
+    try:
+        relative = Path(path).absolute().relative_to(Path.cwd())
+        stages = (yaml.safe_load(dvc_file.read_text(encoding="utf-8")) or {}).get("stages", {})
+    except (ValueError, OSError, yaml.YAMLError):
+        return None
+    for stage, spec in stages.items():
+        for out in spec.get("outs", []):
+            pattern = re.sub(r"\$\{[^}]*\}", "*", next(iter(out)) if isinstance(out, dict) else out)
+            if fnmatch.fnmatch(str(relative), pattern) or fnmatch.fnmatch(str(relative), pattern + "/*"):
+                return stage
+    return None
 
 
 def log_token_inputs(tracker, data_dir: str | Path, dataset: str, splits: tuple[str, ...]) -> None:

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -20,7 +21,17 @@ from tinytf.model.architecture import ModelConfig
 from tinytf.model.checkpoint import save_model
 from tinytf.model.transformer import TinyTransformer
 
-TEXTS = ["a gripping film", "dull, dull, dull", "an empty one:", ""]
+TEXTS = ["a gripping film", "dull, dull, dull", "an empty one:", "!"]
+# each refused by the model with a message naming the row
+BAD_ROWS = [
+    ([None], "'text' of row 0 is null"),
+    (["fine", "   "], "'text' of row 1 is only whitespace"),
+    ([""], "'text' of row 0 is empty"),
+    ([5], "'text' of row 0 is int 5; expected a string"),
+    ([float("nan")], "'text' of row 0 is null"),
+    (["x" * 100_001], "'text' of row 0 has 100,001 characters; at most 100,000"),
+    (["a"] * 1001, "1001 rows in one request; at most 1000"),
+]
 
 
 @pytest.fixture(scope="module")
@@ -70,6 +81,28 @@ def test_the_registered_champion_loads_by_uri_and_predicts_raw_texts(registered)
     assert info.flavors["python_function"]["loader_module"] == "mlflow.pyfunc.loaders.code_model"
 
 
+@pytest.mark.parametrize("rows, message", BAD_ROWS)
+def test_the_champion_refuses_a_bad_text_naming_the_row(registered, rows, message):
+    import mlflow
+    from mlflow.exceptions import MlflowException
+
+    mlflow.set_tracking_uri(registered["store"])
+    model = mlflow.pyfunc.load_model("models:/tinytf-sentiment@champion")
+    frame = pd.DataFrame({"text": pd.Series(rows, dtype=object)})
+    with pytest.raises(MlflowException, match=message) as raised:
+        model.predict(frame)
+    # INVALID_PARAMETER_VALUE is what the scoring server answers with a 400 and this message
+    assert raised.value.get_http_status_code() == 400
+    python_model = model.unwrap_python_model()  # the model's own predict, without MLflow's schema check
+    with pytest.raises(MlflowException, match=message) as raised:
+        python_model.predict(None, frame)
+    assert raised.value.get_http_status_code() == 400
+    with pytest.raises(MlflowException, match=r"'text' of row 0: an unpaired surrogate U\+D800"):
+        python_model.check(["\ud800"], ["'text' of row 0"])
+    with pytest.raises(MlflowException, match=r"expected a 'text' column, got \['review'\]"):
+        python_model.predict(None, pd.DataFrame({"review": ["a"]}))
+
+
 @pytest.mark.slow
 def test_mlflow_models_serve_answers_like_the_in_process_model(registered):
     from .mlflow_ui import loopback_server
@@ -83,6 +116,14 @@ def test_mlflow_models_serve_answers_like_the_in_process_model(registered):
         request = urllib.request.Request(f"{url}/invocations", body, {"Content-Type": "application/json"})
         with urllib.request.urlopen(request, timeout=60) as reply:
             served = pd.DataFrame(json.loads(reply.read())["predictions"])
+        for rows, message in BAD_ROWS[:4]:
+            body = json.dumps({"dataframe_records": [{"text": t} for t in rows]}).encode()
+            request = urllib.request.Request(f"{url}/invocations", body, {"Content-Type": "application/json"})
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                urllib.request.urlopen(request, timeout=60)
+            answer = json.loads(refused.value.read())
+            assert refused.value.code == 400 and answer["error_code"] == "INVALID_PARAMETER_VALUE", answer
+            assert message in answer["message"] and "Traceback" not in json.dumps(answer), answer
     expected = registered["expected"]
     assert served["label"].tolist() == expected["label"].tolist()
     np.testing.assert_allclose(
@@ -119,3 +160,51 @@ def test_tinytf_predict_without_a_registered_model_is_one_line_exit_2(tmp_path):
         result = predict()
         assert result.returncode == 2 and "Traceback" not in result.stderr
         assert "models:/tinytf-sentiment@champion: cannot load the model" in result.stderr, uri
+
+
+def predict_cli(store: str, *args, stdin: bytes | None = None) -> subprocess.CompletedProcess:
+    env = dict(os.environ, MLFLOW_TRACKING_URI=store)
+    return subprocess.run([sys.executable, "-m", "tinytf.cli", "predict", *args], env=env, input=stdin,
+                          capture_output=True)  # fmt: skip
+
+
+def refused(result: subprocess.CompletedProcess, *words: str) -> None:
+    err = result.stderr.decode()
+    assert result.returncode == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert result.stdout == b"", result.stdout
+    for word in words:
+        assert word in err, (word, err)
+
+
+def test_tinytf_predict_refuses_bad_text_in_one_line(registered, tmp_path):
+    store = registered["store"]
+    refused(predict_cli(store, ""), "text 1 is empty")  # once: `fresh 0.503`
+    refused(predict_cli(store, "fine", " \t "), "text 2 is only whitespace")
+    refused(predict_cli(store), "no text given", "--file PATH")
+    # a byte that is not UTF-8 reaches argv as a surrogate: once a UnicodeEncodeError
+    refused(predict_cli(store, b"caf\xe9"), "text 1: byte 0xe9 is not valid UTF-8", "--file PATH")
+    cp1252 = tmp_path / "review.txt"
+    cp1252.write_bytes("a caf\xe9 of a film".encode("cp1252"))
+    refused(predict_cli(store, "--file", str(cp1252)), f"{cp1252}: byte 0xe9 at offset 5 is not valid UTF-8")
+    refused(predict_cli(store, "--file", str(tmp_path / "none.txt")), "none.txt: file not found")
+    refused(predict_cli(store, "--file", "-", stdin=b"   \n"), "stdin is only whitespace")
+
+
+def test_tinytf_predict_reads_long_texts_from_files_and_stdin(registered, tmp_path):
+    review = tmp_path / "review.txt"
+    review.write_text("\ufeff" + "a gripping film\n" * 400, encoding="utf-8")  # a BOM, as Notepad writes
+    result = predict_cli(registered["store"], TEXTS[0], "--file", str(review), "--file", "-",
+                         stdin=b"dull, dull, dull")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.decode().splitlines()
+    assert len(lines) == 4 and lines[2].strip().startswith("a gripping film a gripping film")
+    assert lines[3].strip().startswith("dull, dull, dull")
+    assert lines[3].split()[3] == registered["expected"].iloc[1]["label"]
+
+
+def test_tinytf_predict_names_a_damaged_store(registered, tmp_path):
+    database = Path(registered["store"].removeprefix("sqlite:///"))
+    for name, damage in (("garbage.db", os.urandom(8192)), ("cut.db", database.read_bytes()[:20_000])):
+        (tmp_path / name).write_bytes(damage)
+        result = predict_cli(f"sqlite:///{tmp_path / name}", "a fine film")
+        refused(result, f"{tmp_path / name}: the MLflow store is damaged", "dvc repro")

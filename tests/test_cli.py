@@ -1,3 +1,4 @@
+import os
 import subprocess
 import sys
 
@@ -203,3 +204,64 @@ def test_compare_keeps_the_headline_and_only_the_params_that_differ():
     frame, left_out = table(rows_from_show(wide))
     assert len(frame.columns) == MAX_COLUMNS and len(left_out) == 40 - (MAX_COLUMNS - 8)
     assert "more params differ, not shown: p" in format_table(frame, left_out)
+
+
+@pytest.fixture(scope="module")
+def lm_files(tmp_path_factory):
+    """A tiny causal LM and a WordPiece tokenizer (its normalizer drops control characters)."""
+    from tinytf.config import TokenizeParams
+    from tinytf.data.tokenizer import train_tokenizer
+    from tinytf.model.checkpoint import save_model
+
+    from .model_fixtures import build
+
+    root = tmp_path_factory.mktemp("score")
+    tokenizer = train_tokenizer(
+        ["the cat sat on the mat"] * 50, TokenizeParams(kind="wordpiece", vocab_size=64)
+    )
+    tokenizer.save(str(root / "tokenizer.json"))
+    save_model(root / "model.pt", build(vocab_size=tokenizer.get_vocab_size(), causal=True))
+    return ["--model", str(root / "model.pt"), "--tokenizer", str(root / "tokenizer.json")]
+
+
+def test_score_reads_texts_and_files(lm_files, tmp_path, capsys):
+    (tmp_path / "long.txt").write_text("the cat sat\non the mat\n" * 50, encoding="utf-8")
+    assert main(["score", *lm_files, "the cat", "--file", str(tmp_path / "long.txt")]) == 0
+    first, second = capsys.readouterr().out.splitlines()
+    assert first.endswith("(2 tokens)  the cat") and "(300 tokens)  the cat sat on the mat the cat" in second
+
+
+def test_score_refuses_a_text_with_nothing_to_score(lm_files, tmp_path, capsys):
+    # each once printed `perplexity 1.00 (0 tokens)`, or a traceback
+    (tmp_path / "latin1.txt").write_bytes("na\xefve".encode("latin-1"))
+    for args, message in (
+        ([""], "text 1 is empty"),
+        (["the cat", "  \n "], "text 2 is only whitespace"),
+        (["the cat", "\x01\x02"], "text 2 ('\\x01\\x02') gives no tokens under"),
+        (["--file", str(tmp_path / "latin1.txt")], "latin1.txt: byte 0xef at offset 2 is not valid UTF-8"),
+        (["\udcff"], "text 1: byte 0xff is not valid UTF-8"),
+        ([], "no text given"),
+    ):
+        assert main(["score", *lm_files, *args]) == 2, args
+        out, err = capsys.readouterr()
+        assert message in err and len(err.splitlines()) == 1 and not out, (args, err)
+
+
+def test_score_refuses_bytes_that_are_not_utf8_through_the_console_script(lm_files):
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    result = subprocess.run([sys.executable, "-m", "tinytf.cli", "score", *lm_files, b"\xff"],
+                            capture_output=True, text=True, env=env)  # fmt: skip
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert "text 1: byte 0xff is not valid UTF-8" in result.stderr and len(result.stderr.splitlines()) == 1
+
+
+def test_score_names_a_damaged_checkpoint(lm_files, tmp_path, capsys):
+    import shutil
+    from pathlib import Path
+
+    model = Path(lm_files[1])
+    shutil.copy(model.with_suffix(".json"), tmp_path / "model.json")
+    (tmp_path / "model.pt").write_bytes(model.read_bytes()[:1000])  # a copy cut short
+    assert main(["score", "--model", str(tmp_path / "model.pt"), *lm_files[2:], "the cat"]) == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'model.pt'}: damaged or not a checkpoint" in err and len(err.splitlines()) == 1

@@ -85,14 +85,14 @@ def splits_of(train, validation, test):
 
 
 def test_string_labels_map_to_sorted_ids_with_three_classes():
-    mapped, classes = map_labels(splits_of(["pos", "neg", "mixed"], ["neg"], ["pos"]), {})
+    mapped, classes = map_labels(splits_of(["pos", "neg", "mixed"], ["neg", "pos"], ["pos", "mixed"]), {})
     assert classes == ["mixed", "neg", "pos"]
     assert mapped["train"]["label"].tolist() == [2, 1, 0]
     assert mapped["test"]["label"].dtype == "int64"
 
 
 def test_integer_labels_keep_numeric_order():
-    mapped, classes = map_labels(splits_of([10, 2, 2], [10], [2]), {})
+    mapped, classes = map_labels(splits_of([10, 2, 2], [10, 2], [2, 10]), {})
     assert classes == ["2", "10"]
     assert mapped["train"]["label"].tolist() == [1, 0, 0]
 
@@ -105,6 +105,22 @@ def test_label_outside_classes_names_file_and_row():
         DataError, match=r"train.csv: line 1: label 'good' is not a known class; classes are \['neg', 'pos'\]"
     ):
         map_labels(splits_of(["good"], ["neg"], ["pos"]), files, ["neg", "pos"])
+
+
+def test_a_split_with_one_class_is_refused_naming_the_file_and_the_class():
+    files = {"train": "train.csv", "validation": "train.csv (validation part)", "test": "test.csv"}
+    with pytest.raises(DataError, match=r"train.csv: split 'train' holds only class 'pos' \(3 rows\)"):
+        map_labels(splits_of(["pos", "pos", "pos"], ["pos", "neg"], ["neg", "pos"]), files)
+    with pytest.raises(
+        DataError, match=r"train.csv \(validation part\): split 'validation' holds only class 'neg'"
+    ):
+        map_labels(splits_of(["pos", "neg"], ["neg", "neg"], ["neg", "pos"]), files, ["neg", "pos"])
+    with pytest.raises(
+        DataError, match=r"test.csv: split 'test' holds only class '1'.*two classes in every split"
+    ):
+        map_labels(splits_of([0, 1], [1, 0], [1.0]), files)
+    mapped, _ = map_labels(splits_of(["pos", "neg"], ["neg", "pos"], []), files)  # empty: the caller says so
+    assert mapped["test"].empty
 
 
 def test_tsv_quotes_are_data_and_no_row_is_merged(tmp_path):

@@ -83,5 +83,5 @@ def test_run_tokenize_writes_arrays_and_counts_truncation(tmp_path):
 
 
 def test_missing_prepared_split_names_the_file(tmp_path):
-    with pytest.raises(DataError, match="corpus/train.parquet: file not found; run the prepare stage first"):
+    with pytest.raises(DataError, match="corpus/train.parquet: file not found; run `dvc repro prepare`"):
         run_tokenize(TokenizeParams(), tmp_path, tmp_path, tmp_path / "t.json")

@@ -10,6 +10,7 @@ mlflow, and only stages and the CLI import it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import tempfile
@@ -17,6 +18,10 @@ from pathlib import Path
 
 import mlflow
 import pandas as pd
+import sqlalchemy.exc
+
+from tinytf.errors import DataError
+from tinytf.texts import shown
 
 EXAMPLE = ["a gripping, beautifully acted film", "a dull and lifeless mess"]
 
@@ -79,8 +84,6 @@ def log_champion(
 
 def load_champion(uri: str, store: str):
     """The pyfunc model at `uri` (e.g. models:/tinytf-sentiment@champion) in the tracking `store`."""
-    from tinytf.errors import DataError
-
     if store.startswith("sqlite:///") and uri.startswith(("models:/", "runs:/")):
         from sqlalchemy.engine import make_url  # MLflow's own dependency; it parses ?query strings too
 
@@ -91,6 +94,7 @@ def load_champion(uri: str, store: str):
                 f"{database.resolve()}: no MLflow store here; run this in the repository whose pipeline "
                 f"registered the model, or set MLFLOW_TRACKING_URI to its store"
             )
+        refuse_damaged_store(database)
     mlflow.set_tracking_uri(store)
     try:
         return mlflow.pyfunc.load_model(uri)
@@ -98,9 +102,50 @@ def load_champion(uri: str, store: str):
         raise DataError(
             f"{uri}: cannot load the model ({exc.message}); run the pipeline (evaluate registers it)"
         ) from None
+    except sqlalchemy.exc.DatabaseError as exc:  # damage quick_check did not see, or another database
+        raise DataError(f"{store}: cannot read the MLflow store ({exc.orig}); {STORE_FIX}") from None
 
 
-def predict_command(uri: str, texts: list[str], store: str) -> None:
-    predictions = load_champion(uri, store).predict(pd.DataFrame({"text": texts}))
-    predictions.insert(0, "text", [t if len(t) <= 60 else t[:57] + "..." for t in texts])
+STORE_FIX = (
+    "restore it from a backup, or move it aside and run `dvc repro --force --single-item evaluate` "
+    "to register the champion in a new store"
+)
+
+
+def refuse_damaged_store(database: Path) -> None:
+    """SQLite's own integrity check, before MLflow meets the damage as a hundred-line traceback."""
+    import sqlite3
+
+    uri = f"{database.resolve().as_uri()}?mode=ro"
+    try:
+        with contextlib.closing(sqlite3.connect(uri, uri=True, timeout=2)) as db:
+            verdict = db.execute("PRAGMA quick_check").fetchone()[0]
+    except sqlite3.DatabaseError as exc:
+        if "locked" in str(exc):  # a stage writing its run: busy, not damaged; MLflow waits its turn
+            return
+        verdict = str(exc)
+    if verdict != "ok":
+        raise DataError(f"{database.resolve()}: the MLflow store is damaged ({verdict}); {STORE_FIX}")
+
+
+def predict_command(uri: str, names: list[str], texts: list[str], store: str) -> None:
+    """Print the class and probabilities of each text (checked by tinytf.texts.from_command_line)."""
+    model = load_champion(uri, store)
+    check = own_check(model)
+    try:
+        if check is not None:
+            check(texts, names)
+        predictions = model.predict(pd.DataFrame({"text": texts}))
+    except mlflow.exceptions.MlflowException as exc:
+        raise DataError(f"{uri}: {exc.message}") from None
+    predictions.insert(0, "text", [shown(t) for t in texts])
     print(predictions.to_string(index=False, float_format=lambda p: f"{p:.3f}"))
+
+
+def own_check(model):
+    """The champion's checks, to name the texts as the command line does ("text 2", a file) rather
+    than by row; None for a model logged before they existed, or not by tinytf."""
+    try:
+        return getattr(model.unwrap_python_model(), "check", None)
+    except mlflow.exceptions.MlflowException:  # not a python_function model of our own
+        return None

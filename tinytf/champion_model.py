@@ -11,6 +11,7 @@ from pathlib import Path
 
 import mlflow
 import pandas as pd
+from mlflow.exceptions import MlflowException
 
 BUNDLE = "bundle"  # the artifact folder: model.pt, model.json, tokenizer.json, labels.json
 
@@ -29,10 +30,32 @@ class SentimentModel(mlflow.pyfunc.PythonModel):
             context.model_config["max_length"],
         )
 
+    def check(self, texts: list, names: list[str]) -> None:
+        """Refuse a request the model cannot answer truly: a null, non-string, blank or over-long
+        text, too many rows, or a text that gives no tokens. An `MlflowException` with
+        INVALID_PARAMETER_VALUE is what MLflow's scoring server answers with a 400 and this message;
+        any other exception becomes a 400 carrying a traceback with the server's paths."""
+        from tinytf.data.tokenizer import encode
+        from tinytf.errors import DataError
+        from tinytf.texts import check_rows, refuse_tokenless
+
+        try:
+            check_rows(texts, names)
+            ids = encode(self.predictor.tokenizer, texts, add_special_tokens=False)
+            refuse_tokenless(names, texts, ids, "the model's tokenizer")
+        except DataError as exc:
+            raise MlflowException.invalid_parameter_value(str(exc)) from None
+
     def predict(self, context, model_input: pd.DataFrame, params=None) -> pd.DataFrame:
-        if "text" not in model_input.columns:
-            raise ValueError(f"expected a 'text' column, got {list(model_input.columns)}")
-        return self.predictor.predict(model_input["text"].tolist())
+        from tinytf.texts import row_names
+
+        columns = list(getattr(model_input, "columns", []))
+        if "text" not in columns:
+            got = columns or type(model_input).__name__
+            raise MlflowException.invalid_parameter_value(f"expected a 'text' column, got {got}")
+        texts = model_input["text"].tolist()
+        self.check(texts, row_names(len(texts)))
+        return self.predictor.predict(texts)
 
 
 mlflow.models.set_model(SentimentModel())

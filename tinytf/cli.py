@@ -17,6 +17,9 @@ import yaml
 
 from tinytf.errors import ParamsError, TinyTFError
 from tinytf.schema import parse_overrides, set_dotted
+from tinytf.texts import from_command_line
+
+FILE_HELP = "a UTF-8 file whose whole content is one more text (- reads stdin); may be repeated"
 
 
 # ~80 lines on purpose: every subcommand and its options in one place, as `tinytf --help` lists them
@@ -66,7 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Score text with a causal LM checkpoint: mean loss per token "
         "(nats) and perplexity, each token predicted from the ones before it.",
     )
-    score.add_argument("text", nargs="+", help="one or more texts to score")
+    score.add_argument("text", nargs="*", help="one or more texts to score")
+    score.add_argument("--file", action="append", default=[], metavar="PATH", help=FILE_HELP)
     score.add_argument("--model", default="data/models/pretrained.pt", help="model checkpoint (.pt)")
     score.add_argument("--tokenizer", default="data/tokenizer.json", help="tokenizer file")
     predict = sub.add_parser(
@@ -76,7 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
         "tracking store at the repository root or MLFLOW_TRACKING_URI) and print, per text, the "
         "predicted class and every class probability.",
     )
-    predict.add_argument("text", nargs="+", help="one or more texts to classify")
+    predict.add_argument("text", nargs="*", help="one or more texts to classify")
+    predict.add_argument("--file", action="append", default=[], metavar="PATH", help=FILE_HELP)
     predict.add_argument(
         "--model",
         default="models:/tinytf-sentiment@champion",
@@ -186,6 +191,23 @@ def guarded(fn: Callable[[], int | None]) -> int:
         return exc.exit_code
 
 
+def score(args: argparse.Namespace) -> None:
+    names, texts = from_command_line(
+        args.text, args.file
+    )  # before the imports: a bad text is refused at once
+    from tinytf.tools import score_command
+
+    score_command(args.model, args.tokenizer, names, texts)
+
+
+def predict(args: argparse.Namespace) -> None:
+    names, texts = from_command_line(args.text, args.file)  # before mlflow's seconds of imports
+    from tinytf.champion import predict_command
+    from tinytf.tracking import tracking_uri
+
+    predict_command(args.model, names, texts, tracking_uri())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     # `preset` and `compare` pass what they do not know on to dvc; every other command refuses it
@@ -199,14 +221,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return guarded(lambda: count_params_command(args.params, args.vocab_size, args.seed_lab))
     if args.command == "score":
-        from tinytf.tools import score_command
-
-        return guarded(lambda: score_command(args.model, args.tokenizer, args.text))
+        return guarded(lambda: score(args))
     if args.command == "predict":
-        from tinytf.champion import predict_command
-        from tinytf.tracking import tracking_uri
-
-        return guarded(lambda: predict_command(args.model, args.text, tracking_uri()))
+        return guarded(lambda: predict(args))
     if args.command == "compare":
         from tinytf.compare import compare_command
 

@@ -35,18 +35,23 @@ def count_params_command(params_file: str, vocab_size: int | None, seed_lab: boo
     print(format_counts(config))
 
 
-def score_command(model_path: str, tokenizer_path: str, texts: list[str]) -> None:
+def score_command(model_path: str, tokenizer_path: str, names: list[str], texts: list[str]) -> None:
+    """Loss and perplexity per text (checked by tinytf.texts.from_command_line); a text that gives
+    no tokens is refused, as its perplexity over zero tokens would read as a perfect 1.00."""
     from tinytf.data.tokenizer import load_tokenizer
     from tinytf.model.checkpoint import load_model
+    from tinytf.texts import refuse_tokenless, shown
     from tinytf.train.lm import score_text
 
     model = load_model(model_path)
     if not model.config.causal:
         raise DataError(f"{model_path}: a masked-LM checkpoint cannot score text left to right")
     tokenizer = load_tokenizer(tokenizer_path)
+    ids = [tokenizer.encode(text, add_special_tokens=False).ids for text in texts]
+    refuse_tokenless(names, texts, ids, tokenizer_path)
     for text in texts:
         result = score_text(model, tokenizer, text)
         print(
             f"loss {result['loss']:.4f}  perplexity {result['perplexity']:.2f}  "
-            f"({result['tokens']} tokens)  {text[:60]}{'...' if len(text) > 60 else ''}"
+            f"({result['tokens']} tokens)  {shown(text)}"
         )

@@ -38,7 +38,7 @@ class SentimentDataset(Dataset):
     def from_parquet(cls, path: str | Path) -> SentimentDataset:
         path = Path(path)
         if not path.exists():
-            raise DataError(f"{path}: file not found; run the tokenize stage first")
+            raise DataError(f"{path}: file not found; run `dvc repro tokenize`")
         frame = pd.read_parquet(path)
         return cls([list(map(int, ids)) for ids in frame["input_ids"]], frame["label"].astype(int).tolist())
 
@@ -150,7 +150,7 @@ def sentiment_loader(
 def load_tokens(path: str | Path) -> np.ndarray:
     path = Path(path)
     if not path.exists():
-        raise DataError(f"{path}: file not found; run the tokenize stage first")
+        raise DataError(f"{path}: file not found; run `dvc repro tokenize`")
     return np.load(path, mmap_mode="r")
 
 

@@ -60,6 +60,8 @@ def map_labels(
     """
     if not classes:
         classes = infer_classes(splits["train"], files.get("train", "train"), key)
+        # before the other splits: their second class would read as unknown to a one-class train
+        _refuse_one_class("train", splits["train"], files.get("train", "train"), key)
     index = {name: i for i, name in enumerate(classes)}
     mapped = {}
     for split, frame in splits.items():
@@ -75,4 +77,19 @@ def map_labels(
         out = frame.copy()
         out["label"] = names.map(index).astype("int64")
         mapped[split] = out
+    for split, frame in splits.items():
+        _refuse_one_class(split, frame, files.get(split, split), key)
     return mapped, classes
+
+
+def _refuse_one_class(split: str, frame: pd.DataFrame, source: str, key: str) -> None:
+    """A split with one class trains a constant or scores nothing: accuracy is trivial and
+    scikit-learn's per-class metrics stop mid-pipeline, so it is refused while the file is at hand.
+    An empty split is left to the caller, which says why it is empty."""
+    found = frame["label"].map(_as_name).unique()
+    if len(found) == 1:
+        raise DataError(
+            f"{source}: split '{split}' holds only class {found[0]!r} ({len(frame)} rows); "
+            f"a classifier needs at least two classes in every split: add rows of another class, "
+            f"or check {key}.label_column"
+        )

@@ -68,7 +68,7 @@ def train_tokenizer(texts: list[str], params: TokenizeParams) -> Tokenizer:
 def load_tokenizer(path: str | Path) -> Tokenizer:
     path = Path(path)
     if not path.exists():
-        raise DataError(f"{path}: tokenizer not found; run the tokenize stage first")
+        raise DataError(f"{path}: tokenizer not found; run `dvc repro tokenize`")
     return Tokenizer.from_file(str(path))
 
 
@@ -178,7 +178,7 @@ def run_tokenize(
 
 def _read_split(path: Path) -> pd.DataFrame:
     if not path.exists():
-        raise DataError(f"{path}: file not found; run the prepare stage first")
+        raise DataError(f"{path}: file not found; run `dvc repro prepare`")
     frame = pd.read_parquet(path)
     if frame.empty:
         raise DataError(f"{path}: split is empty")

@@ -9,28 +9,41 @@ Two kinds:
 
 Everything loads with `torch.load(..., weights_only=True)`: a file carrying arbitrary pickled
 objects is refused instead of executed.
+
+The bytes of a saved file depend only on what it holds: `torch.save` to a named file records
+that name inside the zip (and atomic writes name it randomly), so both kinds are serialised
+into memory, where the record name is fixed, and written atomically from there. Retraining
+with the same params and seed then gives a byte-identical file, and DVC sees no change.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import pickle
+import zipfile
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from tinytf.errors import DataError
-from tinytf.io import atomic_path, write_json
+from tinytf.io import write_bytes, write_json
 from tinytf.model import hf
 from tinytf.model.hf import HFClassifier
 from tinytf.model.transformer import ModelConfig, TinyTransformer
 
 
+def serialize(obj: Any) -> bytes:
+    """`torch.save` bytes that depend only on `obj` (the zip's record name is fixed for a buffer)."""
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    return buffer.getvalue()
+
+
 def save_model(path: str | Path, model: TinyTransformer | HFClassifier, extra: dict | None = None) -> None:
     path = Path(path)
-    with atomic_path(path) as tmp:
-        torch.save(model.state_dict(), tmp)
+    write_bytes(path, serialize(model.state_dict()))
     meta = model.meta() if isinstance(model, HFClassifier) else {"model": model.config.to_dict()}
     write_json(path.with_suffix(".json"), {**meta, **(extra or {})})
 
@@ -39,6 +52,10 @@ def safe_load(path: str | Path) -> Any:
     path = Path(path)
     if not path.exists():
         raise DataError(f"{path}: checkpoint not found")
+    if not zipfile.is_zipfile(path):
+        # torch.save has written zip archives since torch 1.6: random bytes, a truncated copy or
+        # another format, which torch.load would misreport as unsafe pickled objects
+        raise DataError(f"{path}: damaged or not a checkpoint (not the zip archive torch.save writes)")
     try:
         return torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as exc:
@@ -54,7 +71,10 @@ def read_config(path: str | Path) -> dict:
     meta = Path(path).with_suffix(".json")
     if not meta.exists():
         raise DataError(f"{meta}: config file missing beside the checkpoint")
-    return json.loads(meta.read_text())
+    try:
+        return json.loads(meta.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise DataError(f"{meta}: damaged config beside the checkpoint ({exc})") from None
 
 
 def config_differences(saved: dict, expected: dict) -> list[str]:
@@ -94,8 +114,7 @@ def load_model(path: str | Path, expect: ModelConfig | None = None) -> TinyTrans
 
 
 def save_training_state(path: str | Path, state: dict) -> None:
-    with atomic_path(path) as tmp:
-        torch.save(state, tmp)
+    write_bytes(path, serialize(state))
 
 
 def load_training_state(path: str | Path, params_hash: str) -> dict | None:
@@ -103,7 +122,10 @@ def load_training_state(path: str | Path, params_hash: str) -> dict | None:
     path = Path(path)
     if not path.exists():
         return None
-    state = safe_load(path)
+    try:
+        state = safe_load(path)
+    except DataError as exc:
+        raise DataError(f"{exc}; it holds only the progress of a run: delete it to start over") from None
     if state.get("params_hash") != params_hash:
         print(f"note: {path} was made with other params, data or code; starting fresh")
         return None
