@@ -5,6 +5,7 @@
 #   ${OUT:-gpu-study}/timings.txt   one line per stage (wall seconds) and the total
 #   ${OUT:-gpu-study}/report/       the generated report (reports/ without presets/)
 #   ${OUT:-gpu-study}/logs/         each stage's output; env.txt: torch, device, GPU
+# and one record in benchmarks/results/gpu_study.jsonl ($TINYTF_BENCH_RESULTS names another folder).
 # Run it from the repository root once `prepare` and `tokenize` have run with the same preset:
 # `--prepare` runs just those two, on any machine (no GPU needed); their outputs data/tokens,
 # data/tokenizer.json, data/prepared/sentiment, reports/data.json and reports/tokenize.json then
@@ -142,3 +143,20 @@ for entry in reports/*; do
     [ "$(basename "$entry")" = presets ] || cp -R "$entry" "$out/report/"
 done
 echo "gpu_study: report in $out/report/README.md"
+"$python" - "$out/timings.txt" "$preset" "${extra[@]}" <<'EOF'
+import argparse
+import sys
+
+import torch
+
+sys.path.insert(0, "benchmarks")
+from timing import record  # noqa: E402
+
+timings, preset, extra = sys.argv[1], sys.argv[2], sys.argv[4::2]
+lines = open(timings, encoding="utf-8").read().splitlines()
+seconds = {line.split(":")[0].removeprefix("stage "): float(line.split()[-2]) for line in lines[:-1]}
+device = "cuda" if torch.cuda.is_available() else "cpu"
+figures = {"preset": preset, "total_s": float(lines[-1].split()[-2]), "stage_s": seconds}
+record("gpu_study", f"{lines[-1]} ({preset} preset on {device})", figures,
+       argparse.Namespace(preset=preset, overrides=extra), device)  # fmt: skip
+EOF

@@ -95,8 +95,10 @@ def test_the_tiny_study_runs_every_stage_after_tokenize_and_writes_the_report(tm
     assert "prepare and tokenize done with preset tiny" in prepared.stdout
     assert json.loads((root / "reports" / "tokenize.json").read_text())["vocab_size"] == 400
 
-    out = tmp_path / "study"
-    result = run(["--cpu"], root, env | {"PRESET": "tiny", "OUT": str(out)})
+    out, results = tmp_path / "study", tmp_path / "results"
+    result = run(
+        ["--cpu"], root, env | {"PRESET": "tiny", "OUT": str(out), "TINYTF_BENCH_RESULTS": str(results)}
+    )
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
 
     stages = list(yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"])
@@ -115,3 +117,7 @@ def test_the_tiny_study_runs_every_stage_after_tokenize_and_writes_the_report(tm
     ]
     assert len(list((root / "data" / "variants").glob("*.json"))) == 4
     assert "over 3 seeds" in report and "vocabulary 400" in report
+    # the run is data: one record of the timings, as every benchmark keeps its runs
+    [entry] = [json.loads(line) for line in (results / "gpu_study.jsonl").read_text().splitlines()]
+    assert entry["headline"] == f"{lines[-1]} (tiny preset on cpu)"
+    assert list(entry["figures"]["stage_s"]) == after_tokenize and entry["figures"]["total_s"] > 0
