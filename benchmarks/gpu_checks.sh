@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The speed issue's GPU checks in one call, for a machine with CUDA (a GPU runner, a lent GPU):
-#   the pretraining benchmark with the nanoGPT-style peer at 6x384 (the target's shape, first)
-#   and then at the default and seed-lab shapes; the classifier step benchmark; one classifier
+#   the pretraining benchmark with the nanoGPT-style peer at the GPU preset's shape and at 6x384
+#   (the targets' shapes, first) and then at the default and seed-lab shapes; the classifier step benchmark; one classifier
 #   epoch as a finetune run trains it.
 # Each output is kept in ${OUT:-gpu-checks}/<check>.txt, nvidia-smi's line in gpu.txt. Run it
 # from the repository root once data/tokens and data/tokenizer.json exist (`dvc repro tokenize`,
@@ -36,6 +36,7 @@ check() {
     fi
 }
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv > "$out/gpu.txt" 2>&1
+check pretrain_gpu benchmarks/pretrain_throughput.py --shapes gpu --nanogpt --rounds 3
 check pretrain_6x384 benchmarks/pretrain_throughput.py --shapes 6x384 --nanogpt --rounds 3
 check pretrain benchmarks/pretrain_throughput.py --shapes default,seed-lab --nanogpt --rounds 3
 check classifier benchmarks/classifier_throughput.py --rounds 3

@@ -7,7 +7,8 @@ Both sides do the same work: the same shape, dropout, batches (real corpus token
 gradient clipping, the loss in fp32. tinytf runs `tinytf.train.loop.train_step` with the
 runtime the stage resolves from `pretrain:` (device, precision, compile; --precision and
 --compile override). Shapes: params.yaml's model (default), the seed lab's (d_model 200, 2
-heads, d_ff 200) and, for GPUs, 6x384 (6 layers x 384 wide, d_ff 1536, block 256, batch 64).
+heads, d_ff 200) and, for GPUs, 6x384 (6 layers x 384 wide, d_ff 1536, block 256, batch 64) and
+gpu (the GPU preset's model and pretrain sections and vocabulary, read from presets/gpu.yaml).
 Rounds alternate between the sides; figures are medians, the speedup a ratio of medians. MFU is
 against this machine's measured matmul peak in each side's precision. The last line is the
 headline: `speedup: <ratio>x ...` at the default shape.
@@ -21,7 +22,7 @@ seed lab's eager loop far more than tinytf's compiled step (the loop's fp32 8000
 their gradient are faulted in anew every step). `--allocator keep` gives both sides the stages'
 setting, the comparison for a seed-lab user who sets it too.
 
-    python benchmarks/pretrain_throughput.py [--steps 10] [--rounds 3] [--shapes default,seed-lab,6x384]
+    python benchmarks/pretrain_throughput.py [--steps 10] [--rounds 3] [--shapes default,seed-lab,6x384,gpu]
                                              [--allocator default|keep] [--nanogpt]
 """
 
@@ -53,6 +54,7 @@ from tinytf.allocator import keep_freed_memory
 from tinytf.config import load_params
 from tinytf.model.architecture import model_config
 from tinytf.model.transformer import TinyTransformer
+from tinytf.presets import preset_values
 from tinytf.train import lm
 from tinytf.train.loop import build_optimizer, train_step
 from tinytf.train.pretrain import BlockSource, epoch_steps, lm_step_loss, loop_config, step_tokens
@@ -68,6 +70,22 @@ SHAPES = {
         {"batch_size": 64},
     ),
 }
+PRESETS = Path(__file__).resolve().parents[1] / "presets"
+
+
+def preset_shape(name: str) -> tuple[dict, dict, int | None]:
+    """(model fields, pretrain fields, vocabulary or None) of presets/NAME.yaml: the shape the
+    preset's pretrain stage runs, read from the file so the two never drift apart."""
+    values = preset_values(name, PRESETS)
+    fields = {section: {k.split(".", 1)[1]: v for k, v in values.items() if k.startswith(f"{section}.")}
+              for section in ("model", "pretrain")}  # fmt: skip
+    return fields["model"], fields["pretrain"], values.get("tokenize.vocab_size")
+
+
+# the GPU preset's shape: 12 layers x 768, block 512, batch 64, its 32k vocabulary
+_GPU_MODEL, _GPU_PRETRAIN, _GPU_VOCAB = preset_shape("gpu")
+SHAPES["gpu"] = (_GPU_MODEL, _GPU_PRETRAIN)
+SHAPE_VOCAB = {"gpu": _GPU_VOCAB}
 
 
 def corpus(vocab: int, path: Path = Path("data/tokens/corpus/train.npy")) -> tuple[np.ndarray, str]:
@@ -149,7 +167,8 @@ def shape_list(text: str) -> list[str]:
 def parse_args() -> argparse.Namespace:
     parser = benchmark_parser(__doc__, 10, "timed steps per round and side")
     parser.add_argument("--shapes", type=shape_list, default=["seed-lab", "default"],
-                        help=f"comma list of: {', '.join(SHAPES)} (6x384: 6 layers x 384 wide, block 256, batch 64)")  # fmt: skip
+                        help=f"comma list of: {', '.join(SHAPES)} (6x384: 6 layers x 384 wide, block 256, batch 64; "
+                             "gpu: presets/gpu.yaml's model, pretrain and vocabulary)")  # fmt: skip
     parser.add_argument("--precision", choices=["auto", "fp32", "bf16"], help="override pretrain.precision")
     parser.add_argument("--compile", choices=["auto", "on", "off"], help="override pretrain.compile")
     parser.add_argument("--allocator", choices=["default", "keep"], default="default",
@@ -180,8 +199,10 @@ def main() -> None:
     for shape in args.shapes:
         model_fields, pretrain_fields = SHAPES[shape]
         model_params = dataclasses.replace(params.model, **model_fields)
+        # a preset's vocabulary sets the head's width; never below the tokens' own ids
+        vocab = max(setup["vocab"], SHAPE_VOCAB.get(shape) or 0)
         rates, device = measure_shape(
-            shape, model_params, dataclasses.replace(p, **pretrain_fields), setup, args
+            shape, model_params, dataclasses.replace(p, **pretrain_fields), {**setup, "vocab": vocab}, args
         )
         ratio = median(rates["tinytf"]) / median(rates["lab"])
         if shape == "default" or not headline:
@@ -236,7 +257,7 @@ def measure_shape(
                          runtime.device)  # fmt: skip
     c = ours.config
     print(f"\nshape {shape}: d_model={c.d_model} n_layer={c.n_layer} n_head={c.n_head} d_ff={c.d_ff} "
-          f"block={block} batch={p.batch_size} dropout={c.dropout}; {flops['tinytf'] / 1e6:.1f} MFLOP per training token")  # fmt: skip
+          f"block={block} batch={p.batch_size} vocab={setup['vocab']} dropout={c.dropout}; {flops['tinytf'] / 1e6:.1f} MFLOP per training token")  # fmt: skip
     for name, values in rates.items():
         dtype = torch.bfloat16 if name != "lab" and runtime.precision == "bf16" else torch.float32
         mfu = median(values) * flops[name] / 1e9 / peaks[dtype]

@@ -11,6 +11,7 @@ from tinytf.model.attention import (
     SelfAttention,
     attention_bias,
     build_attention_mask,
+    sdpa_is_faster,
 )
 from tinytf.model.transformer import lm_loss
 
@@ -126,6 +127,40 @@ def test_sdpa_runs_only_where_it_is_the_faster_kernel(monkeypatch, training, dro
     if grad:
         y.sum().backward()
         assert x.grad is not None
+
+
+def _rule_before_cuda_took_sdpa(device_type, compiling, training_dropout, records_grad):
+    # the decision every device made before CUDA took SDPA always: the CPU must still make it
+    if compiling or training_dropout:
+        return False
+    return not (records_grad and device_type == "cpu")
+
+
+@pytest.mark.parametrize("compiling", [False, True])
+@pytest.mark.parametrize("training_dropout", [False, True])
+@pytest.mark.parametrize("records_grad", [False, True])
+def test_cuda_takes_sdpa_under_compile_and_dropout_and_the_cpu_decides_as_before(
+    compiling, training_dropout, records_grad
+):
+    case = {"compiling": compiling, "training_dropout": training_dropout, "records_grad": records_grad}
+    assert sdpa_is_faster("cuda", **case)  # the flash kernel never writes the L x L scores
+    for device_type in ("cpu", "mps"):
+        assert sdpa_is_faster(device_type, **case) == _rule_before_cuda_took_sdpa(device_type, **case)
+
+
+def test_the_sdpa_path_drops_out_in_training_only(monkeypatch):
+    # where SDPA runs with dropout (CUDA), the kernel is given the layer's rate in training, 0 in eval
+    seen = []
+    real = F.scaled_dot_product_attention
+    monkeypatch.setattr(
+        F, "scaled_dot_product_attention", lambda *a, **kw: seen.append(kw["dropout_p"]) or real(*a, **kw)
+    )
+    monkeypatch.setattr(SelfAttention, "_sdpa_is_faster", lambda self, x: True)
+    attention = SelfAttention(16, 4, dropout=0.1, attn_impl="sdpa")
+    x = torch.randn(2, L, 16)
+    attention.train()(x, causal=True)
+    attention.eval()(x, causal=True)
+    assert seen == [0.1, 0.0]
 
 
 @pytest.mark.parametrize("head_merge", ["concat", "shuffle", "shift", "reweight"])

@@ -125,7 +125,27 @@ def test_pretrain_benchmark_names_an_unknown_shape():
         cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert result.returncode == 2, result.stderr
-    assert "unknown shape '6x38'; expected a comma list of: default, seed-lab, 6x384" in result.stderr
+    assert "unknown shape '6x38'; expected a comma list of: default, seed-lab, 6x384, gpu" in result.stderr
+
+
+def test_the_gpu_shape_is_the_gpu_presets_read_from_its_file(monkeypatch):
+    # written once, in presets/gpu.yaml: the benchmark's gpu shape must follow any change there
+    import dataclasses
+
+    from tinytf.config import load_params
+
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import pretrain_throughput
+
+    preset = yaml.safe_load((ROOT / "presets" / "gpu.yaml").read_text())
+    model_fields, pretrain_fields = pretrain_throughput.SHAPES["gpu"]
+    assert model_fields == preset["model"] and pretrain_fields == preset["pretrain"]
+    assert pretrain_throughput.SHAPE_VOCAB["gpu"] == preset["tokenize"]["vocab_size"]
+    assert pretrain_throughput.shape_list("default,gpu") == ["default", "gpu"]
+    params = load_params(ROOT / "params.yaml")  # every field is one the params dataclasses have
+    model = dataclasses.replace(params.model, **model_fields)
+    assert (model.d_model, model.n_layer, model.block_size) == (768, 12, 512)
+    assert dataclasses.replace(params.pretrain, **pretrain_fields).batch_size == 64
 
 
 @pytest.mark.slow

@@ -76,6 +76,17 @@ def test_run_expands_a_matrix_stage_from_params(tmp_path, monkeypatch):
     ]
 
 
+def test_run_puts_params_named_in_a_command_into_it(tmp_path, monkeypatch):
+    # pretrain's command starts with ${pretrain.launcher}: once `tinytf run pretrain` tried to
+    # execute that text itself
+    (tmp_path / "params.yaml").write_text("pretrain: {launcher: python}\n")
+    (tmp_path / "dvc.yaml").write_text((REPO / "dvc.yaml").read_text())
+    monkeypatch.chdir(tmp_path)
+    assert stage_commands("pretrain")[0][:2] == ["python", "stages/pretrain.py"]
+    torchrun = stage_commands("pretrain", overrides={"pretrain.launcher": "torchrun --nproc_per_node=2"})
+    assert torchrun[0][:3] == ["torchrun", "--nproc_per_node=2", "stages/pretrain.py"]
+
+
 def test_run_refuses_a_malformed_set_before_running_anything(tmp_path, monkeypatch, capsys):
     (tmp_path / "dvc.yaml").write_text((REPO / "dvc.yaml").read_text())
     (tmp_path / "params.yaml").write_text((REPO / "params.yaml").read_text())

@@ -139,7 +139,8 @@ def stage_commands(
     if stage not in stages:
         raise ParamsError(f"{dvc_file}: no stage '{stage}'; stages: {', '.join(stages)}")
     cmd, matrix = stages[stage]["cmd"], stages[stage].get("matrix")
-    if not matrix:
+    params_ref = re.compile(r"\$\{(?!item\.)([\w.]+)\}")  # a params key, as DVC interpolates it
+    if not matrix and not params_ref.search(cmd):
         return [shlex.split(cmd)]
     params = yaml.safe_load(params_file.read_text(encoding="utf-8")) or {}
     for dotted, value in (overrides or {}).items():
@@ -154,6 +155,10 @@ def stage_commands(
             node = node[part]
         return node
 
+    # a key in the command itself (pretrain's `${pretrain.launcher}`: python, or torchrun ...)
+    cmd = params_ref.sub(lambda m: str(resolve(m.group(0))), cmd)
+    if not matrix:
+        return [shlex.split(cmd)]
     names = list(matrix)
     commands = []
     for values in itertools.product(*(resolve(matrix[n]) for n in names)):

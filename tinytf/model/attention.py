@@ -135,7 +135,15 @@ class SelfAttention(nn.Module):
         if self.runs_sdpa(x, need_weights):
             if mask is not None and mask.is_floating_point():
                 mask = mask.to(q.dtype)  # SDPA wants the query's dtype; 0 and -inf are exact in any
-            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=causal and mask is None)
+            # dropout_p is 0 wherever SDPA runs on a CPU (`_sdpa_is_faster`); on CUDA the fused kernel drops
+            y = F.scaled_dot_product_attention(
+                q,
+                k,
+                v,
+                attn_mask=mask,
+                dropout_p=self.dropout if self.training else 0.0,
+                is_causal=causal and mask is None,
+            )
         else:
             # 1/sqrt(hd) keeps the logits' variance ~1 whatever the head size, so softmax is not saturated
             att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.head_dim))
@@ -155,15 +163,29 @@ class SelfAttention(nn.Module):
         return self.attn_impl == "sdpa" and not need_weights and self._sdpa_is_faster(x)
 
     def _sdpa_is_faster(self, x: Tensor) -> bool:
-        """Whether SDPA beats the written-out math here (the same math, equal up to rounding):
-        - under torch.compile it does not: inductor fuses the scale, mask, softmax and dropout
-          around the two matmuls, where SDPA stays an opaque kernel (benchmarks/);
-        - with dropout in training, SDPA would fall back to the same math with torch's slower random
-          numbers (tinytf.model.dropout explains why ours);
-        - wherever autograd records it on a CPU (its input requires grad, so a backward may follow):
-          at these short lengths SDPA's CPU backward is the slower one, by 1.5-1.8x in a
-          fine-tuning step without dropout (benchmarks/attention_paths.py).
-        It does in inference (under no_grad) and on CUDA, where SDPA's kernels stay."""
-        if torch.compiler.is_compiling() or (self.training and self.dropout > 0):
-            return False
-        return not (x.requires_grad and x.device.type == "cpu")
+        """Whether SDPA beats the written-out math on x's device (see `sdpa_is_faster`)."""
+        return sdpa_is_faster(
+            x.device.type,
+            compiling=torch.compiler.is_compiling(),
+            training_dropout=self.training and self.dropout > 0,
+            records_grad=x.requires_grad,
+        )
+
+
+def sdpa_is_faster(device_type: str, compiling: bool, training_dropout: bool, records_grad: bool) -> bool:
+    """Whether SDPA beats the written-out math (the same math, equal up to rounding) on a device type:
+    - on CUDA it always does: its flash kernel never writes the L x L scores to memory, under compile
+      too, and drops out inside the kernel (benchmarks/pretrain_throughput.py --nanogpt);
+    - elsewhere, under torch.compile it does not: inductor fuses the scale, mask, softmax and dropout
+      around the two matmuls, where SDPA stays an opaque kernel (benchmarks/);
+    - with dropout in training, SDPA would fall back to the same math with torch's slower random
+      numbers (tinytf.model.dropout explains why ours);
+    - wherever autograd records it on a CPU (its input requires grad, so a backward may follow):
+      at these short lengths SDPA's CPU backward is the slower one, by 1.5-1.8x in a
+      fine-tuning step without dropout (benchmarks/attention_paths.py).
+    It does in inference (under no_grad)."""
+    if device_type == "cuda":
+        return True
+    if compiling or training_dropout:
+        return False
+    return not (records_grad and device_type == "cpu")

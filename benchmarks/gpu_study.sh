@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# The GPU preset's study in one call, for a machine with CUDA but neither dvc nor mlflow: every
+# stage of dvc.yaml after `tokenize`, in dvc.yaml's order, through `python -m tinytf.cli run STAGE`
+# with TINYTF_TRACKING=0 and every value of presets/${PRESET:-gpu}.yaml passed as --set.
+#   ${OUT:-gpu-study}/timings.txt   one line per stage (wall seconds) and the total
+#   ${OUT:-gpu-study}/report/       the generated report (reports/ without presets/)
+#   ${OUT:-gpu-study}/logs/         each stage's output; env.txt: torch, device, GPU
+# and one record in benchmarks/results/gpu_study.jsonl ($TINYTF_BENCH_RESULTS names another folder).
+# Run it from the repository root once `prepare` and `tokenize` have run with the same preset:
+# `--prepare` runs just those two, on any machine (no GPU needed); their outputs data/tokens,
+# data/tokenizer.json, data/prepared/sentiment, reports/data.json and reports/tokenize.json then
+# travel with the checkout. Like `tinytf run`, the stages write into the checkout's data/ and
+# reports/. Without CUDA it refuses unless --cpu (or TINYTF_STUDY_CPU=1) allows it: the test
+# runs it so on the tiny preset.
+#
+#     bash benchmarks/gpu_study.sh --prepare                       (CPU machine; TINYTF_MIRROR: docs/data.md)
+#     bash benchmarks/gpu_study.sh [--cpu] [--set KEY=VALUE ...]   (--set: after the preset's values)
+set -uo pipefail
+out=${OUT:-gpu-study}
+preset=${PRESET:-gpu}
+python=${PYTHON:-python3}
+allow_cpu=${TINYTF_STUDY_CPU:-0}
+mode=study
+extra=()
+while [ $# -gt 0 ]; do
+    case $1 in
+        --cpu) allow_cpu=1 ;;
+        --prepare) mode=prepare ;;
+        --set) [ $# -ge 2 ] || { echo "gpu_study: --set needs KEY=VALUE" >&2; exit 2; }
+               extra+=(--set "$2"); shift ;;
+        *) echo "gpu_study: unknown argument '$1'; usage: gpu_study.sh [--prepare] [--cpu] [--set KEY=VALUE ...]" >&2
+           exit 2 ;;
+    esac
+    shift
+done
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+export PYTHONUNBUFFERED=1
+export TINYTF_TRACKING=0  # no MLflow: the stages' outputs and the report are the record
+
+# Everything checked before the first stage; one line names what is missing. Prints the stages
+# to run, then the preset's KEY=VALUE pairs, one a line.
+errors=$(mktemp)
+trap 'rm -f "$errors"' EXIT
+plan=$("$python" - "$preset" "$allow_cpu" "$mode" "${extra[@]}" 2> "$errors" <<'EOF'
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+preset, allow_cpu, prepare, extra = sys.argv[1], sys.argv[2] == "1", sys.argv[3] == "prepare", sys.argv[5::2]
+
+
+def refuse(line):
+    print(f"MISSING {line}")
+    sys.exit(2)
+
+
+if not Path("dvc.yaml").exists():
+    refuse("no dvc.yaml here: run from the repository root")
+for module in ("torch", "numpy", "pandas", "pyarrow", "tokenizers", "yaml", "sklearn", "scipy", "matplotlib"):
+    if importlib.util.find_spec(module) is None:
+        refuse(f"the Python module '{module}' is not installed ({sys.executable})")
+import torch  # noqa: E402
+import yaml  # noqa: E402
+
+if not torch.cuda.is_available() and not allow_cpu and not prepare:
+    refuse(f"torch {torch.__version__} sees no CUDA device; --cpu or TINYTF_STUDY_CPU=1 runs the study on the CPU")
+from tinytf.config import load_params  # noqa: E402
+from tinytf.errors import TinyTFError  # noqa: E402
+from tinytf.presets import preset_values  # noqa: E402
+from tinytf.schema import parse_overrides  # noqa: E402
+
+try:
+    values = preset_values(preset)
+    params = load_params("params.yaml", values | parse_overrides(extra))
+except TinyTFError as exc:
+    refuse(f"preset {preset}: {exc}")
+needed = [] if prepare else ["data/tokenizer.json", "data/tokens/corpus/train.npy", "data/tokens/sentiment",
+          "data/prepared/sentiment", "reports/data.json", "reports/tokenize.json"]  # fmt: skip
+absent = [path for path in needed if not Path(path).exists()]
+if absent:
+    refuse(f"no {', '.join(absent)}: run `bash benchmarks/gpu_study.sh --prepare` first (prepare and tokenize "
+           f"with the preset's values) or bring their outputs")  # fmt: skip
+tokenized = {} if prepare else json.loads(Path("reports/tokenize.json").read_text())
+if not prepare and tokenized.get("vocab_size") != params.tokenize.vocab_size:
+    print(f"gpu_study: warning: data/tokenizer.json has {tokenized.get('vocab_size')} tokens, preset {preset} asks "
+          f"for {params.tokenize.vocab_size}: were prepare and tokenize run with its values?", file=sys.stderr)  # fmt: skip
+stages = list(yaml.safe_load(Path("dvc.yaml").read_text())["stages"])
+cut = stages.index("tokenize") + 1
+print(" ".join(stages[:cut] if prepare else stages[cut:]))
+for key, value in values.items():
+    print(f"{key}={json.dumps(value)}")
+EOF
+)
+status=$?
+if [ $status -ne 0 ]; then
+    line=$(printf '%s\n' "$plan" | grep -m1 '^MISSING ' | sed 's/^MISSING //')
+    echo "gpu_study: ${line:-the check before the stages failed: $(tail -n 1 "$errors")}" >&2
+    exit 2
+fi
+cat "$errors" >&2  # the check's warnings
+read -r -a stages <<< "$(printf '%s\n' "$plan" | head -n 1)"
+sets=()
+while IFS= read -r pair; do
+    [ -n "$pair" ] && sets+=(--set "$pair")
+done < <(printf '%s\n' "$plan" | tail -n +2)
+sets+=("${extra[@]}")
+
+mkdir -p "$out/logs"
+: > "$out/timings.txt"
+"$python" -c 'import sys, torch
+cuda = torch.cuda.is_available()
+print(f"python {sys.version.split()[0]}, torch {torch.__version__}, device", torch.cuda.get_device_name(0) if cuda else "cpu")' \
+    > "$out/env.txt" 2>&1
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv >> "$out/env.txt" 2>/dev/null
+echo "gpu_study: preset $preset, stages: ${stages[*]}" | tee -a "$out/env.txt"
+
+now() { date +%s.%N; }
+seconds() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
+begin=$(now)
+for stage in "${stages[@]}"; do
+    start=$(now)
+    "$python" -m tinytf.cli run "$stage" "${sets[@]}" > "$out/logs/$stage.log" 2>&1
+    rc=$?
+    line="stage $stage: $(seconds "$start" "$(now)") s"
+    if [ $rc -ne 0 ]; then
+        echo "$line, exit status $rc" | tee -a "$out/timings.txt"
+        tail -n 20 "$out/logs/$stage.log" >&2
+        echo "gpu_study: stage $stage failed (exit status $rc); its output: $out/logs/$stage.log" >&2
+        exit 1
+    fi
+    echo "$line" | tee -a "$out/timings.txt"
+done
+if [ "$mode" = prepare ]; then
+    echo "gpu_study: prepare and tokenize done with preset $preset; what the GPU machine needs:"
+    du -sh data/tokens data/tokenizer.json data/prepared/sentiment
+    exit 0
+fi
+echo "all ${#stages[@]} stages after tokenize: $(seconds "$begin" "$(now)") s" | tee -a "$out/timings.txt"
+
+mkdir -p "$out/report"
+for entry in reports/*; do
+    [ "$(basename "$entry")" = presets ] || cp -R "$entry" "$out/report/"
+done
+echo "gpu_study: report in $out/report/README.md"
+"$python" - "$out/timings.txt" "$preset" "${extra[@]}" <<'EOF'
+import argparse
+import sys
+
+import torch
+
+sys.path.insert(0, "benchmarks")
+from timing import record  # noqa: E402
+
+timings, preset, extra = sys.argv[1], sys.argv[2], sys.argv[4::2]
+lines = open(timings, encoding="utf-8").read().splitlines()
+seconds = {line.split(":")[0].removeprefix("stage "): float(line.split()[-2]) for line in lines[:-1]}
+device = "cuda" if torch.cuda.is_available() else "cpu"
+figures = {"preset": preset, "total_s": float(lines[-1].split()[-2]), "stage_s": seconds}
+record("gpu_study", f"{lines[-1]} ({preset} preset on {device})", figures,
+       argparse.Namespace(preset=preset, overrides=extra), device)  # fmt: skip
+EOF
