@@ -13,6 +13,7 @@ objects is refused instead of executed.
 
 from __future__ import annotations
 
+import io
 import json
 import pickle
 from pathlib import Path
@@ -27,10 +28,18 @@ from tinytf.model.hf import HFClassifier
 from tinytf.model.transformer import ModelConfig, TinyTransformer
 
 
+def _save(obj: Any, path: str | Path) -> None:
+    """torch.save into memory, then an atomic write: saved to a file, the zip inside would be named
+    after the randomly named temporary file, and the same weights would give other bytes."""
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(buffer.getvalue())
+
+
 def save_model(path: str | Path, model: TinyTransformer | HFClassifier, extra: dict | None = None) -> None:
     path = Path(path)
-    with atomic_path(path) as tmp:
-        torch.save(model.state_dict(), tmp)
+    _save(model.state_dict(), path)
     meta = model.meta() if isinstance(model, HFClassifier) else {"model": model.config.to_dict()}
     write_json(path.with_suffix(".json"), {**meta, **(extra or {})})
 
@@ -94,8 +103,7 @@ def load_model(path: str | Path, expect: ModelConfig | None = None) -> TinyTrans
 
 
 def save_training_state(path: str | Path, state: dict) -> None:
-    with atomic_path(path) as tmp:
-        torch.save(state, tmp)
+    _save(state, path)
 
 
 def load_training_state(path: str | Path, params_hash: str) -> dict | None:
