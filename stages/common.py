@@ -1,6 +1,10 @@
 """What every stage script shares: its command line, its params narrowed to what dvc.yaml
 declares for it, and user errors as one line with exit status 2.
 
+A stage writes its outputs through `staged_outputs`: into temporaries, put in place together
+only once it has succeeded, so a failed run leaves the previous outputs whole (dvc.yaml marks
+them `persist`, so DVC does not delete them first either).
+
 A stage reads params through `load_params(stage, args)`: the whole params file is validated,
 then the stage sees only the keys listed under its `params:` in dvc.yaml, and reading any
 other key stops it with a message naming the key. So dvc.yaml cannot silently under-declare
@@ -16,8 +20,9 @@ from tinytf import collector
 collector.pause_for_imports()
 
 import argparse
+import contextlib
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import yaml
@@ -26,6 +31,7 @@ from tinytf.allocator import keep_freed_memory
 from tinytf.config import load_params as validated_params
 from tinytf.config import narrow_params
 from tinytf.errors import ParamsError, TinyTFError
+from tinytf.io import staged
 from tinytf.schema import DeclaredParams, parse_overrides
 
 DVC_FILE = Path("dvc.yaml")
@@ -69,6 +75,30 @@ def load_params(stage: str, args: argparse.Namespace) -> DeclaredParams:
     keys dvc.yaml declares for `stage`."""
     params = validated_params(args.params, parse_overrides(args.overrides))
     return narrow_params(params, declared_keys(stage), f"stage '{stage}'", args.params)
+
+
+@contextlib.contextmanager
+def staged_outputs(
+    args: argparse.Namespace, tag: str, into: tuple[str, ...] = (), whole: tuple[str, ...] = ()
+) -> Iterator[None]:
+    """Point the output paths in `args` at staging folders for the block, and put what was written
+    in place when it succeeds (tinytf.io.staged). `into`: a folder the stage writes files into,
+    each replacing its namesake; `whole`: a file or folder replaced whole, with any files written
+    beside it (the .json beside a .pt). Enter it inside the MLflow run, so the run is FINISHED only
+    once the outputs are in place."""
+    original = {name: getattr(args, name) for name in (*into, *whole)}
+    folders = [Path(original[n]) for n in into] + [Path(original[n]).parent for n in whole]
+    with staged(folders, tag) as staging:
+        for name in into:
+            setattr(args, name, str(staging[Path(original[name])]))
+        for name in whole:
+            path = Path(original[name])
+            setattr(args, name, str(staging[path.parent] / path.name))
+        try:
+            yield
+        finally:
+            for name, value in original.items():
+                setattr(args, name, value)
 
 
 def run(main: Callable[[], None]) -> None:
