@@ -29,9 +29,10 @@ def main() -> None:
     args = parser.parse_args()
     params = common.load_params("checks", args)
     p = params
-    reports = Path(args.reports)
 
-    with stage_run("checks", params.as_dict()) as tracker:
+    staged = common.staged_outputs(args, "checks", whole=("reports",))  # the folder whole: no stale table
+    with stage_run("checks", params.as_dict()) as tracker, staged:
+        reports = Path(args.reports)
         tokenizer = load_tokenizer(args.tokenizer)
         vocab = tokenizer.get_vocab_size()
         classes = (

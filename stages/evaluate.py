@@ -33,7 +33,8 @@ def main() -> None:
     args = parser.parse_args()
     params = common.load_params("evaluate", args)
 
-    with stage_run("evaluate", params.as_dict()) as tracker:
+    staged = common.staged_outputs(args, "evaluate", into=("reports",), whole=("metrics",))
+    with stage_run("evaluate", params.as_dict()) as tracker, staged:
         common.log_token_inputs(tracker, args.data, "sentiment", ("test",))
         table = load_cells(params.grid, args.grid)
         best = best_cell(table)

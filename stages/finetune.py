@@ -66,7 +66,8 @@ def main() -> None:
     snapshots = sorted(Path(args.snapshots).glob("epoch*.pt"), key=lambda p: int(p.stem[5:]))
 
     check_label_counts(params.finetune, args.data)  # before the MLflow run: a refused count leaves none
-    with stage_run("finetune", params.as_dict()) as tracker:
+    staged = common.staged_outputs(args, "finetune", into=("reports",))
+    with stage_run("finetune", params.as_dict()) as tracker, staged:
 
         @contextlib.contextmanager
         def child_run(arm: str, seed: int):

@@ -51,7 +51,8 @@ def main() -> None:
         **({"hf": dataclasses.asdict(params.hf)} if g.init == "hf" else {}),
     }
     group = params_hash(params.as_dict())  # one MLflow parent run per matrix and its params
-    with stage_run("grid", logged, run_name=f"grid-{key}", group_key=group) as tracker:
+    staged = common.staged_outputs(args, f"grid-{key}", whole=("out",))
+    with stage_run("grid", logged, run_name=f"grid-{key}", group_key=group) as tracker, staged:
         common.log_token_inputs(tracker, args.data, "sentiment", ("train", "validation"))
         data = SentimentData.load(args.data)
         max_length = params.tokenize.max_length

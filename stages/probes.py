@@ -21,7 +21,8 @@ def main() -> None:
     params = common.load_params("probes", args)
     p = params.probes
 
-    with stage_run("probes", params.as_dict()) as tracker:
+    staged = common.staged_outputs(args, "probes", into=("reports",))
+    with stage_run("probes", params.as_dict()) as tracker, staged:
         table = run_probes(seed=p.seed, n=p.n, d=p.d, scale=p.scale, tol=p.tolerance)
         reports = Path(args.reports)
         write_text(reports / "probes.csv", table.to_csv(index=False))

@@ -23,7 +23,8 @@ def main() -> None:
     params = common.load_params("tokenize", args)
     p = params.tokenize
 
-    with stage_run("tokenize", params.as_dict()) as tracker:
+    staged = common.staged_outputs(args, "tokenize", into=("out",), whole=("report",))
+    with stage_run("tokenize", params.as_dict()) as tracker, staged:
         metrics, timings = run_tokenize(p, args.prepared, args.out, args.report)
         corpus, sentiment = metrics["corpus"], metrics["sentiment"]
         tracker.log_metrics(

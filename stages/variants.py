@@ -32,7 +32,8 @@ def main() -> None:
     key = cell_key(args.pos, args.merge, args.seed)
     logged = {"base": {"seed": args.seed}, "model": to_dict(model), "pretrain": to_dict(pretrain_params)}
     group = params_hash(params.as_dict())  # one MLflow parent run per matrix and its params
-    with stage_run("variants", logged, run_name=f"variants-{key}", group_key=group) as tracker:
+    staged = common.staged_outputs(args, f"variants-{key}", whole=("out",))
+    with stage_run("variants", logged, run_name=f"variants-{key}", group_key=group) as tracker, staged:
         tracker.set_tags({"tinytf.cell": key})
         result = pretrain(
             model,

@@ -18,7 +18,8 @@ def main() -> None:
     params = common.load_params("variants_table", args)
     v = params.variants
 
-    with stage_run("variants_table", params.as_dict()) as tracker:
+    staged = common.staged_outputs(args, "variants_table", into=("reports",))
+    with stage_run("variants_table", params.as_dict()) as tracker, staged:
         cells = summarize(v, args.cells)
         write_summary(cells, args.reports, len(v.seeds), v.steps)
         tracker.log_artifact(f"{args.reports}/variants.md")
