@@ -36,7 +36,8 @@ def main() -> None:
     key = resume_key(params_hash(logged), args.data)
     resuming = params.pretrain.resume and load_training_state(args.state, key) is not None
 
-    staged = common.staged_outputs(args, "pretrain", into=("reports",), whole=("model", "snapshots"))
+    # whole: a sample table a masked LM no longer writes must not outlive its run
+    staged = common.staged_outputs(args, "pretrain", whole=("model", "snapshots", "reports"))
     with stage_run("pretrain", logged, resume=resuming) as tracker, staged:
         common.log_token_inputs(tracker, args.data, "corpus", ("train", "validation", "test"))
         result = pretrain(
