@@ -95,13 +95,10 @@ def staged(folders: Iterable[str | Path], tag: str) -> Iterator[dict[Path, Path]
     try:
         yield staging
         if is_main_rank():
-            _swap_in(
-                [
-                    (entry, target / entry.name)
-                    for target, s in staging.items()
-                    for entry in sorted(s.iterdir())
-                ]
-            )
+            moves = [
+                (entry, target / entry.name) for target, s in staging.items() for entry in sorted(s.iterdir())
+            ]
+            _swap_in(moves)
     finally:
         for folder in staging.values():
             shutil.rmtree(folder, ignore_errors=True)
@@ -117,7 +114,7 @@ def _swap_in(moves: list[tuple[Path, Path]]) -> None:
     try:
         for entry, target in moves:
             old = target.parent / f".{target.name}.old.tmp"
-            shutil.rmtree(old, ignore_errors=True) if old.is_dir() else old.unlink(missing_ok=True)
+            _remove(old)  # a killed swap's
             kept = old if target.exists() or target.is_symlink() else None
             if kept:
                 os.rename(target, old)
@@ -133,7 +130,14 @@ def _swap_in(moves: list[tuple[Path, Path]]) -> None:
         raise OutputError(f"{exc}; the previous outputs are kept as they were") from None
     for _, _, kept in done:
         if kept:
-            shutil.rmtree(kept) if kept.is_dir() and not kept.is_symlink() else kept.unlink()
+            _remove(kept)
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)
 
 
 def _check_replaceable(target: Path) -> None:
