@@ -2,8 +2,6 @@
 logistic regression, C chosen on validation, fitted on the same nested label subsets and seeds
 as the finetune stage and scored on the same test split. Every transformer accuracy in the
 report stands next to these.
-
-params: baselines, finetune.label_counts, finetune.seeds
 """
 
 import sys
@@ -37,7 +35,8 @@ def main() -> None:
 
     splits = {s: read_split(Path(args.data) / f"{s}.parquet") for s in SPLITS}
     check_counts(f.label_counts, len(splits["train"][1]), str(Path(args.data) / "train.parquet"))
-    with stage_run("baselines", params.as_dict()) as tracker:
+    staged = common.staged_outputs(args, "baselines", into=("reports",))
+    with stage_run("baselines", params.as_dict()) as tracker, staged:
         plan = f.curve_plan()
 
         def progress(count, seed, fit):

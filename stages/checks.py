@@ -3,8 +3,6 @@ itself reads files only. Parameter counts of our model and the seed lab's (close
 counted from the built module), the seed reports' parameter arithmetic, the seed claims that
 PyTorch settles (each measured on a small seeded model), and where each head of the pretrained
 model looks on a sample sentence (its attention weights, for the report's maps).
-
-params: base.seed, model, pretrain.objective, pretrain.samples
 """
 
 import json
@@ -29,9 +27,10 @@ def main() -> None:
     args = parser.parse_args()
     params = common.load_params("checks", args)
     p = params
-    reports = Path(args.reports)
 
-    with stage_run("checks", params.as_dict()) as tracker:
+    staged = common.staged_outputs(args, "checks", whole=("reports",))  # the folder whole: no stale table
+    with stage_run("checks", params.as_dict()) as tracker, staged:
+        reports = Path(args.reports)
         tokenizer = load_tokenizer(args.tokenizer)
         vocab = tokenizer.get_vocab_size()
         classes = (

@@ -1,6 +1,10 @@
 """What every stage script shares: its command line, its params narrowed to what dvc.yaml
 declares for it, and user errors as one line with exit status 2.
 
+A stage writes its outputs through `staged_outputs`: into temporaries, put in place together
+only once it has succeeded, so a failed run leaves the previous outputs whole (dvc.yaml marks
+them `persist`, so DVC does not delete them first either).
+
 A stage reads params through `load_params(stage, args)`: the whole params file is validated,
 then the stage sees only the keys listed under its `params:` in dvc.yaml, and reading any
 other key stops it with a message naming the key. So dvc.yaml cannot silently under-declare
@@ -16,10 +20,11 @@ from tinytf import collector
 collector.pause_for_imports()
 
 import argparse
+import contextlib
 import fnmatch
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import yaml
@@ -28,6 +33,7 @@ from tinytf.allocator import keep_freed_memory
 from tinytf.config import load_params as validated_params
 from tinytf.config import narrow_params
 from tinytf.errors import ParamsError, TinyTFError
+from tinytf.io import staged
 from tinytf.schema import DeclaredParams, parse_overrides
 
 DVC_FILE = Path("dvc.yaml")
@@ -35,11 +41,15 @@ DVC_FILE = Path("dvc.yaml")
 
 def stage_parser(stage: str, doc: str) -> argparse.ArgumentParser:
     """An argparse parser with the options every stage takes; the stage adds its paths."""
+    try:  # the params it reads, from dvc.yaml: the one list, never restated in the docstring
+        reads = "params (dvc.yaml): " + ", ".join(declared_keys(stage)) + "\n"
+    except (OSError, KeyError, yaml.YAMLError, ParamsError):
+        reads = ""
     parser = argparse.ArgumentParser(
         prog=f"stages/{stage}.py",
         description=doc,
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="dvc.yaml passes every path; `dvc repro` (or `tinytf run STAGE`) runs this with them.",
+        epilog=reads + "dvc.yaml passes every path; `dvc repro` (or `tinytf run STAGE`) runs this with them.",
     )
     parser.add_argument("--params", default="params.yaml", help="params file (default: params.yaml)")
     parser.add_argument(
@@ -71,6 +81,30 @@ def load_params(stage: str, args: argparse.Namespace) -> DeclaredParams:
     keys dvc.yaml declares for `stage`."""
     params = validated_params(args.params, parse_overrides(args.overrides))
     return narrow_params(params, declared_keys(stage), f"stage '{stage}'", args.params)
+
+
+@contextlib.contextmanager
+def staged_outputs(
+    args: argparse.Namespace, tag: str, into: tuple[str, ...] = (), whole: tuple[str, ...] = ()
+) -> Iterator[None]:
+    """Point the output paths in `args` at staging folders for the block, and put what was written
+    in place when it succeeds (tinytf.io.staged). `into`: a folder the stage writes files into,
+    each replacing its namesake; `whole`: a file or folder replaced whole, with any files written
+    beside it (the .json beside a .pt). Enter it inside the MLflow run, so the run is FINISHED only
+    once the outputs are in place."""
+    original = {name: getattr(args, name) for name in (*into, *whole)}
+    folders = [Path(original[n]) for n in into] + [Path(original[n]).parent for n in whole]
+    with staged(folders, tag) as staging:
+        for name in into:
+            setattr(args, name, str(staging[Path(original[name])]))
+        for name in whole:
+            path = Path(original[name])
+            setattr(args, name, str(staging[path.parent] / path.name))
+        try:
+            yield
+        finally:
+            for name, value in original.items():
+                setattr(args, name, value)
 
 
 def run(main: Callable[[], None]) -> None:

@@ -1,7 +1,5 @@
 """Stage `complexity` (seed 003): time and memory of encoder self-, decoder self- and cross
 attention over sequence lengths and hidden sizes, and their log-log exponents.
-
-params: base.seed, complexity
 """
 
 from pathlib import Path
@@ -20,7 +18,8 @@ def main() -> None:
     params = common.load_params("complexity", args)
     c = params.complexity
 
-    with stage_run("complexity", params.as_dict()) as tracker:
+    staged = common.staged_outputs(args, "complexity", into=("reports",))
+    with stage_run("complexity", params.as_dict()) as tracker, staged:
         measured = measure(lengths=tuple(c.lengths), hidden_sizes=tuple(c.hidden_sizes), batch=c.batch,
                            heads=c.heads, repeats=c.repeats, device=c.device, fixed_length=c.fixed_length,
                            seed=params.base.seed)  # fmt: skip

@@ -3,8 +3,6 @@ loss), evaluate it once on test (accuracy with a bootstrap 95 % interval, per-cl
 confusion matrix), write the headline metrics (with the labelled-data curve and the
 baselines beside it), and register the cell's model in the MLflow
 registry with the alias `champion`.
-
-params: base.seed, grid, evaluate, finetune.device, finetune.precision, tokenize.max_length
 """
 
 import json
@@ -34,7 +32,8 @@ def main() -> None:
     args = parser.parse_args()
     params = common.load_params("evaluate", args)
 
-    with stage_run("evaluate", params.as_dict()) as tracker:
+    staged = common.staged_outputs(args, "evaluate", into=("reports",), whole=("metrics",))
+    with stage_run("evaluate", params.as_dict()) as tracker, staged:
         common.log_token_inputs(tracker, args.data, "sentiment", ("test",))
         table = load_cells(params.grid, args.grid)
         best = best_cell(table)

@@ -6,8 +6,6 @@ pretrained start runs again from each pretraining snapshot: the pretraining-toke
 pretrained encoder (the `hf:` section) is one more start, with its own tokenizer and lr candidates.
 Runs go side by side in worker processes, one per CPU core and one thread per run
 (`TINYTF_WORKERS` sets their number; the numbers do not depend on it: tinytf.train.workers).
-
-params: finetune, hf, tokenize.max_length
 """
 
 import contextlib
@@ -79,7 +77,8 @@ def main() -> None:
     snapshots = sorted(Path(args.snapshots).glob("epoch*.pt"), key=lambda p: int(p.stem[5:]))
 
     check_label_counts(params.finetune, args.data)  # before the MLflow run: a refused count leaves none
-    with stage_run("finetune", params.as_dict()) as tracker:
+    staged = common.staged_outputs(args, "finetune", into=("reports",))
+    with stage_run("finetune", params.as_dict()) as tracker, staged:
 
         @contextlib.contextmanager
         def child_run(tags: dict):

@@ -3,9 +3,6 @@ batch size x epochs, from grid.init (hf: the external encoder of the `hf:` secti
 own tokenizer), with grid.seed. Writes the trained model (<out>.pt and
 <out>.json) and the cell's curves and final validation metrics (<out>.result.json); `evaluate`
 picks the best cell. Adding a value to a list in params.yaml runs only the new cells.
-
-params: grid.init, grid.seed, grid.weight_decay, grid.dropout, finetune.warmup_ratio,
-        finetune.device, finetune.precision, finetune.compile, tokenize.max_length, hf
 """
 
 import dataclasses
@@ -57,7 +54,8 @@ def main() -> None:
         **({"hf": dataclasses.asdict(params.hf)} if g.init == "hf" else {}),
     }
     group = params_hash(params.as_dict())  # one MLflow parent run per matrix and its params
-    with stage_run("grid", logged, run_name=f"grid-{key}", group_key=group) as tracker:
+    staged = common.staged_outputs(args, f"grid-{key}", whole=("out",))
+    with stage_run("grid", logged, run_name=f"grid-{key}", group_key=group) as tracker, staged:
         common.log_token_inputs(tracker, args.data, "sentiment", ("train", "validation"))
         data = SentimentData.load(args.data)
         max_length = params.tokenize.max_length

@@ -4,8 +4,6 @@ the parquet splits and the data card. Nothing is written until every check has p
 Bring-your-own files must live under the `--raw` folder (data/raw/), which dvc.yaml declares
 as a dependency: that is how `dvc repro` sees an edited data file. Texts are compared for
 repeats and overlaps as the tokenizer will see them, hence the two tokenize keys.
-
-params: base.seed, prepare, tokenize.kind, tokenize.lowercase
 """
 
 import os

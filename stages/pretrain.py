@@ -1,9 +1,10 @@
 """Stage `pretrain`: train the transformer as a causal (or masked) language model on the
 tokenized corpus; evaluate loss and perplexity per split every epoch (word-level perplexity on
 PTB), score the sample sentences (seed 004's table), and write the model for the fine-tuning
-stages, plus a snapshot after each epoch but the last (the pretraining-tokens curve starts there). A killed run started again resumes from --state.
-
-params: base.seed, model, pretrain
+stages, plus a snapshot after each epoch but the last (the pretraining-tokens curve starts there).
+A killed run started again resumes from --state, which also holds the snapshots taken so far; the
+outputs are written to temporaries and put in place together at the end, so after a kill at any
+point a rerun leaves every output, byte for byte, as an uninterrupted run would.
 """
 
 import sys
@@ -33,7 +34,9 @@ def main() -> None:
     key = resume_key(params_hash(logged), args.data)
     resuming = params.pretrain.resume and load_training_state(args.state, key) is not None
 
-    with stage_run("pretrain", logged, resume=resuming) as tracker:
+    # whole: a sample table a masked LM no longer writes must not outlive its run
+    staged = common.staged_outputs(args, "pretrain", whole=("model", "snapshots", "reports"))
+    with stage_run("pretrain", logged, resume=resuming) as tracker, staged:
         common.log_token_inputs(tracker, args.data, "corpus", ("train", "validation", "test"))
         result = pretrain(
             params.model,

@@ -1,7 +1,5 @@
 """Stage `probes` (seed 004 §1): construct queries and keys that make attention select one
 value or average several, in closed form, and verify each against its target weights.
-
-params: probes
 """
 
 import sys
@@ -21,7 +19,8 @@ def main() -> None:
     params = common.load_params("probes", args)
     p = params.probes
 
-    with stage_run("probes", params.as_dict()) as tracker:
+    staged = common.staged_outputs(args, "probes", into=("reports",))
+    with stage_run("probes", params.as_dict()) as tracker, staged:
         table = run_probes(seed=p.seed, n=p.n, d=p.d, scale=p.scale, tol=p.tolerance)
         reports = Path(args.reports)
         write_text(reports / "probes.csv", table.to_csv(index=False))

@@ -2,9 +2,6 @@
 built from the upstream stages' output files only (nothing is trained or run here). A missing
 input is listed in the README with the command that makes it; a malformed one stops the stage
 naming the file.
-
-params: model, pretrain, prepare.corpus.source, tokenize.max_length, variants.steps,
-        finetune.arms, grid
 """
 
 import sys

@@ -2,8 +2,6 @@
 sentiment train texts), then encode every split: the corpus as one id stream per split, the
 sentiment texts untruncated (the collate function truncates to tokenize.max_length).
 A script named tokenize.py would shadow the standard library's `tokenize` module.
-
-params: tokenize
 """
 
 import sys
@@ -23,7 +21,8 @@ def main() -> None:
     params = common.load_params("tokenize", args)
     p = params.tokenize
 
-    with stage_run("tokenize", params.as_dict()) as tracker:
+    staged = common.staged_outputs(args, "tokenize", into=("out",), whole=("report",))
+    with stage_run("tokenize", params.as_dict()) as tracker, staged:
         metrics, timings = run_tokenize(p, args.prepared, args.out, args.report)
         corpus, sentiment = metrics["corpus"], metrics["sentiment"]
         tracker.log_metrics(

@@ -2,8 +2,6 @@
 merge. Each cell is a short pretraining with the study's budget (variants.steps, lr, batch size,
 eval batches) and the cell's encoding, merge and seed; it writes that cell's final losses,
 perplexities and sample-sentence perplexities. `variants_table` summarizes the cells.
-
-params: model, pretrain, variants.steps, variants.lr, variants.batch_size, variants.eval_batches
 """
 
 import sys
@@ -32,7 +30,8 @@ def main() -> None:
     key = cell_key(args.pos, args.merge, args.seed)
     logged = {"base": {"seed": args.seed}, "model": to_dict(model), "pretrain": to_dict(pretrain_params)}
     group = params_hash(params.as_dict())  # one MLflow parent run per matrix and its params
-    with stage_run("variants", logged, run_name=f"variants-{key}", group_key=group) as tracker:
+    staged = common.staged_outputs(args, f"variants-{key}", whole=("out",))
+    with stage_run("variants", logged, run_name=f"variants-{key}", group_key=group) as tracker, staged:
         tracker.set_tags({"tinytf.cell": key})
         result = pretrain(
             model,

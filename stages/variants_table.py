@@ -1,8 +1,6 @@
 """Stage `variants_table`: seed 004's perplexity table from the cells of `variants`, mean ± std
 over seeds per positional encoding x head merge (only the cells the current params define), and
-summary.json: what the design detects and one verdict per main effect (issue 49).
-
-params: variants
+summary.json: what the design detects and one verdict per main effect.
 """
 
 import common
@@ -21,7 +19,8 @@ def main() -> None:
     params = common.load_params("variants_table", args)
     v = params.variants
 
-    with stage_run("variants_table", params.as_dict()) as tracker:
+    staged = common.staged_outputs(args, "variants_table", into=("reports",))
+    with stage_run("variants_table", params.as_dict()) as tracker, staged:
         cells = summarize(v, args.cells)
         write_summary(cells, args.reports, len(v.seeds), v.steps)
         summary = {"steps": v.steps, "seeds": list(v.seeds), **variants_verdicts(cells)}

@@ -512,3 +512,81 @@ def test_queued_experiments_run_two_at_once_and_both_reach_mlflow(workspace):
     evaluated = runs[runs["tags.tinytf.stage"] == "evaluate"]
     assert {"boot300", "boot400"} <= set(evaluated["tags.dvc.exp_name"].dropna())
     assert set(evaluated["status"]) == {"FINISHED"}
+
+
+# the tests below break a stage on purpose and put the workspace back; they come last, after the
+# tests that count MLflow runs (a failed report is a FAILED run)
+
+
+def file_bytes(root: Path, names: list[str]) -> dict[str, bytes]:
+    """Every file under each name (a file or a folder), by path: what a failed stage must keep."""
+    found = {}
+    for name in names:
+        path = root / name
+        for file in sorted(path.rglob("*")) if path.is_dir() else [path]:
+            if file.is_file():
+                found[file.relative_to(root).as_posix()] = file.read_bytes()
+    return found
+
+
+@contextlib.contextmanager
+def unwritable(folder: Path):
+    """chmod 555; for root, whom permissions do not stop, the immutable flag (chattr +i)."""
+    if os.geteuid() != 0:
+        folder.chmod(0o555)
+        try:
+            yield
+        finally:
+            folder.chmod(0o755)
+        return
+    if subprocess.run(["chattr", "+i", str(folder)], capture_output=True).returncode != 0:
+        pytest.skip("running as root where chattr +i is refused: no way to make a folder unwritable")
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", str(folder)], check=True)
+
+
+def test_a_report_that_cannot_be_written_leaves_the_last_report_whole(workspace):
+    outputs = ["reports/README.md", "reports/headline.json", "reports/tables", "reports/plots", "reports/dvc"]
+    before = file_bytes(workspace, outputs)
+    params = workspace / "params.yaml"
+    original = params.read_text()
+    import yaml
+
+    # another variants.steps changes a table the report writes before its plots
+    changed = yaml.safe_load(original)
+    changed["variants"]["steps"] += 1
+    params.write_text(yaml.safe_dump(changed, sort_keys=False))
+    try:
+        with unwritable(workspace / "reports/plots"):
+            result = dvc(workspace, "repro", "-s", "-f", "report", check=False)
+    finally:
+        params.write_text(original)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0, output
+    assert "reports/plots: not writable" in output and "Traceback" not in output, output
+    assert file_bytes(workspace, outputs) == before
+    assert not list(workspace.glob("*.tmp")) and not list((workspace / "reports").glob(".*.tmp"))
+    assert "Data and pipelines are up to date" in dvc(workspace, "status", "report").stdout
+    import mlflow
+
+    mlflow.set_tracking_uri(f"sqlite:///{workspace / 'mlflow.db'}")
+    runs = mlflow.search_runs(experiment_names=["tinytf"], filter_string="tags.`tinytf.stage` = 'report'")
+    assert runs.iloc[0]["status"] == "FAILED"  # the newest
+
+
+def test_a_refused_params_override_keeps_the_tokenizer_and_the_model_usable(workspace):
+    outputs = ["data/tokenizer.json", "data/tokens", "reports/tokenize.json"]
+    before = file_bytes(workspace, outputs)
+    params = workspace / "params.yaml"
+    original = params.read_text()
+    try:
+        result = dvc(workspace, "exp", "run", "-S", "+tokenize.vocab_sise=4000", check=False)
+    finally:
+        params.write_text(original)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0 and "tokenize.vocab_sise" in output, output
+    assert file_bytes(workspace, outputs) == before
+    scored = dvc(workspace, "score", "the market fell", command=(sys.executable, "-m", "tinytf.cli"))
+    assert "perplexity" in scored.stdout, scored.stdout + scored.stderr

@@ -15,3 +15,7 @@ class ParamsError(TinyTFError):
 
 class DataError(TinyTFError):
     """An input file or download is wrong; the message names the file (and line)."""
+
+
+class OutputError(TinyTFError):
+    """An output cannot be put in place (a read-only folder, say); the message names the path."""

@@ -1,7 +1,8 @@
-"""Atomic file writes and checksums.
+"""Atomic file writes, staged outputs and checksums.
 
 Every output goes to a temporary file in the same directory and is renamed into place,
-so an interrupted or failing stage never leaves a half-written file behind.
+so an interrupted or failing stage never leaves a half-written file behind; `staged` does the
+same for all of a stage's outputs together, so a failing stage leaves the previous ones whole.
 """
 
 from __future__ import annotations
@@ -10,12 +11,13 @@ import contextlib
 import hashlib
 import json
 import os
+import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from tinytf.errors import DataError
+from tinytf.errors import DataError, OutputError
 
 _UMASK = os.umask(0)
 os.umask(_UMASK)
@@ -27,6 +29,11 @@ def sha256_file(path: str | Path, chunk_size: int = 1 << 20) -> str:
         while chunk := handle.read(chunk_size):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+def is_main_rank() -> bool:
+    """tinytf.train.distributed.is_main, without torch: under torchrun only rank 0 writes."""
+    return os.environ.get("RANK", "0") == "0"
 
 
 @contextlib.contextmanager
@@ -48,7 +55,7 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         try:
             # mkstemp makes the file 0600; give it the permissions a plain open() would have
             os.chmod(tmp, 0o666 & ~_UMASK)
-            if os.environ.get("RANK", "0") == "0":  # tinytf.train.distributed.is_main, without torch
+            if is_main_rank():
                 os.replace(tmp, target)
         except PermissionError:
             raise _unwritable(target) from None
@@ -90,3 +97,85 @@ def write_npy(path: str | Path, array) -> None:
     with atomic_path(path) as tmp:
         with open(tmp, "wb") as handle:
             np.save(handle, array)
+
+
+@contextlib.contextmanager
+def staged(folders: Iterable[str | Path], tag: str) -> Iterator[dict[Path, Path]]:
+    """Yield an empty staging folder for each of `folders` (beside it: one disk, so renames);
+    write there what belongs in the folder. Only when the block succeeds does each top-level
+    entry written replace its namesake in the folder, whole (a folder with all it holds, so no
+    stale file survives), every folder's entries together or none. If the block fails or the
+    process dies, the previous outputs are as they were. `tag` names the writer (a stage, a
+    matrix cell), so two writers beside one folder stage apart."""
+    rank = "" if is_main_rank() else f".rank{os.environ['RANK']}"
+    staging = {Path(f): Path(f).parent / f".{Path(f).name}.{tag}{rank}.staging.tmp" for f in folders}
+    for target in staging:  # refuse before any work, not after it
+        for folder in (target, target.parent):
+            if folder.is_dir() and not os.access(folder, os.W_OK | os.X_OK):
+                raise DataError(f"{folder}: cannot write (permission denied); make the folder writable "
+                                f"(chmod u+w {folder}) or run as a user who may write there")  # fmt: skip
+    for target, folder in staging.items():
+        shutil.rmtree(folder, ignore_errors=True)  # a killed run's
+        try:
+            folder.mkdir(parents=True)
+        except PermissionError:
+            raise _unwritable(target) from None
+    try:
+        yield staging
+        if is_main_rank():
+            moves = [
+                (entry, target / entry.name) for target, s in staging.items() for entry in sorted(s.iterdir())
+            ]
+            _swap_in(moves)
+    finally:
+        for folder in staging.values():
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _swap_in(moves: list[tuple[Path, Path]]) -> None:
+    """Rename each new entry onto its target, keeping the old one aside until all are in; any
+    failure puts every old entry back. Permissions are checked first, so the usual failure
+    (a folder made read-only) replaces nothing."""
+    for _, target in moves:
+        _check_replaceable(target)
+    done: list[tuple[Path, Path, Path | None]] = []  # (new entry, target, the old one set aside)
+    try:
+        for entry, target in moves:
+            old = target.parent / f".{target.name}.old.tmp"
+            _remove(old)  # a killed swap's
+            kept = old if target.exists() or target.is_symlink() else None
+            if kept:
+                os.rename(target, old)
+            done.append((entry, target, kept))
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.rename(entry, target)
+    except OSError as exc:
+        for entry, target, kept in reversed(done):
+            if not entry.exists() and target.exists():
+                os.rename(target, entry)  # back into staging, which is removed
+            if kept:
+                os.rename(kept, target)
+        raise OutputError(f"{exc}; the previous outputs are kept as they were") from None
+    for _, _, kept in done:
+        if kept:
+            _remove(kept)
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def _check_replaceable(target: Path) -> None:
+    """Replacing `target` renames in its folder and, for a folder, empties it afterwards."""
+    folders = [target.parent] if target.parent.exists() else []
+    if target.is_dir() and not target.is_symlink():
+        folders += [target, *(p for p in target.rglob("*") if p.is_dir() and not p.is_symlink())]
+    for folder in folders:
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise OutputError(
+                f"{folder}: not writable, so {target} cannot be replaced; the previous outputs are "
+                "kept as they were and the new ones were not written"
+            )

@@ -20,7 +20,7 @@ import pandas as pd
 from tinytf.analysis.power import detectable_difference, pooled_seed_std
 from tinytf.config import Params
 from tinytf.errors import DataError
-from tinytf.io import write_text
+from tinytf.io import staged, write_text
 from tinytf.report import tables as rt
 from tinytf.report.bodies import bodies_section
 from tinytf.report.facts import UPSTREAM, Facts
@@ -359,11 +359,11 @@ def build_report(params: Params, root: str | Path = ".", out_dir: str | Path = "
                     report.grid, report.bodies, report.extras, report.attention, report.dvc_views):  # fmt: skip
         section()
     report.pending.append((out / "README.md", write_text, (render_readme(report),)))
-    for path, writer, args in report.pending:
-        writer(path, *args)
-    written = [path for path, _, _ in report.pending]
-    for folder in ("tables", "plots", "dvc"):  # outputs of an earlier build whose inputs are gone now
-        for path in sorted((out / folder).glob("*")):
-            if path.suffix in (".md", ".csv", ".png") and path not in written:
-                path.unlink()
-    return written
+    # written beside `out`, then put in place together (tinytf.io.staged): a failure leaves the last
+    # report whole; tables/, plots/ and dvc/ are replaced whole, so no file of an earlier build stays
+    with staged([out], "report") as staging:
+        for folder in ("tables", "plots", "dvc"):
+            (staging[out] / folder).mkdir()
+        for path, writer, args in report.pending:
+            writer(staging[out] / path.relative_to(out), *args)
+    return [path for path, _, _ in report.pending]

@@ -208,7 +208,8 @@ def run_loop(
 
     `on_epoch_end(epoch, step)` evaluates and returns that epoch's metrics; they are added to
     the history and passed to callbacks. `extra_state` is stored in every checkpoint (e.g. the
-    resolved precision, so a resumed run uses what the first run chose).
+    resolved precision, so a resumed run uses what the first run chose); a dict in it is the
+    task's own state, filled as it goes (pretraining's snapshots) and refilled in place on resume.
     """
     optimizer = build_optimizer(model, cfg)
     history: list[dict] = []
@@ -221,6 +222,10 @@ def run_loop(
         source.load_state(saved["source"])
         set_rng_state(saved["rng"])
         history, step, step_log = saved["history"], saved["step"], saved.get("step_log", [])
+        for key, value in (extra_state or {}).items():  # in place: the caller holds these objects
+            if isinstance(value, dict) and isinstance(saved.get(key), dict):
+                value.clear()
+                value.update(saved[key])
         print(f"resuming {cfg.desc} from step {step} ({state_path})", file=sys.stderr)
     last_good = step
     ddp = distributed.wrap(model, loss_fn, runtime.device) if distributed.enabled() else None

@@ -145,7 +145,9 @@ def pretrain(
     snapshot_dir: str | Path | None = None,
 ) -> PretrainResult:
     """`snapshot_dir` receives the model at the end of every epoch but the last (`epoch<N>.pt`,
-    its tokens in the JSON beside it): the starts of the pretraining-tokens curve."""
+    its tokens in the JSON beside it): the starts of the pretraining-tokens curve. They are kept
+    in the training state as they are taken and written once training ends, so a run resumed
+    after a kill writes every one, however many epochs back it was taken."""
     data_dir = Path(data_dir)
     tokenizer = load_tokenizer(data_dir / "tokenizer.json")
     tokens = {s: load_tokens(data_dir / "tokens" / "corpus" / f"{s}.npy") for s in SPLITS}
@@ -168,11 +170,12 @@ def pretrain(
     words = words_with_eos(Path(stats_path))
     eval_tokens = params.eval_batches * block * batch
 
+    kept: dict = {"snapshots": {}}  # epoch -> weights and tokens; saved with the training state
+
     def evaluate_all(epoch: int, step: int) -> dict[str, float]:
         if snapshot_dir is not None and epoch < params.epochs:
-            save_model(
-                Path(snapshot_dir) / f"epoch{epoch}.pt", model, {"pretrain_tokens": step * tokens_per_step}
-            )
+            weights = {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
+            kept["snapshots"][epoch] = {"model": weights, "pretrain_tokens": step * tokens_per_step}
         metrics = {}
         for split in SPLITS:
             limit = eval_tokens or (len(tokens["validation"]) if split == "train" else 0)
@@ -187,19 +190,32 @@ def pretrain(
     print(f"pretrain: {total_steps} steps ({steps_per_epoch}/epoch), {runtime.describe()}")
     source = BlockSource(tokens["train"], objective, block, batch, seed)
     out = run_loop(model, source, loss_fn, loop, runtime, evaluate_all, list(callbacks), state_path,
-                   resume_key(params_hash, data_dir), params.resume)  # fmt: skip
+                   resume_key(params_hash, data_dir), params.resume, kept)  # fmt: skip
     samples = []
     if params.objective == "causal":
         for sample in params.samples:
             scored = lm.score_text(model, tokenizer, sample.text, runtime)
             samples.append({"name": sample.name, **scored})
     model.to("cpu")
-    if snapshot_dir is not None and distributed.is_main():  # a longer run (no DVC to clear outs) left more
-        for stale in Path(snapshot_dir).glob("epoch*.*"):
-            if stale.stem not in {f"epoch{e}" for e in range(1, params.epochs)}:
-                stale.unlink()
+    if snapshot_dir is not None:
+        write_snapshots(Path(snapshot_dir), config, kept["snapshots"], params.epochs)
     final = {**out["history"][-1], "tokens": total_steps * tokens_per_step}
     return PretrainResult(model, out["history"], out["step_log"], final, samples, runtime)
+
+
+def write_snapshots(folder: Path, config, snapshots: dict[int, dict], epochs: int) -> None:
+    """`epoch<N>.pt` for every epoch but the last, from the weights kept as training went; the
+    same bytes whether the run went straight through or was resumed after the snapshot's epoch."""
+    model = TinyTransformer(config)
+    for epoch in range(1, epochs):
+        model.load_state_dict(snapshots[epoch]["model"])
+        save_model(
+            folder / f"epoch{epoch}.pt", model, {"pretrain_tokens": snapshots[epoch]["pretrain_tokens"]}
+        )
+    if distributed.is_main():  # a longer run (no DVC to clear outs) left more
+        for stale in folder.glob("epoch*.*"):
+            if stale.stem not in {f"epoch{e}" for e in range(1, epochs)}:
+                stale.unlink()
 
 
 def sample_table(final: dict, samples: list[dict]) -> str:
