@@ -93,7 +93,9 @@ def server(tmp_path_factory):
 def pipeline(server, tmp_path_factory):
     url, _ = server
     workspace = repo_copy(tmp_path_factory.mktemp("repo"))
-    result = dvc(workspace, "preset", "tiny", command=(sys.executable, "-m", "tinytf.cli"), tracking_uri=url)
+    # in the workspace: its evaluate run is the workspace's own, so it moves @champion
+    result = dvc(workspace, "preset", "tiny", "--workspace", command=(sys.executable, "-m", "tinytf.cli"),
+                 tracking_uri=url)  # fmt: skip
     return workspace, result.stdout + result.stderr
 
 
