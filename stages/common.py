@@ -42,11 +42,12 @@ DVC_FILE = Path("dvc.yaml")
 def stage_parser(stage: str, doc: str) -> argparse.ArgumentParser:
     """An argparse parser with the options every stage takes; the stage adds its paths."""
     try:  # the params it reads, from dvc.yaml: the one list, never restated in the docstring
-        reads = "params (dvc.yaml): " + ", ".join(declared_keys(stage)) + "\n"
+        keys = declared_keys(stage, Path(__file__).resolve().parents[1] / DVC_FILE)
+        reads = "params (dvc.yaml): " + ", ".join(keys) + "\n"
     except (OSError, KeyError, yaml.YAMLError, ParamsError):
         reads = ""
     parser = argparse.ArgumentParser(
-        prog=f"stages/{stage}.py",
+        prog=f"stages/{Path(sys.argv[0]).name}",
         description=doc,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=reads + "dvc.yaml passes every path; `dvc repro` (or `tinytf run STAGE`) runs this with them.",

@@ -13,7 +13,7 @@ from tinytf.tracking import stage_run
 
 
 def main() -> None:
-    parser = common.stage_parser("train_tokenizer", __doc__)
+    parser = common.stage_parser("tokenize", __doc__)
     parser.add_argument("--prepared", required=True, help="folder of the prepared parquet splits")
     parser.add_argument("--out", required=True, help="folder for tokenizer.json and tokens/")
     parser.add_argument("--report", required=True, help="JSON file of tokenizer statistics")

@@ -52,7 +52,12 @@ def test_every_stage_script_explains_itself(tmp_path):
             continue
         result = stage(tmp_path, script.name, "--help")
         assert result.returncode == 0, script.name
-        assert "Stage `" in result.stdout and "params:" in result.stdout and "--params" in result.stdout
+        # the params it reads come from dvc.yaml, wherever it is run from
+        assert (
+            "Stage `" in result.stdout
+            and "params (dvc.yaml):" in result.stdout
+            and "--params" in result.stdout
+        )
 
 
 def test_run_expands_a_matrix_stage_from_params(tmp_path, monkeypatch):

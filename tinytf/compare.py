@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from tinytf.errors import DataError
+from tinytf.schema import flatten
 
 # (column, key path in reports/headline.json): what the study's question is answered by
 HEADLINE = (
@@ -27,16 +28,6 @@ HEADLINE = (
 )
 METRICS_FILE = "reports/headline.json"
 MAX_COLUMNS = 30
-
-
-def _flatten(values: dict, prefix: str = "") -> dict:
-    flat = {}
-    for key, value in values.items():
-        if isinstance(value, dict):
-            flat.update(_flatten(value, f"{prefix}{key}."))
-        else:
-            flat[f"{prefix}{key}"] = value
-    return flat
 
 
 def _dig(values: dict, path: tuple[str, ...]):
@@ -57,7 +48,7 @@ def rows_from_show(show: list[dict]) -> list[dict]:
         data = entry.get("data") or {}
         params = ((data.get("params") or {}).get("params.yaml") or {}).get("data") or {}
         metrics = ((data.get("metrics") or {}).get(METRICS_FILE) or {}).get("data") or {}
-        rows.append({"name": name, "params": _flatten(params), "metrics": metrics})
+        rows.append({"name": name, "params": flatten(params), "metrics": metrics})
 
     for baseline in show:
         add(baseline, label(baseline))

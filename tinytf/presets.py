@@ -22,20 +22,11 @@ import yaml
 
 from tinytf.config import load_params
 from tinytf.errors import ParamsError
+from tinytf.schema import flatten
 
 
 def available(preset_dir: Path) -> list[str]:
     return sorted(p.stem for p in preset_dir.glob("*.yaml"))
-
-
-def _leaves(values: dict, prefix: str = "") -> dict:
-    flat = {}
-    for key, value in values.items():
-        if isinstance(value, dict):
-            flat.update(_leaves(value, f"{prefix}{key}."))
-        else:
-            flat[f"{prefix}{key}"] = value
-    return flat
 
 
 def preset_values(name: str, preset_dir: str | Path = "presets") -> dict:
@@ -52,7 +43,7 @@ def preset_values(name: str, preset_dir: str | Path = "presets") -> dict:
         raise ParamsError(f"{path}: not valid YAML: {exc}") from None
     if not isinstance(values, dict):
         raise ParamsError(f"{path}: expected a mapping of params sections")
-    return _leaves(values)
+    return flatten(values)
 
 
 def set_args(
