@@ -41,9 +41,12 @@ def _headline(r: ReportView) -> list[str]:
         out.append(
             f"- Test accuracy by start, mean ± std over {len(s.get('seeds', [])) or '?'} seeds: {rt.arms_text(f.finetune)}."
         )
+        every = s.get("label_curve", {}).get("all", {})
         for key in ("pretrained_vs_scratch", "frozen_vs_scratch"):
-            if key in s:
-                out.append(f"- Paired {key.replace('_vs_', ' − ')}: {rt.paired_text(s[key])}.")
+            if key in s:  # the all-labels point of the curve carries its Holm-adjusted p
+                out.append(
+                    f"- Paired {key.replace('_vs_', ' − ')}, all labels: {rt.paired_text(every.get(key, s[key]))}."
+                )
     if f.pretrain is not None:
         m = f.pretrain
         word = (

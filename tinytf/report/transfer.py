@@ -138,11 +138,13 @@ def transfer_text(r: ReportView) -> list[str]:
             said = verdict(test)
             if said == "made no detectable difference":
                 points = f"its {100 * test['mean_difference']:+.1f} points"
-                said += (
-                    f": {test['n']} seeds are too few for a sign test to call {points} detected"
-                    if rt.no_spread(test)
-                    else f": {points} are within seed noise"
-                )
+                if rt.no_spread(test):
+                    said += f": {test['n']} seeds are too few for a sign test to call {points} detected"
+                elif test.get("p_value") is not None and test["p_value"] < ALPHA:
+                    family = len(s["label_curve"])
+                    said += f": {points} pass one test but not Holm's correction across {family} label counts"
+                else:
+                    said += f": {points} are within seed noise"
             out.append(f"- {labels} labels: pretraining {said} ({rt.pct(entry['pretrained']['mean'])} vs "
                        f"scratch {rt.pct(entry['scratch']['mean'])}; paired {rt.paired_text(test)}).")  # fmt: skip
     out += trend_text(s)
