@@ -151,3 +151,17 @@ def test_a_temporary_experiments_artifacts_land_beside_the_repositorys_store(sto
     assert (store / "mlflow.db").exists() and not (copy / "mlflow.db").exists()
     assert [p.read_text() for p in (store / "mlartifacts" / "tinytf-temp").rglob("note.txt")] == ["kept"]
     assert not (copy / "mlruns").exists()
+
+
+def test_a_stage_knows_it_runs_in_a_temporary_copy(store, monkeypatch):
+    from tinytf.tracking import in_temporary_copy
+
+    monkeypatch.chdir(store)
+    monkeypatch.setenv("DVC_ROOT", str(store))
+    assert not in_temporary_copy()  # the workspace's own run
+    copy = store / ".dvc" / "tmp" / "exps" / "standalone" / "tmpxyz"
+    copy.mkdir(parents=True)
+    monkeypatch.chdir(copy)
+    assert in_temporary_copy()  # dvc exp run --temp / --queue: DVC_ROOT names the workspace
+    monkeypatch.delenv("DVC_ROOT")
+    assert in_temporary_copy()  # a stage run by hand inside the copy

@@ -50,7 +50,8 @@ def project_root() -> Path:
 def in_temporary_copy() -> bool:
     """True inside the copy DVC makes for `dvc exp run --temp` or `--queue`: not the workspace's
     own run, whatever it scores."""
-    return project_root() != Path(os.environ.get("DVC_ROOT") or os.getcwd()).resolve()
+    # DVC points DVC_ROOT at the workspace from the copy, whose path is the cwd of its stages
+    return Path.cwd().resolve() != project_root()
 
 
 def tracking_uri() -> str:
