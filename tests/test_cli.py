@@ -281,3 +281,15 @@ def test_score_names_a_damaged_checkpoint(lm_files, tmp_path, capsys):
     assert main(["score", "--model", str(tmp_path / "model.pt"), *lm_files[2:], "the cat"]) == 2
     err = capsys.readouterr().err
     assert f"{tmp_path / 'model.pt'}: damaged or not a checkpoint" in err and len(err.splitlines()) == 1
+
+
+def test_preset_values_reach_dvc_as_the_numbers_they_are():
+    import yaml
+
+    from tinytf.presets import set_args, yaml_value
+
+    # YAML 1.1, as DVC reads -S values, takes 5e-05 for a string; 5.0e-05 is the number
+    for value in (5e-05, [5e-05, 0.001], 1e-4, 3, "x", True, ["concat", "reweight"], 2.5e-07):
+        assert yaml.safe_load(yaml_value(value)) == value, value
+    args = set_args("minilm", REPO / "params.yaml", REPO / "presets")
+    assert "grid.lrs=[5.0e-05]" in args

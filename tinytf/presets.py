@@ -56,7 +56,31 @@ def set_args(
     except ParamsError as exc:
         raise ParamsError(f"preset {Path(preset_dir) / f'{name}.yaml'}: {exc}") from None
     # JSON is YAML, which is how DVC reads a -S value: lists, numbers and strings stay themselves
-    return [arg for key, value in values.items() for arg in ("-S", f"{key}={json.dumps(value)}")]
+    return [arg for key, value in values.items() for arg in ("-S", f"{key}={yaml_value(value)}")]
+
+
+def yaml_value(value) -> str:
+    """`value` as DVC's YAML 1.1 reads it back: JSON, but a float in exponent form gets its dot
+    (YAML 1.1 reads 5e-05 as a string, 5.0e-05 as a number)."""
+    if isinstance(value, float):
+        text = repr(value)
+        mantissa, e, exponent = text.partition("e")
+        return f"{mantissa}.0e{exponent}" if e and "." not in mantissa else text
+    if isinstance(value, list):
+        return "[" + ", ".join(yaml_value(v) for v in value) + "]"
+    return json.dumps(value)
+
+
+def _same(here, wanted) -> bool:
+    """Equal as params, a number read back as a string (an older 5e-05) included."""
+    if isinstance(wanted, list) and isinstance(here, list):
+        return len(here) == len(wanted) and all(_same(h, w) for h, w in zip(here, wanted, strict=True))
+    if isinstance(wanted, float) and isinstance(here, str):
+        try:
+            return float(here) == wanted
+        except ValueError:
+            return False
+    return here == wanted
 
 
 def run_preset(
@@ -97,7 +121,7 @@ def export_report(
         here = params
         for part in key.split("."):
             here = here.get(part) if isinstance(here, dict) else None
-        if here != value:
+        if not _same(here, value):
             raise ParamsError(f"{params_file}: {key} is {here!r}, preset '{name}' sets {value!r}: apply the "
                               f"preset's run first (dvc exp apply EXP) so the report is the preset's")  # fmt: skip
     reports = Path(reports)
