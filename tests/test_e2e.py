@@ -86,7 +86,19 @@ def repo_copy(root: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory) -> Path:
-    return repo_copy(tmp_path_factory.mktemp("repo"))
+    """A copy of the repository with the tiny preset run as a temporary experiment and applied:
+    every test of this module starts from it, alone or in any selection."""
+    root = repo_copy(tmp_path_factory.mktemp("repo"))
+    # the way a user switches configuration: `dvc exp run -S ...` from presets/tiny.yaml
+    dvc(root, "preset", "tiny", command=(sys.executable, "-m", "tinytf.cli"))
+    # a temporary experiment: the clone is untouched until the experiment is applied
+    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                            capture_output=True, text=True, check=True).stdout  # fmt: skip
+    assert status == "", status
+    listed = dvc(root, "exp", "ls", "--name-only").stdout.splitlines()
+    [experiment] = [line.strip() for line in listed if line.strip() and not line.endswith(":")]  # no baseline
+    dvc(root, "exp", "apply", experiment)
+    return root
 
 
 # the longest single command here is the tiny pipeline's first `dvc exp run` (~3 min on 2 cores);
@@ -128,17 +140,8 @@ def dvc(
 
 
 def test_the_tiny_preset_runs_as_a_dvc_experiment_and_writes_every_output(workspace):
-    # the way a user switches configuration: `dvc exp run -S ...` from presets/tiny.yaml
-    dvc(workspace, "preset", "tiny", command=(sys.executable, "-m", "tinytf.cli"))
     import json
 
-    # a temporary experiment: the clone is untouched until the experiment is applied
-    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=workspace,
-                            capture_output=True, text=True, check=True).stdout  # fmt: skip
-    assert status == "", status
-    listed = dvc(workspace, "exp", "ls", "--name-only").stdout.splitlines()
-    [experiment] = [line.strip() for line in listed if line.strip() and not line.endswith(":")]  # no baseline
-    dvc(workspace, "exp", "apply", experiment)
     changed = json.loads(dvc(workspace, "params", "diff", "--json").stdout)["params.yaml"]
     assert changed["model.d_model"]["new"] == 32 and changed["model.d_model"]["old"] == 128, changed
     assert "prepare.sentiment.source" not in changed  # and nothing else
