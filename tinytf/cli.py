@@ -197,9 +197,7 @@ def guarded(fn: Callable[[], int | None]) -> int:
 
 
 def score(args: argparse.Namespace) -> None:
-    names, texts = from_command_line(
-        args.text, args.file
-    )  # before the imports: a bad text is refused at once
+    names, texts = from_command_line(args.text, args.file)  # before the imports: refused at once
     from tinytf.tools import score_command
 
     score_command(args.model, args.tokenizer, names, texts)

@@ -8,10 +8,7 @@ headline metrics and only the params that differ between the rows shown.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
-import sys
-from pathlib import Path
 
 from tinytf.errors import DataError
 from tinytf.schema import flatten
@@ -92,8 +89,11 @@ def format_table(frame, left_out: list[str]) -> str:
 
 
 def compare_command(extra: list[str]) -> None:
-    dvc = shutil.which("dvc") or str(Path(sys.executable).parent / "dvc")
-    result = subprocess.run([dvc, "exp", "show", "--json", *extra], capture_output=True, text=True)
+    from tinytf.presets import dvc_executable
+
+    result = subprocess.run(
+        [dvc_executable(), "exp", "show", "--json", *extra], capture_output=True, text=True
+    )
     if result.returncode != 0:
         last = (result.stderr.strip().splitlines() or ["no output"])[-1]
         raise DataError(f"dvc exp show failed: {last}")

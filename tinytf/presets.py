@@ -5,8 +5,9 @@ The workspace is never touched by a preset: it runs as a temporary DVC experimen
 whose params, metrics and outputs `dvc exp show` lists and `dvc exp apply NAME` brings into the
 workspace; a failed one leaves every file as it was. Everything after the name goes to `dvc exp
 run` (`--queue` queues the run instead, `-S key=value` overrides the preset, a stage name runs up
-to that stage); `--workspace` runs it in the workspace, as `dvc exp run` does by default. The preset is validated against params.yaml before DVC starts, so a bad
-key stops with its name and the preset's file, not in the middle of a pipeline.
+to that stage); `--workspace` runs it in the workspace, as `dvc exp run` does by default. The
+preset is validated against params.yaml before DVC starts, so a bad key stops with its name and
+the preset's file, not in the middle of a pipeline.
 """
 
 from __future__ import annotations
@@ -15,13 +16,13 @@ import json
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import yaml
 
 from tinytf.config import load_params
 from tinytf.errors import ParamsError
+from tinytf.io import staged, write_json
 from tinytf.schema import flatten
 
 
@@ -83,13 +84,18 @@ def _same(here, wanted) -> bool:
     return here == wanted
 
 
+def dvc_executable() -> str:
+    """The `dvc` beside this Python (its venv) when it is not on PATH."""
+    return shutil.which("dvc") or str(Path(sys.executable).parent / "dvc")
+
+
 def run_preset(
     name: str, dvc_args: list[str], params_file: str | Path, preset_dir: str | Path, workspace: bool = False
 ) -> int:
     """Run the preset as a DVC experiment, in a temporary copy unless `workspace` (or queued, if
     dvc_args say so); returns dvc's exit status."""
     arguments = set_args(name, params_file, preset_dir)
-    dvc = shutil.which("dvc") or str(Path(sys.executable).parent / "dvc")
+    dvc = dvc_executable()
     apart = workspace or {"--temp", "--queue"} & set(dvc_args)
     command = [dvc, "exp", "run", *arguments, *([] if apart else ["--temp"]), *dvc_args]
     print("tinytf: " + " ".join(command[1:]), file=sys.stderr)
@@ -97,8 +103,7 @@ def run_preset(
 
 
 # what a preset's committed report holds: the generated README, its tables and plots (the README
-# links them), the headline metrics and the finetune and baselines summaries
-# the variants study's verdicts travel too: issue 49's checks read them from the preset's report
+# links them), the headline metrics, the finetune and baselines summaries and the variants verdicts
 EXPORTED = {"README.md": "README.md", "metrics.json": "metrics.json", "tables": "tables", "plots": "plots",
             "finetune/summary.json": "summary.json", "baselines/summary.json": "baselines.json",
             "variants/summary.json": "variants.json"}  # fmt: skip
@@ -116,11 +121,9 @@ def export_report(
     leaves the previous one."""
     values = preset_values(name, preset_dir)
     load_params(params_file)  # a missing or invalid file stops here, named
-    params = yaml.safe_load(Path(params_file).read_text(encoding="utf-8")) or {}
+    params = flatten(yaml.safe_load(Path(params_file).read_text(encoding="utf-8")) or {})
     for key, value in values.items():
-        here = params
-        for part in key.split("."):
-            here = here.get(part) if isinstance(here, dict) else None
+        here = params.get(key)
         if not _same(here, value):
             raise ParamsError(f"{params_file}: {key} is {here!r}, preset '{name}' sets {value!r}: apply the "
                               f"preset's run first (dvc exp apply EXP) so the report is the preset's")  # fmt: skip
@@ -130,18 +133,12 @@ def export_report(
         raise ParamsError(
             f"{reports}: no {', '.join(missing)}: run the pipeline (dvc repro) before exporting"
         )
-    target = reports / "presets" / name
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=target.parent))
-    for src, dest in EXPORTED.items():
-        copy = shutil.copytree if (reports / src).is_dir() else shutil.copyfile
-        copy(reports / src, staging / dest)
-    (staging / "preset.json").write_text(
-        json.dumps(values, indent=2, sort_keys=True) + "\n", encoding="utf-8"
-    )
-    old = target.with_name(f".{name}-old")
-    if target.exists():
-        target.rename(old)
-    staging.rename(target)
-    shutil.rmtree(old, ignore_errors=True)
-    return target
+    presets = reports / "presets"
+    with staged([presets], f"export-{name}") as staging:
+        folder = staging[presets] / name
+        folder.mkdir()
+        for src, dest in EXPORTED.items():
+            copy = shutil.copytree if (reports / src).is_dir() else shutil.copyfile
+            copy(reports / src, folder / dest)
+        write_json(folder / "preset.json", values)
+    return presets / name
