@@ -22,6 +22,7 @@ collector.pause_for_imports()
 import argparse
 import contextlib
 import fnmatch
+import functools
 import re
 import sys
 from collections.abc import Callable, Iterator
@@ -64,17 +65,29 @@ def stage_parser(stage: str, doc: str) -> argparse.ArgumentParser:
     return parser
 
 
+def dvc_stages(dvc_file: Path = DVC_FILE) -> dict:
+    """dvc.yaml's `stages:`, parsed once per process and file version: a stage's --help, its params
+    and its error lines all read it."""
+    stat = dvc_file.stat()
+    return _parsed_stages(dvc_file.resolve(), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=4)
+def _parsed_stages(path: Path, mtime_ns: int, size: int) -> dict:
+    return (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("stages", {})
+
+
 def declared_keys(stage: str, dvc_file: Path = DVC_FILE) -> list[str]:
     """The `params:` entries of `stage` in dvc.yaml (a matrix stage's entries apply to every cell)."""
     if not dvc_file.exists():
         raise ParamsError(f"{dvc_file}: not found; run stages from the repository root")
-    stages = (yaml.safe_load(dvc_file.read_text(encoding="utf-8")) or {}).get("stages", {})
+    stages = dvc_stages(dvc_file)
     if stage not in stages:
         raise ParamsError(f"{dvc_file}: no stage '{stage}'")
     keys = stages[stage].get("params", [])
     if not all(isinstance(k, str) for k in keys):
         raise ParamsError(f"{dvc_file}: stage '{stage}': params must be plain keys of params.yaml")
-    return keys
+    return list(keys)  # a copy: the parsed file is shared
 
 
 def load_params(stage: str, args: argparse.Namespace) -> DeclaredParams:
@@ -139,7 +152,7 @@ def writer_of(path: str | Path, dvc_file: Path = DVC_FILE) -> str | None:
     """The dvc.yaml stage whose outs hold `path` (a matrix stage's cells match any value)."""
     try:
         relative = Path(path).absolute().relative_to(Path.cwd())
-        stages = (yaml.safe_load(dvc_file.read_text(encoding="utf-8")) or {}).get("stages", {})
+        stages = dvc_stages(dvc_file)
     except (ValueError, OSError, yaml.YAMLError):
         return None
     for stage, spec in stages.items():

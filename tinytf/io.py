@@ -66,8 +66,12 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
 def _unwritable(target: Path) -> DataError:
     # the first folder on the way that exists is the one whose permissions stop us
     folder = next(p for p in (target.parent, *target.parent.parents) if p.exists())
+    return _unwritable_folder(folder, f" {target}")
+
+
+def _unwritable_folder(folder: Path, what: str = "") -> DataError:
     return DataError(
-        f"{folder}: cannot write {target} (permission denied); make the folder writable "
+        f"{folder}: cannot write{what} (permission denied); make the folder writable "
         f"(chmod u+w {folder}) or run as a user who may write there"
     )
 
@@ -112,8 +116,7 @@ def staged(folders: Iterable[str | Path], tag: str) -> Iterator[dict[Path, Path]
     for target in staging:  # refuse before any work, not after it
         for folder in (target, target.parent):
             if folder.is_dir() and not os.access(folder, os.W_OK | os.X_OK):
-                raise DataError(f"{folder}: cannot write (permission denied); make the folder writable "
-                                f"(chmod u+w {folder}) or run as a user who may write there")  # fmt: skip
+                raise _unwritable_folder(folder)
     for target, folder in staging.items():
         shutil.rmtree(folder, ignore_errors=True)  # a killed run's
         try:
