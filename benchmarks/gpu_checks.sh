@@ -10,12 +10,19 @@
 # It needs torch with CUDA, pandas, pyarrow, tokenizers and PyYAML, not dvc or mlflow. Each check
 # stops after ${CHECK_TIMEOUT:-240} s, so one that hangs leaves time for the others.
 #
-#     bash benchmarks/gpu_checks.sh
+# Names after the script run just those checks (a short device call):
+#
+#     bash benchmarks/gpu_checks.sh [pretrain_gpu pretrain_6x384 pretrain classifier classifier_epoch]
 set -uo pipefail
 out=${OUT:-gpu-checks}
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 export PYTHONUNBUFFERED=1  # a check stopped by its timeout keeps every line it printed
 python=${PYTHON:-python3}
+all="pretrain_gpu pretrain_6x384 pretrain classifier classifier_epoch"
+wanted=" ${*:-$all} "
+for name in $wanted; do
+    case " $all " in *" $name "*) ;; *) echo "gpu_checks: no check '$name'; the checks: $all" >&2; exit 2 ;; esac
+done
 
 missing=$("$python" -c 'import torch; print("" if torch.cuda.is_available() else "torch sees no CUDA device")' 2>&1 | tail -n 1)
 if [ -n "$missing" ]; then
@@ -27,6 +34,7 @@ status=0
 check() {
     local name=$1
     shift
+    case $wanted in *" $name "*) ;; *) return 0 ;; esac
     echo "== $name: $*"
     timeout "${CHECK_TIMEOUT:-240}" "$python" "$@" 2>&1 | tee "$out/$name.txt"
     local rc=${PIPESTATUS[0]}
