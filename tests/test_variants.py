@@ -10,6 +10,7 @@ import pytest
 from tinytf.analysis.power import detectable_difference, pooled_seed_std, seeds_needed, variants_verdicts
 from tinytf.config import load_params
 from tinytf.errors import DataError
+from tinytf.train.runtime import resolve_runtime
 from tinytf.train.variants import cell_key, cell_params, write_cell
 
 from .conftest import REPO
@@ -20,7 +21,9 @@ def test_a_cell_trains_at_the_studys_lr_and_budget_not_pretrainings():
     model, pretrain = cell_params(params.model, params.pretrain, params.variants, "learned", "shift")
     assert pretrain.lr == 0.0015
     assert (pretrain.epochs, pretrain.steps_per_epoch) == (1, params.variants.steps)
-    assert pretrain.batch_size == params.variants.batch_size and not pretrain.compile
+    assert pretrain.batch_size == params.variants.batch_size
+    assert pretrain.compile == params.pretrain.compile == "auto"  # auto: the default's short cells run eager
+    assert not resolve_runtime("cpu", "auto", pretrain.compile, params.variants.steps).compile
     assert pretrain.weight_decay == params.pretrain.weight_decay  # the rest of the recipe is pretraining's
     assert (model.pos_encoding, model.head_merge) == ("learned", "shift")
 

@@ -12,6 +12,7 @@ the preset's file, not in the middle of a pipeline.
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 import subprocess
@@ -141,4 +142,52 @@ def export_report(
             copy = shutil.copytree if (reports / src).is_dir() else shutil.copyfile
             copy(reports / src, folder / dest)
         write_json(folder / "preset.json", values)
+        if values.get("pretrain.objective") == "masked":
+            compare_objectives(values, params_file, reports, folder)
     return presets / name
+
+
+def _git(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
+
+
+def _at_head(path: Path) -> str:
+    """The committed text of `path` at HEAD: the run a preset's experiment started from."""
+    path = Path(path).resolve()
+    top = _git(["rev-parse", "--show-toplevel"], path.parent).stdout.strip()
+    done = _git(["show", f"HEAD:{path.relative_to(top).as_posix()}"], Path(top)) if top else None
+    if done is None or done.returncode != 0:
+        raise ParamsError(f"HEAD:{path}: {done.stderr.strip() if done else 'not in a git repository'}")
+    return done.stdout
+
+
+def compare_objectives(values: dict, params_file: str | Path, reports: Path, folder: Path) -> None:
+    """The masked preset's run against the committed causal run at HEAD, whose params differ
+    only in the preset's keys: objectives.json, tables/objectives.md and a README section."""
+    import pandas as pd  # here: the other commands start without pandas
+
+    from tinytf.analysis import objectives
+    head = flatten(yaml.safe_load(_at_head(Path(params_file))) or {})
+    here = flatten(yaml.safe_load(Path(params_file).read_text(encoding="utf-8")) or {})
+    other = sorted(
+        k for k in head.keys() | here.keys() if k not in values and not _same(here.get(k), head.get(k))
+    )
+    if other or head.get("pretrain.objective") != "causal":
+        raise ParamsError(f"{params_file}: HEAD's run is not this preset's causal twin (differs in "
+                          f"{', '.join(other) or 'pretrain.objective'}): commit the causal run first")  # fmt: skip
+    runs = reports / "finetune" / "runs.csv"
+    causal = pd.read_csv(io.StringIO(_at_head(runs)))
+    comparison = objectives.objective_comparison(causal, pd.read_csv(runs))
+    commit = _git(["rev-parse", "HEAD"], runs.resolve().parent).stdout.strip()
+    write_json(folder / "objectives.json", {"objectives": comparison, "causal_run": commit})
+    (folder / "tables").mkdir(exist_ok=True)
+    table = objectives.table(comparison)
+    (folder / "tables" / "objectives.md").write_text(table, encoding="utf-8")
+    lines = ["", "## Masked vs causal pretraining on the label curve", "",
+             "Added by the export from `objectives.json`: this run's masked-LM start against the causal start "
+             "of the committed default run it differs from only in `pretrain.objective`, paired over the same "
+             "seeds (subset, head init and batch order), Holm across the label counts.", "",
+             *(f"- {objectives.verdict(labels, entry)}" for labels, entry in comparison["label_curve"].items()),
+             "", table]  # fmt: skip
+    with open(folder / "README.md", "a", encoding="utf-8") as readme:
+        readme.write("\n".join(lines))

@@ -26,14 +26,15 @@ def cell_key(pos: str, merge: str, seed: int) -> str:
 def cell_params(
     model: ModelParams, pretrain: PretrainParams, variants: VariantsParams, pos: str, merge: str
 ) -> tuple[ModelParams, PretrainParams]:
-    """The model and pretraining params of one cell: the study's budget, no compile (short runs)."""
+    """The model and pretraining params of one cell: the study's budget; pretraining's compile
+    setting, whose `auto` compiles only cells long enough to repay it (the default's do not)."""
     v = variants
     return (
         dataclasses.replace(model, pos_encoding=pos, head_merge=merge),
         dataclasses.replace(
             pretrain, epochs=1, steps_per_epoch=v.steps, batch_size=v.batch_size, lr=v.lr,
             eval_batches=v.eval_batches, warmup_steps=min(pretrain.warmup_steps, v.steps // 5),
-            compile=False, checkpoint_every=max(v.steps, 1),
+            checkpoint_every=max(v.steps, 1),
         ),
     )  # fmt: skip
 

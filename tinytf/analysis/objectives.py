@@ -1,0 +1,77 @@
+"""Masked against causal pretraining on the labelled-data curve: two runs of the same protocol
+that differ only in `pretrain.objective`, compared start against start on the same seeds (a seed
+fixes the subset, head init and batch order, so the pretrained bodies are all that differ)."""
+
+from __future__ import annotations
+
+import pandas as pd
+from scipy import stats
+
+from tinytf.analysis.evaluation import curve_summary, holm, paired_comparison
+from tinytf.errors import DataError
+
+ARMS = ["pretrained", "scratch"]
+
+
+def objective_comparison(causal_runs: pd.DataFrame, masked_runs: pd.DataFrame) -> dict:
+    """Per label count: each objective's pretrained start and scratch (mean test accuracy), the
+    paired test of masked − causal over the seeds, Holm-adjusted across the label counts, and
+    each start against scratch as its own run tested it. Raises DataError when the two runs do
+    not share their label counts and seeds."""
+    causal, masked = curve_summary(causal_runs, ARMS), curve_summary(masked_runs, ARMS)
+    if list(causal) != list(masked):
+        raise DataError(f"the runs' label counts differ: causal {list(causal)}, masked {list(masked)}")
+    curve = {}
+    for labels, m in masked.items():
+        c = causal[labels]
+        seeds = list(m["pretrained"]["by_seed"])
+        if seeds != list(c["pretrained"]["by_seed"]):
+            raise DataError(f"at {labels} labels the runs' seeds differ: causal "
+                            f"{list(c['pretrained']['by_seed'])}, masked {seeds}")  # fmt: skip
+        curve[str(labels)] = {
+            "n_train": m["n_train"],
+            "causal": c["pretrained"]["mean"],
+            "masked": m["pretrained"]["mean"],
+            "scratch": m["scratch"]["mean"],
+            "masked_vs_causal": paired_comparison(
+                [m["pretrained"]["by_seed"][s] for s in seeds], [c["pretrained"]["by_seed"][s] for s in seeds]
+            ),
+            "causal_vs_scratch": c["pretrained_vs_scratch"],
+            "masked_vs_scratch": m["pretrained_vs_scratch"],
+        }
+    tests = [entry["masked_vs_causal"] for entry in curve.values()]
+    for test in tests:  # the 95 % interval of the mean paired difference, half-width
+        n = test["n"]
+        test["ci95"] = float(stats.t.ppf(0.975, n - 1) * test["std_difference"] / n**0.5) if n > 1 else None
+    for test, adjusted in zip(tests, holm([t["p_value"] for t in tests]), strict=True):
+        test["p_holm"] = adjusted
+    return {
+        "label_curve": curve,
+        "test": "paired t over seeds of masked − causal pretrained starts, Holm across label counts",
+    }
+
+
+def verdict(labels: str, entry: dict, alpha: float = 0.05) -> str:
+    """One line: the difference in points with its p-values, or that none was detected."""
+    test = entry["masked_vs_causal"]
+    diff = 100 * test["mean_difference"]
+    p, p_holm = test.get("p_value"), test.get("p_holm")
+    if p is None:
+        return f"{labels} labels: masked − causal {diff:+.1f} points, every seed alike (no t-test)"
+    found = p_holm is not None and p_holm < alpha
+    text = (f"masked − causal {diff:+.1f} ± {100 * test['ci95']:.1f} points (95 % CI), p = {p:.3g}, "
+            f"Holm p = {p_holm:.3g}")  # fmt: skip
+    return f"{labels} labels: {text}" + ("" if found else ": no difference detected")
+
+
+def table(comparison: dict) -> str:
+    """The label-curve table: both pretrained starts and scratch, the paired difference and tests."""
+    lines = ["| labels | causal pretrained | masked pretrained | scratch | masked − causal (points) | p | Holm p |",
+             "|---|---|---|---|---|---|---|"]  # fmt: skip
+    for labels, e in comparison["label_curve"].items():
+        t = e["masked_vs_causal"]
+        p = "–" if t["p_value"] is None else f"{t['p_value']:.3g}"
+        ph = "–" if t.get("p_holm") is None else f"{t['p_holm']:.3g}"
+        lines.append(f"| {labels} ({e['n_train']}) | {100 * e['causal']:.1f} % | {100 * e['masked']:.1f} % | "
+                     f"{100 * e['scratch']:.1f} % | {100 * t['mean_difference']:+.1f} | {p} | {ph} |")  # fmt: skip
+    return "\n".join(lines) + "\n"
