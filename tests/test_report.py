@@ -212,7 +212,7 @@ def test_readme_numbers_equal_the_inputs(built):
     assert summary["verdicts"]["reweight_vs_concat"]["sentence"] in line
     # the seed's parameter slip is named with PyTorch's number
     assert "claimed 200,000, PyTorch 20,000" in text
-    assert "no masked-LM result exists" in text and "pretrain.objective=masked" in text
+    assert "no masked-LM result exists" in text and "`tinytf preset masked` runs one" in text
     assert "constructions pass" in text and "6/6" in text  # seed 004 §1, from probes.csv
     assert "encoder_self vs length 1.93" in text and "[reports/complexity/attention_cost.png]" in text
 

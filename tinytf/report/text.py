@@ -11,7 +11,7 @@ from tinytf.report.bodies import lm_corpus
 from tinytf.report.facts import ReportView
 from tinytf.report.transfer import transfer_text
 
-MASKED_RUN = "dvc exp run -S pretrain.objective=masked -S model.pooling=mean"
+MASKED_RUN = "tinytf preset masked"
 SEED_004_GRID = (
     "-S 'grid.optimizers=[Adagrad]' -S 'grid.lrs=[0.0001,5e-05,1e-05]' -S 'grid.batch_sizes=[64,128,256]'"
 )
@@ -355,10 +355,12 @@ def _masked(r: ReportView) -> str:
         line = f"- **Q5 bidirectional pretraining.** This workspace's body is a masked LM: {rt.arms_text(f.finetune)}"
         if "pretrained_vs_scratch" in s:
             line += f"; pretrained − scratch {rt.paired_text(s['pretrained_vs_scratch'])}"
-        return line + ". Compare with the causal run (`dvc metrics diff` against it) for the transfer gap."
+        return line + (". `tinytf preset masked --export` pairs it with the committed causal run, seed by seed "
+                       "(reports/presets/masked/objectives.json).")
     return (
         "- **Q5 bidirectional pretraining.** Our result above is for a causal LM; no masked-LM result exists "
-        f"here. Run one with `{MASKED_RUN}` and compare with `dvc exp show`."
+        f"here. `{MASKED_RUN}` runs one; its export pairs it with this run on the label curve "
+        "(reports/presets/masked/)."
     )
 
 
