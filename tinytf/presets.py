@@ -167,6 +167,7 @@ def compare_objectives(values: dict, params_file: str | Path, reports: Path, fol
     import pandas as pd  # here: the other commands start without pandas
 
     from tinytf.analysis import objectives
+
     head = flatten(yaml.safe_load(_at_head(Path(params_file))) or {})
     here = flatten(yaml.safe_load(Path(params_file).read_text(encoding="utf-8")) or {})
     other = sorted(

@@ -355,8 +355,10 @@ def _masked(r: ReportView) -> str:
         line = f"- **Q5 bidirectional pretraining.** This workspace's body is a masked LM: {rt.arms_text(f.finetune)}"
         if "pretrained_vs_scratch" in s:
             line += f"; pretrained − scratch {rt.paired_text(s['pretrained_vs_scratch'])}"
-        return line + (". `tinytf preset masked --export` pairs it with the committed causal run, seed by seed "
-                       "(reports/presets/masked/objectives.json).")
+        return line + (
+            ". `tinytf preset masked --export` pairs it with the committed causal run, seed by seed "
+            "(reports/presets/masked/objectives.json)."
+        )
     return (
         "- **Q5 bidirectional pretraining.** Our result above is for a causal LM; no masked-LM result exists "
         f"here. `{MASKED_RUN}` runs one; its export pairs it with this run on the label curve "
