@@ -7,11 +7,11 @@ import numpy as np
 import pandas as pd
 
 from tinytf.report import tables as rt
+from tinytf.report.answers import answers
 from tinytf.report.bodies import lm_corpus
 from tinytf.report.facts import ReportView
 from tinytf.report.transfer import transfer_text
 
-MASKED_RUN = "tinytf preset masked"
 SEED_004_GRID = (
     "-S 'grid.optimizers=[Adagrad]' -S 'grid.lrs=[0.0001,5e-05,1e-05]' -S 'grid.batch_sizes=[64,128,256]'"
 )
@@ -61,18 +61,28 @@ def _headline(r: ReportView) -> list[str]:
     return out
 
 
-# Long on purpose, like _answers: one README section, a bullet per seed claim found wrong.
 def _wrong(r: ReportView) -> list[str]:
-    f, out = r.f, []
+    """Where the course reports went wrong, each claim beside what PyTorch and our runs measure."""
+    out = _wrong_arithmetic(r.f)
+    if r.f.checks is None or r.f.counts is None:  # the checks stage has not run: its claims cannot be quoted
+        return out
+    return [*out, *_wrong_checks(r.f), *_positions(r.f), _grid_note(r), *_wrong_training(r.f)]
+
+
+def _wrong_arithmetic(f) -> list[str]:
+    out = []
     out.append("- **Parameter arithmetic (seeds 000, 002)**, every claim in [tables/seed_claims.md]"
                "(tables/seed_claims.md):")  # fmt: skip
     for _, c in (f.seed_claims if f.seed_claims is not None else pd.DataFrame()).iterrows():
         if c["verdict"] != "right":
             out.append(f"  - seed {c['seed']}, {c['quantity']}: claimed {c['claimed']:,}, PyTorch {c['PyTorch']:,} "
                        f"({c['verdict']}); {c['note']}.")  # fmt: skip
-    checks, c = f.checks, f.counts
-    if checks is None or c is None:  # the checks stage has not run: its claims cannot be quoted
-        return out
+    return out
+
+
+def _wrong_checks(f) -> list[str]:
+    """The claims the checks stage tests: the mask, the pretrained body, the head merges."""
+    checks, c, out = f.checks, f.counts, []
     row = checks.iloc[0]
     out.append(
         f"- **'{row['claim']}'** (seed 000 Q1): {row['check']}: {row['measured']}. {row['verdict'].capitalize()} "
@@ -107,8 +117,12 @@ def _wrong(r: ReportView) -> list[str]:
         )
     line += variants_verdict(f, "reweight_vs_concat")
     out.append(line)
-    out += _positions(f)
-    out.append(_grid_note(r))
+    return out
+
+
+def _wrong_training(f) -> list[str]:
+    """Claims about training: scratch's first accuracy, the least-squares probe."""
+    out = []
     scratch = rt.first_epoch(f.curves)
     if scratch is not None and "scratch" in scratch.index and f.majority_val is not None:
         v = scratch.loc["scratch", "validation_accuracy"]
@@ -197,175 +211,6 @@ def _grid_note(r: ReportView) -> str:
     return text + f". {where.capitalize()}; the seed's grid on our model: `dvc exp run {SEED_004_GRID}`."
 
 
-# Long on purpose: one README section, a bullet per seed question, each built from the facts it quotes;
-# split up, a question's sentence would be scattered over helpers that each serve it once.
-def _answers(r: ReportView) -> list[str]:
-    f, p = r.f, r.params
-    c, lab, stats = f.counts, f.lab100, f.variants
-    out = ["### Seeds 000 and 002 (the lab, Q1–Q5)", ""]
-    if f.checks is None or c is None or lab is None:
-        out.append("- **Q1–Q3** are answered from the checks stage's tables: run `dvc repro checks`.")
-    else:
-        free = f.checks.iloc[0]["measured"]
-        pos = (
-            f" Ours, dev perplexity with concat heads: {rt.variants_text(stats, ('concat',))}."
-            if stats is not None
-            else ""
-        )
-        out.append(f"- **Q1 mask, positional encoding.** The square mask sets attention to later positions to −∞ so a "
-                   f"token is predicted from earlier ones only (nn.TransformerEncoder, last token changed, max |Δ| at "
-                   f"earlier positions: {free}). Attention is permutation-equivariant, so "
-                   f"position must be added to the embedding: a fixed sinusoidal table or a learned one "
-                   f"({p.model.block_size * p.model.d_model:,} parameters).{pos}")  # fmt: skip
-        tied = "; tied to the embedding, so only its bias is new" if p.model.tie_weights else ""
-        out.append(f"- **Q2 the head.** The body is kept and the head swapped: the LM head predicts one of "
-                   f"{f.vocab:,} tokens at every position ({c['lm_head']:,} parameters{tied}); the classifier maps "
-                   f"the pooled (`{p.model.pooling}`) token to the classes ({c['cls_head']:,} parameters).")  # fmt: skip
-        out.append(f"- **Q3 parameters.** The seed lab at vocabulary 100: body {lab['base']:,}, with classifier "
-                   f"{lab['base+cls_head']:,}, with LM head {lab['base+lm_head']:,}; ours: body {c['base']:,}, with "
-                   f"classifier {c['base+cls_head']:,} ([tables/parameters.md](tables/parameters.md)).")  # fmt: skip
-    first = rt.first_epoch(f.curves)
-    if f.finetune is not None:
-        line = f"- **Q4 pretrained vs scratch.** Test accuracy: {rt.arms_text(f.finetune)} (seed 000: 80% vs 75%)."
-        if "pretrained_vs_scratch" in f.finetune:
-            line += f" Paired pretrained − scratch: {rt.paired_text(f.finetune['pretrained_vs_scratch'])}."
-        if first is not None and {"pretrained", "scratch"} <= set(first.index):
-            d = first.loc["pretrained"] - first.loc["scratch"]
-            line += (f" After the first epoch, pretrained − scratch is {rt.pp(d['train_accuracy'])} in train and "
-                     f"{rt.pp(d['validation_accuracy'])} in validation accuracy (seed 000: '25% higher').")  # fmt: skip
-        out.append(line)
-    else:
-        out.append("- **Q4 pretrained vs scratch.** Not run: `dvc repro finetune`.")
-    out.append(_masked(r))
-    out += ["", "### Seed 003 (discussion questions)", ""]
-    out.append("- **Positional encoding**: see Q1 above; `model.pos_encoding: none` (add it to "
-               "`variants.pos_encodings`) measures what dropping it costs.")  # fmt: skip
-    heads = f.heads
-    if heads is not None:
-
-        def top(col: str) -> str:
-            h = heads.loc[heads[col].idxmax()]
-            where = "itself" if col == "self" else f"the {col}"
-            return (f"layer {int(h['layer'])} head {int(h['head'])} puts {rt.pct(h[col])} on {where} "
-                    f"(uniform: {rt.pct(h['uniform'])})")  # fmt: skip
-
-        out.append("- **Multi-head attention** lets heads specialise; on the '" + f.sample[0] + "' sample: "
-                   + "; ".join(top(col) for col in ("previous token", "first token", "self")) + " ([tables/"
-                   "attention_heads.md](tables/attention_heads.md), plots `attention_layer*.png`).")  # fmt: skip
-    fits = f.fits
-    measured = ""
-    if fits is not None:
-        rows = fits[fits["variable"].isin(["length", "length_k", "length_q"])]
-        rows = rows.groupby(["kind", "variable"], sort=False)["time_exponent"].median().reset_index()
-        measured = (
-            " Measured time exponents: "
-            + ", ".join(
-                f"{k} vs {v} {e:.2f}"
-                for k, v, e in zip(rows["kind"], rows["variable"], rows["time_exponent"], strict=True)
-            )
-            + " ([tables/complexity.md](tables/complexity.md))."
-        )
-    out.append("- **Complexity** with hidden size k: encoder self-attention O(M²k), decoder-encoder O(NMk), decoder "
-               "self-attention O(N²k), plus O((M+N)k²) for the projections." + measured)  # fmt: skip
-    out.append(
-        "- **Encoder vs decoder**: encoder activations do not depend on the decoder; the source is encoded "
-        "once (O(M²k)), and translating into another language re-runs only the decoder (O(N²k + NMk))."
-    )
-    frozen = ""
-    if f.finetune is not None and "frozen" in f.finetune["arms"]:
-        frozen = (f" The frozen arm (a logistic regression on the fixed body's layers): "
-                  f"{rt.pct(f.finetune['arms']['frozen']['test_accuracy_mean'])}"
-                  " test accuracy, what the pretrained features carry on their own.")  # fmt: skip
-    out.append(
-        "- **Pretrained LMs**: GPT-style (causal, ours by default) can generate but each position sees only "
-        "its left context, which is why the classifier pools the whole text (or its last token), never the first; BERT-style (masked) sees both sides but does "
-        "not generate; T5 (encoder-decoder, text-to-text) covers both at twice the machinery." + frozen
-    )
-    out += ["", "### Seed 004 (attention, mini transformer, fine-tuning)", ""]
-    if f.probes is not None:
-        out.append(f"- **§1 selection and averaging**: {int(f.probes['pass'].sum())}/{len(f.probes)} "
-                   "constructions pass ([tables/probes.md](tables/probes.md)).")  # fmt: skip
-    if f.pretrain is not None:
-        m = f.pretrain
-        scored = m.get("samples", {})
-        names = [x.name for x in p.pretrain.samples if x.name in scored] + sorted(
-            set(scored) - {x.name for x in p.pretrain.samples}
-        )
-        samples = ", ".join(f"{k} {scored[k]['perplexity']:,.1f}" for k in names)
-        out.append(
-            f"- **§2.2 baseline**: train {m.get('train_perplexity', float('nan')):,.1f}, dev "
-            f"{m['validation_perplexity']:,.1f}"
-            + (f", samples: {samples}" if samples else "")
-            + " perplexity per token ([tables/pretrain.md](tables/pretrain.md)); seed 004's numbers are per "
-            "GPT-2 token on another corpus, not comparable."
-            + (" Variants: [tables/variants.md](tables/variants.md)." if stats is not None else "")
-        )
-    data = (f.data or {}).get("sentiment")
-    if data:
-        rows = {s: v["rows"] for s, v in rt.ordered_splits(data["splits"]).items()}
-        sst = (" — SST-2's 6920/872/1821, as in the seed" if data["source"] == "sst2" and
-               list(rows.values()) == [6920, 872, 1821] else "; the seed's 6920/872/1821 is SST-2: "
-               "`dvc exp run -S prepare.sentiment.source=sst2`")  # fmt: skip
-        out.append(f"- **Q2.1 dataset sizes** ({data['source']}): " + ", ".join(f"{s} {n:,}" for s, n in rows.items())
-                   + sst + ".")  # fmt: skip
-    out.append(f"- **Q1.x / Q2.3 padding, truncation, shapes**: a batch is input_ids and attention_mask, int64 (B, L) "
-               f"with B = batch size and L the longest text in the batch, at most `tokenize.max_length` = "
-               f"{p.tokenize.max_length} (longer texts truncated), and labels (B,).")  # fmt: skip
-    if f.external:
-        out.append(f"- **Q1.1–Q1.2 for the external encoder** (`{f.external['source']}`): its own tokenizer adds its "
-                   f"special tokens ([CLS] … [SEP] for BERT), truncates each text to {f.external['max_length']} tokens "
-                   "*including* them (`truncation=True, max_length`), and a batch is padded with its pad id to "
-                   "its longest text under an attention mask of 1s and 0s (PyTorch int64 tensors). The seed's "
-                   "`padding='max_length'` with 512 pads every sentence to 512 tokens, nearly all of them padding: "
-                   "the same predictions (masked) for many times the work.")  # fmt: skip
-    if first is not None and "pretrained" in first.index:
-        cur = f.curves
-        arm = (
-            cur[cur["arm"] == "pretrained"].groupby("epoch")[["train_accuracy", "validation_accuracy"]].mean()
-        )
-        out.append(f"- **Q4.2 curves** (pretrained start, mean over seeds): best train accuracy at epoch "
-                   f"{arm['train_accuracy'].idxmax()}, best validation accuracy at epoch "
-                   f"{arm['validation_accuracy'].idxmax()} of {arm.index.max()}.")  # fmt: skip
-    if f.grid is not None:
-        g, b = f.grid, f.best
-        per_opt = g.groupby("optimizer", sort=False)["validation_accuracy"].max()
-        out.append(
-            "- **Q4.5 optimizers** (best validation accuracy over the grid): "
-            + ", ".join(f"{o} {rt.pct(a)}" for o, a in per_opt.items())
-            + "; curves in `optimizer_curves.png`."
-        )
-        best = g[(g["optimizer"] == b["optimizer"]) & (g["lr"] == b["lr"]) & (g["batch_size"] == b["batch_size"])
-                 & (g["epochs"] == b["epochs"])].iloc[0]  # fmt: skip
-        out.append(f"- **Q4.6/4.7 search and best cell**: a full grid of {len(g)} cells ({', '.join(dict.fromkeys(g['optimizer']))}"
-                   f"; lr {sorted(set(g['lr']))}; batch {sorted(set(g['batch_size']))}; epochs "
-                   f"{sorted(set(g['epochs']))}), each cached as its own DVC stage. Best: {b['optimizer']}, lr "
-                   f"{b['lr']:g}, batch {b['batch_size']}, {b['epochs']} epoch(s): train accuracy "
-                   f"{rt.pct(best['train_accuracy'])}, validation {rt.pct(best['validation_accuracy'])}.")  # fmt: skip
-    if f.metrics is not None:
-        m = f.metrics
-        out.append(f"- **Q5.1 test accuracy** of the best cell: {rt.pct(m['test_accuracy'])} (95% CI "
-                   f"{rt.pct(m['test_accuracy_ci95'][0])} – {rt.pct(m['test_accuracy_ci95'][1])}).")  # fmt: skip
-    return out
-
-
-def _masked(r: ReportView) -> str:
-    f = r.f
-    if f.objective == "masked" and f.finetune is not None:
-        s = f.finetune
-        line = f"- **Q5 bidirectional pretraining.** This workspace's body is a masked LM: {rt.arms_text(f.finetune)}"
-        if "pretrained_vs_scratch" in s:
-            line += f"; pretrained − scratch {rt.paired_text(s['pretrained_vs_scratch'])}"
-        return line + (
-            ". `tinytf preset masked --export` pairs it with the committed causal run, seed by seed "
-            "(reports/presets/masked/objectives.json)."
-        )
-    return (
-        "- **Q5 bidirectional pretraining.** Our result above is for a causal LM; no masked-LM result exists "
-        f"here. `{MASKED_RUN}` runs one; its export pairs it with this run on the label curve "
-        "(reports/presets/masked/)."
-    )
-
-
 def render_readme(r: ReportView) -> str:
     lines = ["# tinytf report", "",
              "Built by `tinytf.report.build.build_report` from the pipeline's outputs (nothing is trained here); every "
@@ -402,6 +247,6 @@ def render_readme(r: ReportView) -> str:
         "",
         "## Answers to the seed questions",
         "",
-        *_answers(r),
+        *answers(r),
     ]
     return "\n".join(lines) + "\n"
