@@ -1,4 +1,4 @@
-"""The stages' allocator setting (tinytf.allocator: freed memory kept) against the C library's
+"""The stages' allocator setting (tinytf.process.allocator: freed memory kept) against the C library's
 default, on the eager work where it matters: a language-model evaluation pass as `pretrain`,
 `variants` and `checks` run it, and a variants cell's eager training step.
 
@@ -33,13 +33,13 @@ EVAL_TOKENS = 100_000  # PTB validation is 94.8k; uniform random ids (no data/to
 
 def measure(params_file: str, steps: int) -> dict:
     """In a worker: the allocator set as a stage sets it, then the timed evaluation pass and steps."""
-    from tinytf.allocator import keep_freed_memory
+    from tinytf.process.allocator import keep_freed_memory
 
     setting = keep_freed_memory()
     import torch
     from pretrain_throughput import corpus, tinytf_step
 
-    from tinytf.config import load_params
+    from tinytf.params.config import load_params
     from tinytf.train import lm
     from tinytf.train.variants import cell_params
 

@@ -25,11 +25,11 @@ import pretrain_throughput
 import torch
 from timing import benchmark_parser, device_name, median, record, timed_rounds, warm_up
 
-from tinytf.config import load_params
 from tinytf.data.batching import SentimentDataset
 from tinytf.model.architecture import model_config
 from tinytf.model.attention import SelfAttention
 from tinytf.model.transformer import TinyTransformer
+from tinytf.params.config import load_params
 from tinytf.train.classify import predict
 from tinytf.train.runtime import seed_everything
 

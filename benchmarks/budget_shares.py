@@ -24,10 +24,10 @@ from pathlib import Path
 import pandas as pd
 from timing import record, train_flops_per_token
 
-from tinytf.config import load_params
 from tinytf.errors import TinyTFError
 from tinytf.model.architecture import model_config
 from tinytf.model.transformer import TinyTransformer
+from tinytf.params.config import load_params
 from tinytf.train.finetune import schedule
 
 

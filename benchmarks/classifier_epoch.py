@@ -22,11 +22,11 @@ import time
 
 from timing import device_name, record, sync, vocabulary
 
-from tinytf.allocator import keep_freed_memory
-from tinytf.config import load_params
 from tinytf.errors import DataError
 from tinytf.model.architecture import model_config
 from tinytf.model.transformer import TinyTransformer
+from tinytf.params.config import load_params
+from tinytf.process.allocator import keep_freed_memory
 from tinytf.train.classify import SentimentData, classifier_runtime, planned_steps, train_classifier
 from tinytf.train.runtime import seed_everything
 from tinytf.train.workers import one_thread

@@ -32,10 +32,10 @@ import torch
 import torch.nn.functional as F
 from timing import benchmark_parser, device_name, median, record, seconds, timed_rounds, vocabulary, warm_up
 
-from tinytf.config import load_params
 from tinytf.data.batching import SentimentDataset, sentiment_loader
 from tinytf.model.architecture import model_config
 from tinytf.model.transformer import TinyTransformer
+from tinytf.params.config import load_params
 from tinytf.train.classify import classifier_runtime, classifier_step_loss
 from tinytf.train.loop import LoopConfig, build_optimizer, train_step
 from tinytf.train.runtime import Runtime, seed_everything

@@ -65,10 +65,10 @@ import yaml  # noqa: E402
 
 if not torch.cuda.is_available() and not allow_cpu and not prepare:
     refuse(f"torch {torch.__version__} sees no CUDA device; --cpu or TINYTF_STUDY_CPU=1 runs the study on the CPU")
-from tinytf.config import load_params  # noqa: E402
+from tinytf.params.config import load_params  # noqa: E402
 from tinytf.errors import TinyTFError  # noqa: E402
-from tinytf.presets import preset_values  # noqa: E402
-from tinytf.schema import parse_overrides  # noqa: E402
+from tinytf.cli.presets import preset_values  # noqa: E402
+from tinytf.params.schema import parse_overrides  # noqa: E402
 
 try:
     values = preset_values(preset)

@@ -26,9 +26,9 @@ import torch.nn.functional as F
 from pretrain_throughput import batches, stage_inputs
 from timing import benchmark_parser, device_name, median, record, timed_rounds
 
-from tinytf.config import load_params
 from tinytf.model.architecture import model_config
 from tinytf.model.transformer import TinyTransformer
+from tinytf.params.config import load_params
 from tinytf.train import lm
 from tinytf.train.loop import build_optimizer, train_step
 from tinytf.train.pretrain import lm_step_loss, loop_config, step_tokens

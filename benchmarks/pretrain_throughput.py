@@ -17,7 +17,7 @@ headline: `speedup: <ratio>x ...` at the default shape.
 on tinytf's runtime, the peer of the speed issue's GPU target, and prints tinytf's ratio to it.
 
 By default both sides run on the C library's allocator, as a user of the seed lab has it. The
-stages keep freed memory instead (tinytf/allocator.py): a process-wide setting, which speeds the
+stages keep freed memory instead (tinytf/process/allocator.py): a process-wide setting, which speeds the
 seed lab's eager loop far more than tinytf's compiled step (the loop's fp32 8000-way logits and
 their gradient are faulted in anew every step). `--allocator keep` gives both sides the stages'
 setting, the comparison for a seed-lab user who sets it too.
@@ -50,11 +50,11 @@ from timing import (
     warm_up,
 )
 
-from tinytf.allocator import keep_freed_memory
-from tinytf.config import load_params
+from tinytf.cli.presets import preset_values
 from tinytf.model.architecture import model_config
 from tinytf.model.transformer import TinyTransformer
-from tinytf.presets import preset_values
+from tinytf.params.config import load_params
+from tinytf.process.allocator import keep_freed_memory
 from tinytf.train import lm
 from tinytf.train.loop import build_optimizer, train_step
 from tinytf.train.pretrain import BlockSource, epoch_steps, lm_step_loss, loop_config, step_tokens
@@ -173,7 +173,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--compile", choices=["auto", "on", "off"], help="override pretrain.compile")
     parser.add_argument("--allocator", choices=["default", "keep"], default="default",
                         help="for both sides, default: the C library's own; keep: glibc's malloc keeps freed "
-                             "memory, as the pipeline's stages set it (tinytf/allocator.py; no effect without glibc)")  # fmt: skip
+                             "memory, as the pipeline's stages set it (tinytf/process/allocator.py; no effect without glibc)")  # fmt: skip
     parser.add_argument("--nanogpt", action="store_true",
                         help="also time a nanoGPT-style step (benchmarks/nanogpt_peer.py) in the same rounds, "
                              "on tinytf's runtime, and print tinytf's ratio to it")  # fmt: skip

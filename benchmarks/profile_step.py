@@ -17,7 +17,7 @@ from pretrain_throughput import SHAPE_VOCAB, SHAPES, build_sides, stage_inputs
 from timing import sync, warm_up
 from torch.profiler import ProfilerActivity, profile
 
-from tinytf.config import load_params
+from tinytf.params.config import load_params
 
 
 def parse_args() -> argparse.Namespace:

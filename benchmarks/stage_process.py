@@ -1,5 +1,5 @@
 """A stage process's start and end with the garbage collector as the stages set it
-(tinytf.collector: paused for imports, heap frozen for exit) against Python's default.
+(tinytf.process.collector: paused for imports, heap frozen for exit) against Python's default.
 
 Each side is its own process (`TINYTF_GC=pause` or `default`), started in turn round after round,
 doing what every stage process does around its work: `import common` and the imports of the
@@ -36,7 +36,7 @@ started = time.time()
 import json, sys
 import common
 import torch
-from tinytf.tracking import stage_run
+from tinytf.tracking.runs import stage_run
 from tinytf.train.pretrain import pretrain
 
 def main():

@@ -15,7 +15,7 @@ from tinytf.data.splits import SPLITS
 from tinytf.data.subsets import check_counts, count_name
 from tinytf.errors import DataError
 from tinytf.io import write_json
-from tinytf.tracking import stage_run
+from tinytf.tracking.runs import stage_run
 
 
 def read_split(path: Path) -> tuple[list[str], object]:

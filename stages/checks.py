@@ -15,7 +15,7 @@ from tinytf.analysis.checks import write_checks
 from tinytf.data.tokenizer import load_tokenizer
 from tinytf.model.architecture import model_config
 from tinytf.model.checkpoint import load_model
-from tinytf.tracking import stage_run
+from tinytf.tracking.runs import stage_run
 
 
 def main() -> None:

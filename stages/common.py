@@ -13,10 +13,10 @@ what a stage depends on.
 
 from __future__ import annotations
 
-from tinytf import collector
+from tinytf.process import collector
 
 # before any other import: the stage's imports run without the cyclic collector, and `run`
-# turns it back on (tinytf/collector.py says why and what it saves)
+# turns it back on (tinytf/process/collector.py says why and what it saves)
 collector.pause_for_imports()
 
 import argparse
@@ -30,12 +30,12 @@ from pathlib import Path
 
 import yaml
 
-from tinytf.allocator import keep_freed_memory
-from tinytf.config import load_params as validated_params
-from tinytf.config import narrow_params
 from tinytf.errors import ParamsError, TinyTFError
 from tinytf.io import staged
-from tinytf.schema import DeclaredParams, parse_overrides
+from tinytf.params.config import load_params as validated_params
+from tinytf.params.config import narrow_params
+from tinytf.params.schema import DeclaredParams, parse_overrides
+from tinytf.process.allocator import keep_freed_memory
 
 DVC_FILE = Path("dvc.yaml")
 

@@ -8,7 +8,7 @@ import common
 
 from tinytf.analysis.complexity import complexity_markdown, fit_exponents, measure, plot_loglog
 from tinytf.io import write_text
-from tinytf.tracking import stage_run
+from tinytf.tracking.runs import stage_run
 
 
 def main() -> None:

@@ -16,7 +16,7 @@ from tinytf.analysis.evaluation import classification_report, headline_metrics
 from tinytf.io import write_json, write_text
 from tinytf.model.checkpoint import load_model
 from tinytf.model.hf import HFClassifier
-from tinytf.tracking import stage_run
+from tinytf.tracking.runs import stage_run
 from tinytf.train.classify import SentimentData, classifier_runtime, evaluate_test_split
 from tinytf.train.grid import BEST_COLUMNS, best_cell, load_cells
 
@@ -76,8 +76,8 @@ def main() -> None:
 
 def register_champion(checkpoint: Path, data_dir: Path, max_length: int, name: str) -> None:
     # imported here: the rest of the stage runs where mlflow is not installed (tracking off)
-    from tinytf.champion import log_champion
-    from tinytf.tracking import in_temporary_copy
+    from tinytf.tracking.champion import log_champion
+    from tinytf.tracking.runs import in_temporary_copy
 
     labels = data_dir / "tokens" / "sentiment" / "labels.json"
     # @champion names the workspace's own run: a temporary or queued experiment registers a

@@ -18,7 +18,7 @@ from tinytf.analysis.evaluation import arm_summary, curve_summary, gap_trend, sn
 from tinytf.data.subsets import count_name
 from tinytf.io import write_json, write_text
 from tinytf.report.plots import plot_finetune_curves
-from tinytf.tracking import TrackerCallback, stage_run
+from tinytf.tracking.runs import TrackerCallback, stage_run
 from tinytf.train.finetune import FinetuneResult, check_label_counts, run_finetune
 
 

@@ -14,7 +14,7 @@ import common
 
 from tinytf.io import write_json
 from tinytf.model.checkpoint import save_model
-from tinytf.tracking import TrackerCallback, params_hash, stage_run
+from tinytf.tracking.runs import TrackerCallback, params_hash, stage_run
 from tinytf.train.classify import (
     SentimentData,
     build_classifier,

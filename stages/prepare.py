@@ -15,7 +15,7 @@ import common
 from tinytf.data.prepare import run_prepare
 from tinytf.data.rows import describe_rule, text_key
 from tinytf.errors import DataError
-from tinytf.tracking import stage_run
+from tinytf.tracking.runs import stage_run
 
 
 def user_files(prepare) -> dict[str, str]:

@@ -13,7 +13,7 @@ from pathlib import Path
 import common
 
 from tinytf.model.checkpoint import load_training_state
-from tinytf.tracking import TrackerCallback, params_hash, stage_run
+from tinytf.tracking.runs import TrackerCallback, params_hash, stage_run
 from tinytf.train.pretrain import pretrain, resume_key, write_outputs
 
 

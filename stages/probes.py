@@ -9,7 +9,7 @@ import common
 
 from tinytf.analysis.probes import probes_markdown, run_probes
 from tinytf.io import write_text
-from tinytf.tracking import stage_run
+from tinytf.tracking.runs import stage_run
 
 
 def main() -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import common
 
 from tinytf.report.build import build_report
-from tinytf.tracking import stage_run
+from tinytf.tracking.runs import stage_run
 
 
 def main() -> None:

@@ -9,7 +9,7 @@ import sys
 import common
 
 from tinytf.data.tokenizer import run_tokenize
-from tinytf.tracking import stage_run
+from tinytf.tracking.runs import stage_run
 
 
 def main() -> None:

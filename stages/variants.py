@@ -8,8 +8,8 @@ import sys
 
 import common
 
-from tinytf.schema import to_dict
-from tinytf.tracking import TrackerCallback, params_hash, stage_run
+from tinytf.params.schema import to_dict
+from tinytf.tracking.runs import TrackerCallback, params_hash, stage_run
 from tinytf.train.pretrain import pretrain
 from tinytf.train.variants import cell_key, cell_params, write_cell
 

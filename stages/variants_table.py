@@ -7,7 +7,7 @@ import common
 
 from tinytf.analysis.power import variants_verdicts
 from tinytf.io import write_json
-from tinytf.tracking import stage_run
+from tinytf.tracking.runs import stage_run
 from tinytf.train.variants import summarize, write_summary
 
 

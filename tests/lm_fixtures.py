@@ -8,9 +8,9 @@ from pathlib import Path
 
 import numpy as np
 
-from tinytf.config import ModelParams, PretrainParams, TokenizeParams, load_params
 from tinytf.data.tokenizer import encode_stream, train_tokenizer
 from tinytf.io import write_npy
+from tinytf.params.config import ModelParams, PretrainParams, TokenizeParams, load_params
 
 # the sample sentences of params.yaml (seed 004's normal / weird / long): one source of truth
 SAMPLES = load_params(Path(__file__).resolve().parents[1] / "params.yaml").pretrain.samples

@@ -15,11 +15,11 @@ import pandas as pd
 import pytest
 
 from tinytf.analysis.predictor import SentimentPredictor
-from tinytf.config import TokenizeParams
 from tinytf.data.tokenizer import train_tokenizer
 from tinytf.model.architecture import ModelConfig
 from tinytf.model.checkpoint import save_model
 from tinytf.model.transformer import TinyTransformer
+from tinytf.params.config import TokenizeParams
 
 TEXTS = ["a gripping film", "dull, dull, dull", "an empty one:", "!"]
 # each refused by the model with a message naming the row
@@ -39,7 +39,7 @@ def registered(tmp_path_factory):
     """A tiny classifier logged and registered as tinytf-sentiment@champion in a fresh store."""
     import mlflow
 
-    from tinytf.champion import log_champion
+    from tinytf.tracking.champion import log_champion
 
     root = tmp_path_factory.mktemp("champion")
     tokenizer = train_tokenizer(
@@ -77,7 +77,7 @@ def test_the_registered_champion_loads_by_uri_and_predicts_raw_texts(registered)
     info = mlflow.models.get_model_info("models:/tinytf-sentiment@champion")
     assert info.signature.inputs.input_names() == ["text"]
     assert "p_good" in info.signature.outputs.input_names()
-    # "models from code": loading runs tinytf/champion_model.py, no pickled Python object
+    # "models from code": loading runs tinytf/tracking/champion_model.py, no pickled Python object
     assert info.flavors["python_function"]["loader_module"] == "mlflow.pyfunc.loaders.code_model"
 
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from tinytf.analysis.evaluation import bootstrap_interval, classification_report, paired_comparison
-from tinytf.config import GridParams
+from tinytf.params.config import GridParams
 from tinytf.train.classify import (
     SentimentData,
     build_classifier,

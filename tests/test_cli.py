@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from tinytf.cli import main, stage_commands
+from tinytf.cli.main import main, stage_commands
 from tinytf.errors import ParamsError
 
 from .conftest import REPO
@@ -153,7 +153,7 @@ def test_preset_export_copies_the_report_only_when_params_hold_the_presets_value
     presets.mkdir()
     (presets / "small.yaml").write_text("model: {d_model: 64}\nfinetune: {seeds: [1, 2]}\n")
     export = ["preset", "small", "--export", "--params", str(target), "--presets-dir", str(presets)]
-    from tinytf import presets as preset_module
+    from tinytf.cli import presets as preset_module
 
     def call():
         return preset_module.export_report("small", target, presets, reports)
@@ -191,7 +191,7 @@ def test_score_names_a_missing_checkpoint(tmp_path, capsys):
 
 
 def test_compare_keeps_the_headline_and_only_the_params_that_differ():
-    from tinytf.compare import MAX_COLUMNS, format_table, rows_from_show, table
+    from tinytf.cli.compare import MAX_COLUMNS, format_table, rows_from_show, table
 
     def entry(rev, name, d_model, seeds, accuracy):
         params = {"model": {"d_model": d_model, "n_layer": 4}, "finetune": {"seeds": seeds, "lrs": [0.001]},
@@ -225,9 +225,9 @@ def test_compare_keeps_the_headline_and_only_the_params_that_differ():
 @pytest.fixture(scope="module")
 def lm_files(tmp_path_factory):
     """A tiny causal LM and a WordPiece tokenizer (its normalizer drops control characters)."""
-    from tinytf.config import TokenizeParams
     from tinytf.data.tokenizer import train_tokenizer
     from tinytf.model.checkpoint import save_model
+    from tinytf.params.config import TokenizeParams
 
     from .model_fixtures import build
 
@@ -286,7 +286,7 @@ def test_score_names_a_damaged_checkpoint(lm_files, tmp_path, capsys):
 def test_preset_values_reach_dvc_as_the_numbers_they_are():
     import yaml
 
-    from tinytf.presets import set_args, yaml_value
+    from tinytf.cli.presets import set_args, yaml_value
 
     # YAML 1.1, as DVC reads -S values, takes 5e-05 for a string; 5.0e-05 is the number
     for value in (5e-05, [5e-05, 0.001], 1e-4, 3, "x", True, ["concat", "reweight"], 2.5e-07):

@@ -1,4 +1,4 @@
-"""tinytf.collector: a stage process imports without the garbage collector, does its work with it
+"""tinytf.process.collector: a stage process imports without the garbage collector, does its work with it
 (its workers too), freezes its heap before exit; other processes keep Python's own collector."""
 
 import gc
@@ -8,7 +8,7 @@ import subprocess
 import sys
 import textwrap
 
-from tinytf import collector
+from tinytf.process import collector
 
 from .conftest import REPO
 
@@ -75,7 +75,7 @@ def test_in_a_stage_paused_freezes_what_the_block_built():
         "def main():",
         textwrap.dedent("""
         def main():
-            from tinytf import collector
+            from tinytf.process import collector
             before = gc.get_freeze_count()
             with collector.paused():
                 inside = gc.isenabled()

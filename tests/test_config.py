@@ -1,8 +1,8 @@
 import pytest
 import yaml
 
-from tinytf.config import load_params
 from tinytf.errors import ParamsError
+from tinytf.params.config import load_params
 
 from .conftest import REPO
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tinytf.config import load_params, narrow_params
-from tinytf.schema import UndeclaredParam
+from tinytf.params.config import load_params, narrow_params
+from tinytf.params.schema import UndeclaredParam
 
 from .conftest import REPO
 from .imports import closure

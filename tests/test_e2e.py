@@ -299,7 +299,9 @@ def test_mlflow_store_holds_one_run_per_stage_and_one_per_run_of_the_study(works
                         children["tags.tinytf.start"], strict=True))  # fmt: skip
     assert logged == sorted(zip(study["arm"], study["labels"].astype(str), study["seed"].astype(str),
                                 study["start"], strict=True))  # fmt: skip
-    if platform.libc_ver()[0] == "glibc":  # every stage process keeps freed memory (tinytf/allocator.py)
+    if (
+        platform.libc_ver()[0] == "glibc"
+    ):  # every stage process keeps freed memory (tinytf/process/allocator.py)
         ran = runs[~runs["tags.tinytf.stage"].str.endswith("(parent)")]  # a matrix's parent runs nothing
         assert set(ran["tags.tinytf.allocator"]) == {"kept (glibc: no mmap, trim above 1024 MiB)"}
     prepare = runs[runs["tags.tinytf.stage"] == "prepare"].iloc[0]
@@ -347,7 +349,7 @@ def test_the_champion_is_a_pyfunc_model_that_classifies_raw_texts(workspace):
 def test_dvc_compares_a_few_metrics_and_draws_every_plot_in_chromium(workspace, tmp_path):
     import json
 
-    from tinytf.schema import flatten
+    from tinytf.params.schema import flatten
 
     from .mlflow_ui import browser_available, chromium, local_vega_page, wait_for
 

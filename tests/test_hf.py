@@ -94,11 +94,11 @@ def data_loader(data, model):
 @pytest.mark.slow
 def test_the_hf_arm_fine_tunes_beats_scratch_and_its_saved_model_serves_the_same(sst2_dir, tmp_path):
     from tinytf.analysis.predictor import SentimentPredictor
-    from tinytf.config import FinetuneParams, HFParams
     from tinytf.data.tokenizer import load_tokenizer
     from tinytf.model.checkpoint import load_model, save_model
     from tinytf.model.hf import HFClassifier
     from tinytf.model.transformer import ModelConfig, TinyTransformer
+    from tinytf.params.config import FinetuneParams, HFParams
     from tinytf.train.classify import (
         SentimentData,
         build_hf_classifier,
@@ -155,8 +155,8 @@ def test_an_hf_champion_is_a_pyfunc_model_that_needs_no_checkpoint_at_hand(tmp_p
     import mlflow
 
     from tinytf.analysis.predictor import SentimentPredictor
-    from tinytf.champion import log_champion
     from tinytf.model.checkpoint import save_model
+    from tinytf.tracking.champion import log_champion
     from tinytf.train.classify import build_hf_classifier
 
     save_model(tmp_path / "cell.pt", build_hf_classifier(CHECKPOINT, 2, 32, seed=0).eval())

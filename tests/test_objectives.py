@@ -69,7 +69,7 @@ def _commit(repo, message):
 
 
 def test_the_masked_presets_export_pairs_its_run_with_the_committed_causal_run(tmp_path):
-    from tinytf import presets
+    from tinytf.cli import presets
 
     repo = tmp_path / "repo"
     reports = repo / "reports"

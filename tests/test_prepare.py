@@ -3,9 +3,9 @@ import json
 import pandas as pd
 import pytest
 
-from tinytf.config import load_params
 from tinytf.data.prepare import load_corpus, load_sentiment, run_prepare
 from tinytf.errors import DataError
+from tinytf.params.config import load_params
 
 from .conftest import REPO
 

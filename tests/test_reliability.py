@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from tinytf import tracking
-from tinytf.tracking import stage_run
+from tinytf.tracking import runs as tracking
+from tinytf.tracking.runs import stage_run
 
 from .conftest import REPO
 from .lm_fixtures import make_corpus_dir

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tinytf.presets import preset_values
+from tinytf.cli.presets import preset_values
 
 from .conftest import REPO
 from .test_e2e import dvc, repo_copy, tracked_env

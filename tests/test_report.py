@@ -14,13 +14,13 @@ from tests.lm_fixtures import SAMPLES, make_corpus_dir, tiny_model
 from tinytf.analysis.checks import write_checks
 from tinytf.analysis.power import variants_verdicts
 from tinytf.analysis.probes import run_probes
-from tinytf.config import GridParams, Params, PretrainParams, VariantsParams
 from tinytf.data.tokenizer import load_tokenizer
 from tinytf.errors import DataError
 from tinytf.io import write_json, write_text
 from tinytf.model.architecture import model_config
 from tinytf.model.checkpoint import load_model, save_model
 from tinytf.model.transformer import ModelConfig, TinyTransformer
+from tinytf.params.config import GridParams, Params, PretrainParams, VariantsParams
 from tinytf.report.build import build_report
 
 TEST_ACCURACY = 0.7137

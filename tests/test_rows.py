@@ -1,9 +1,9 @@
 import pandas as pd
 import pytest
 
-from tinytf.config import TokenizeParams
 from tinytf.data.rows import RowLedger, text_key, word_counts
 from tinytf.data.tokenizer import build_tokenizer
+from tinytf.params.config import TokenizeParams
 
 SAMPLES = [
     "A Fine  Film",

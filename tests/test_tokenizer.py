@@ -2,7 +2,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tinytf.config import TokenizeParams
 from tinytf.data.tokenizer import (
     CLS,
     EOS,
@@ -15,6 +14,7 @@ from tinytf.data.tokenizer import (
     train_tokenizer,
 )
 from tinytf.errors import DataError
+from tinytf.params.config import TokenizeParams
 
 TEXTS = [
     "the movie was a delight from start to finish",

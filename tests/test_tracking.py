@@ -2,8 +2,8 @@ import socket
 
 import pytest
 
-from tinytf.cpu import cpu_kind
-from tinytf.tracking import Tracker, stage_run
+from tinytf.process.cpu import cpu_kind
+from tinytf.tracking.runs import Tracker, stage_run
 
 
 @pytest.fixture
@@ -96,7 +96,7 @@ def test_tracking_failure_mid_run_is_reported_once(capsys):
 
 KILLED_MIDWAY = """
 import os
-from tinytf.tracking import stage_run
+from tinytf.tracking.runs import stage_run
 with stage_run("pretrain", {"pretrain": {"steps": 2}}, "tinytf-test") as tracker:
     tracker.log_metrics({"train_loss": 1.0}, step=1)
     os._exit(9)  # killed: no end_run, the run stays RUNNING
@@ -154,7 +154,7 @@ def test_a_temporary_experiments_artifacts_land_beside_the_repositorys_store(sto
 
 
 def test_a_stage_knows_it_runs_in_a_temporary_copy(store, monkeypatch):
-    from tinytf.tracking import in_temporary_copy
+    from tinytf.tracking.runs import in_temporary_copy
 
     monkeypatch.chdir(store)
     monkeypatch.setenv("DVC_ROOT", str(store))

@@ -55,7 +55,7 @@ def test_a_client_without_credentials_is_refused_and_one_with_them_is_served(ser
 
 
 def test_a_stage_logs_its_run_with_the_credentials_from_the_environment(server, monkeypatch):
-    from tinytf.tracking import stage_run
+    from tinytf.tracking.runs import stage_run
 
     monkeypatch.setenv("TINYTF_TRACKING", "1")
     monkeypatch.setenv("MLFLOW_TRACKING_URI", server)

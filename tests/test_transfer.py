@@ -13,9 +13,9 @@ import torch
 from tinytf.analysis.baselines import baseline_curve, fit_baselines, majority_accuracy
 from tinytf.analysis.evaluation import curve_summary, gap_trend, holm, paired_comparison, snapshot_curve
 from tinytf.analysis.power import detectable_difference
-from tinytf.config import FinetuneParams, load_params
 from tinytf.data.subsets import ALL, check_counts, label_order, label_subset
 from tinytf.errors import ParamsError
+from tinytf.params.config import FinetuneParams, load_params
 from tinytf.report.tables import paired_text
 from tinytf.report.transfer import verdict
 from tinytf.train.finetune import chosen_recipe, run_finetune, schedule

@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from tinytf.analysis.power import detectable_difference, pooled_seed_std, seeds_needed, variants_verdicts
-from tinytf.config import load_params
 from tinytf.errors import DataError
+from tinytf.params.config import load_params
 from tinytf.train.runtime import resolve_runtime
 from tinytf.train.variants import cell_key, cell_params, write_cell
 

@@ -132,7 +132,7 @@ def scripts(job: dict) -> str:
 def test_the_planning_step_lists_the_gpu_presets_54_cells(tmp_path):
     """The plan job's script as it is, in a copy of the pipeline's files: DVC's names for the
     cells (5e-05, not 0.00005), in slices of 6, and the stages before and after the grid."""
-    from tinytf.presets import preset_values
+    from tinytf.cli.presets import preset_values
 
     (step,) = [s for s in load("gpu.yml")["jobs"]["plan"]["steps"] if s.get("id") == "plan"]
     assert "${{" not in step["run"]

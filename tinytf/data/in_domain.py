@@ -18,7 +18,7 @@ import pandas as pd
 from tinytf.data.readers import read_table
 from tinytf.data.rows import TextKey, word_counts
 from tinytf.data.splits import SPLITS
-from tinytf.prepare_params import CorpusParams
+from tinytf.params.prepare import CorpusParams
 
 
 def in_domain_parts(params: CorpusParams, sentiment, unlabelled: pd.Series | None) -> dict[str, pd.Series]:

@@ -24,7 +24,7 @@ from tinytf.data.rows import RowLedger, TextKey, describe_rule, drop_empty_and_r
 from tinytf.data.splits import SPLITS, stratified_group_split
 from tinytf.errors import DataError
 from tinytf.io import write_json, write_parquet, write_text
-from tinytf.prepare_params import CorpusParams, FileSplits, PrepareParams, SentimentParams
+from tinytf.params.prepare import CorpusParams, FileSplits, PrepareParams, SentimentParams
 
 
 @dataclass

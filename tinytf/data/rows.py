@@ -28,8 +28,8 @@ def text_key(kind: str = "bpe", lowercase: bool = True) -> TextKey:
     is normalised once per key function, and an ASCII text without control characters, which either normalizer
     can only lowercase, takes Python's `lower()`; a test checks both paths agree with it.
     """
-    from tinytf.config import TokenizeParams
     from tinytf.data.tokenizer import build_tokenizer
+    from tinytf.params.config import TokenizeParams
 
     normalizer = build_tokenizer(TokenizeParams(kind=kind, lowercase=lowercase))[0].normalizer
 
@@ -47,7 +47,7 @@ def text_key(kind: str = "bpe", lowercase: bool = True) -> TextKey:
 
     def key(texts: pd.Series) -> pd.Series:
         codes, distinct = pd.factorize(texts)
-        # tolist(): iterating pandas 3's arrow-backed strings one by one is 7x slower
+        # tolist(): iterating pandas 3's arrow-backed strings one by one is much slower
         keys = np.array([one(text) for text in distinct.tolist()], dtype=object)
         return pd.Series(keys[codes], index=texts.index, dtype=object)
 

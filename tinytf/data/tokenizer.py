@@ -16,10 +16,10 @@ import numpy as np
 import pandas as pd
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
-from tinytf.config import TokenizeParams
 from tinytf.data.splits import SPLITS
 from tinytf.errors import DataError
 from tinytf.io import atomic_path, write_json, write_npy, write_parquet
+from tinytf.params.config import TokenizeParams
 
 # Fixed ids 0..4: the model and collate code rely on PAD being 0.
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[MASK]", "[EOS]"]

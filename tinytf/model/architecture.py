@@ -1,7 +1,7 @@
 """`ModelConfig`: every architectural choice of the transformer, and the one source of its
 defaults and allowed values.
 
-`tinytf.config.ModelParams` (the `model:` section of params.yaml) is generated from the fields
+`tinytf.params.config.ModelParams` (the `model:` section of params.yaml) is generated from the fields
 listed in `PARAM_FIELDS`, with the same types, defaults and limits, so the two cannot disagree.
 The defaults are the pipeline's CPU-sized model; the seed lab's model is
 `tinytf.model.param_count.seed_lab_config`. This module imports no torch, so validating

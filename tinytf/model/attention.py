@@ -45,12 +45,9 @@ def build_attention_mask(attention_mask: Tensor | None, seq_len: int, causal: bo
 def attention_bias(allowed: Tensor) -> Tensor:
     """The boolean mask as an additive fp32 one: 0 where a query may attend, -inf where not.
 
-    Adding it to the logits gives what `masked_fill(~allowed, -inf)` gives, and the fp32 sum is
-    the upcast the softmax wanted anyway; but the add is one vectorised kernel with a free
-    backward, where torch's CPU `masked_fill` over a mask broadcast across heads is not
-    vectorised: 258 against 43 us forward for one layer of a fine-tuning batch on one thread, and
-    as much again backward. With the dropout mask's uint8 bytes (tinytf.model.dropout) the
-    fine-tuning step ran 1.14x as fast on one thread (benchmarks/README.md, `classifier_throughput.py`)."""
+    Adding it to the logits gives what `masked_fill(~allowed, -inf)` gives, as one vectorised
+    kernel with a free backward; torch's CPU `masked_fill` over a mask broadcast across heads is
+    not vectorised (benchmarks/classifier_throughput.py measures the step)."""
     return torch.where(allowed, 0.0, float("-inf"))
 
 
@@ -181,8 +178,7 @@ def sdpa_is_faster(device_type: str, compiling: bool, training_dropout: bool, re
     - with dropout in training, SDPA would fall back to the same math with torch's slower random
       numbers (tinytf.model.dropout explains why ours);
     - wherever autograd records it on a CPU (its input requires grad, so a backward may follow):
-      at these short lengths SDPA's CPU backward is the slower one, by 1.5-1.8x in a
-      fine-tuning step without dropout (benchmarks/attention_paths.py).
+      at these short lengths SDPA's CPU backward is the slower one (benchmarks/attention_paths.py).
     It does in inference (under no_grad)."""
     if device_type == "cuda":
         return True

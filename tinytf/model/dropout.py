@@ -41,10 +41,8 @@ def _mask(
     numel = math.prod(shape)
     bits = torch.randint(-(1 << 63), (1 << 63) - 1, ((numel + 3) // 4,), dtype=torch.int64, device=device)
     uniform = bits.view(torch.int16)[:numel].view(shape)
-    # the comparison written as 0/1 bytes of uint8, not bool: torch's CPU kernels that write or
-    # read bool are not vectorised; the comparison and the cast from bool took 3x as long as these
-    # two (with the additive attention mask, the fine-tuning step 1.14x as fast on one thread:
-    # benchmarks/README.md)
+    # 0/1 bytes of uint8, not bool: torch's CPU kernels that write or read bool are not
+    # vectorised (benchmarks/classifier_throughput.py measures the step)
     kept = torch.ge(uniform, threshold, out=torch.empty(shape, dtype=torch.uint8, device=device))
     return kept.to(dtype).mul_(scale)
 

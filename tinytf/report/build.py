@@ -18,9 +18,9 @@ import numpy as np
 import pandas as pd
 
 from tinytf.analysis.power import detectable_difference, pooled_seed_std
-from tinytf.config import Params
 from tinytf.errors import DataError
 from tinytf.io import staged, write_text
+from tinytf.params.config import Params
 from tinytf.report import tables as rt
 from tinytf.report.bodies import bodies_section
 from tinytf.report.facts import UPSTREAM, Facts

@@ -123,13 +123,8 @@ def classifier_runtime(params, planned_steps: int = 0) -> Runtime:
     compile (the grid and evaluate use them too); `planned_steps` decides `compile: auto`.
 
     On a CPU `auto` does not compile the classifier: its batches are small and of varying length,
-    and the compiled step did not repay its compile time in a run of a few hundred steps
-    (benchmarks/classifier_throughput.py with `finetune.compile: true`, against a run without):
-    slower than the eager one on the AVX-512 machine (64 vs 55 ms, after ~50 s of compiling); on
-    the AMX machine 1.49x the seed lab's step instead of 1.39x (35.1 vs 36.3 ms) after 28 s of
-    compiling, its forward kernels taking 12.8 ms a step with the dropout drawn in the graph and
-    4.7 without (torch.profiler); with lengths padded to multiples of 16 and each compiled,
-    without dropout, 22.5 vs 21.8 ms after 100 s."""
+    so a run of a few hundred steps does not repay the compile (benchmarks/classifier_throughput.py
+    with `finetune.compile: true` against a run without)."""
     mode = params.compile
     if mode == "auto" and resolve_device(params.device).type == "cpu":
         mode = False

@@ -29,10 +29,10 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
-from tinytf.config import FinetuneParams, HFParams
 from tinytf.data.batching import SentimentDataset
 from tinytf.data.subsets import check_counts, count_name, label_subset
 from tinytf.model.checkpoint import read_config
+from tinytf.params.config import FinetuneParams, HFParams
 from tinytf.train.classify import (
     SentimentData,
     build_classifier,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from tinytf.config import GridParams
+from tinytf.params.config import GridParams
 
 # what reports/metrics.json records of the best cell
 BEST_COLUMNS = ["optimizer", "lr", "batch_size", "epochs", "validation_accuracy", "validation_loss"]

@@ -15,7 +15,6 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from tinytf.config import ModelParams, PretrainParams
 from tinytf.data.batching import load_tokens
 from tinytf.data.splits import SPLITS
 from tinytf.data.tokenizer import load_tokenizer
@@ -23,6 +22,7 @@ from tinytf.io import write_json, write_text
 from tinytf.model.architecture import model_config
 from tinytf.model.checkpoint import save_model
 from tinytf.model.transformer import TinyTransformer
+from tinytf.params.config import ModelParams, PretrainParams
 from tinytf.train import distributed, lm
 from tinytf.train.loop import Callback, LoopConfig, run_loop
 from tinytf.train.runtime import Runtime, maybe_compile, resolve_runtime, seed_everything

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from tinytf import cpu
 from tinytf.errors import ParamsError
+from tinytf.process import cpu
 
 # Below this many optimizer steps compiling does not repay its time. CPU: compiling the default
 # pretraining step takes ~35 s and saves ~0.26 s a step (benchmarks/pretrain_throughput.py), so

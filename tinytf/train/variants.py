@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from tinytf.config import ModelParams, PretrainParams, VariantsParams
 from tinytf.io import write_json, write_text
+from tinytf.params.config import ModelParams, PretrainParams, VariantsParams
 
 COLUMNS = [("train", "train_perplexity"), ("dev", "validation_perplexity")]
 

@@ -1,9 +1,8 @@
 """Independent runs side by side: on a CPU, one worker process per core and one thread per run.
 
 Why processes and one thread each: a fine-tuning step of this small model spreads poorly over
-threads. One 1,000-label run took 8.2 s on both cores of a 2-core machine; two such runs at
-once, one thread each, took 11.6 s for the pair: 1.41x the throughput. Threads inside one
-process cannot share the work, as every run draws its dropout from torch's one global generator.
+threads (benchmarks/classifier_throughput.py's layout line), and threads inside one process
+cannot share the work, as every run draws its dropout from torch's one global generator.
 A run's numbers also depend on its thread count (reductions split differently), so every run
 gets exactly one thread, whatever the number of cores or workers: the runs' results are the same
 on 2 cores or 32, and with `TINYTF_WORKERS=1`. On CUDA `auto` keeps the runs in this process,
@@ -33,9 +32,9 @@ from typing import Any
 import torch
 from tqdm import tqdm
 
-from tinytf import collector
-from tinytf.allocator import keep_freed_memory
 from tinytf.errors import ParamsError, TinyTFError
+from tinytf.process import collector
+from tinytf.process.allocator import keep_freed_memory
 from tinytf.train import distributed
 from tinytf.train.loop import TrainingInterrupted
 

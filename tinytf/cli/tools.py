@@ -18,8 +18,8 @@ def count_params_command(params_file: str, vocab_size: int | None, seed_lab: boo
         print("## the seed reports' claims, checked\n")
         print(format_seed_claims())
         return
-    from tinytf.config import load_params
     from tinytf.model.architecture import model_config
+    from tinytf.params.config import load_params
 
     params = load_params(params_file)
     if vocab_size is None:
@@ -36,11 +36,11 @@ def count_params_command(params_file: str, vocab_size: int | None, seed_lab: boo
 
 
 def score_command(model_path: str, tokenizer_path: str, names: list[str], texts: list[str]) -> None:
-    """Loss and perplexity per text (checked by tinytf.texts.from_command_line); a text that gives
+    """Loss and perplexity per text (checked by tinytf.data.texts.from_command_line); a text that gives
     no tokens is refused, as its perplexity over zero tokens would read as a perfect 1.00."""
+    from tinytf.data.texts import refuse_tokenless, shown
     from tinytf.data.tokenizer import load_tokenizer
     from tinytf.model.checkpoint import load_model
-    from tinytf.texts import refuse_tokenless, shown
     from tinytf.train.lm import score_text
 
     model = load_model(model_path)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from tinytf.errors import DataError
 
-# the served model's limits per request (tinytf.champion_model): `mlflow models serve` (uvicorn)
+# the served model's limits per request (tinytf.tracking.champion_model): `mlflow models serve` (uvicorn)
 # caps neither the body nor the rows, so one request could hold the worker for minutes
 MAX_TEXTS = 1000
 MAX_CHARS = 100_000  # far beyond a review; the model reads only its first max_length tokens

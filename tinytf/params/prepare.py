@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, fields
 from typing import Literal
 
 from tinytf.errors import ParamsError
-from tinytf.schema import bounded
+from tinytf.params.schema import bounded
 
 
 @dataclass

@@ -1,12 +1,8 @@
 """Python's cyclic garbage collector kept out of a stage process's start and end.
 
-CPython collects when container allocations outnumber frees by 700, and its older generations
-are walked whole. A stage's imports (torch, pandas, tinytf, then MLflow with its SQL store and,
-with the first optimizer, torch._dynamo) allocate a few million objects in bursts, none of them
-garbage, and the collector walks the growing heap again and again. At exit the interpreter
-collects once more while it tears the modules down. On a 2-core machine, importing what a stage
-imports took 3.35 s with the collector and 2.50 s without; exiting afterwards took 0.93 s, and
-0.18 s with the heap frozen first. The default `make repro` starts 39 stage processes.
+A stage's imports (torch, pandas, MLflow, torch._dynamo) allocate millions of objects in bursts,
+none of them garbage, and the collector walks the growing heap again and again; at exit it walks
+it once more while the modules are torn down (`python benchmarks/stage_process.py` measures both).
 
 So a stage pauses the collector before its imports (the top of stages/common.py) and `resume`
 freezes what they built (`gc.freeze`: moved to a generation the collector never walks; freed as

@@ -22,10 +22,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from tinytf import allocator, collector
-from tinytf.cpu import cpu_kind
 from tinytf.io import sha256_file
-from tinytf.schema import flatten
+from tinytf.params.schema import flatten
+from tinytf.process import allocator, collector
+from tinytf.process.cpu import cpu_kind
 
 DEFAULT_STORE = "mlflow.db"
 DEFAULT_EXPERIMENT = "tinytf"
@@ -176,7 +176,7 @@ class Tracker:
 
     def call(self, what: str, fn, *args, **kwargs):
         """Run `fn(*args)` against MLflow as the other logging calls run (skipped while tracking is
-        off; a failure warns once and turns tracking off): for edge code such as `tinytf.champion`
+        off; a failure warns once and turns tracking off): for edge code such as `tinytf.tracking.champion`
         that talks to MLflow itself. Not an import of it here, so stages that do not register a
         model do not depend on that code."""
         return self._call(what, fn, *args, **kwargs)

@@ -20,8 +20,8 @@ import yaml
 
 from tinytf.errors import ParamsError
 from tinytf.model.architecture import HEAD_MERGES, PARAM_FIELDS, HeadMerge, ModelConfig, PosEncoding
-from tinytf.prepare_params import PrepareParams
-from tinytf.schema import DeclaredParams, bounded, parse_section, set_dotted
+from tinytf.params.prepare import PrepareParams
+from tinytf.params.schema import DeclaredParams, bounded, parse_section, set_dotted
 
 # --------------------------------------------------------------------------- sections
 

@@ -1,20 +1,13 @@
 """The C library's allocator told to keep freed memory for the next step, in every stage process.
 
-glibc's malloc serves each request above its mmap threshold (32 MB at most) with a fresh mmap and
-unmaps it on free, so the next step's tensor of the same size is faulted in again, a zeroed 4 KB
-page at a time. An eager language-model step or evaluation batch makes several such tensors (the
-8000-way logits of 32 blocks of 128 tokens are 65 MB in bf16, 131 MB in fp32): an evaluation pass
-over PTB validation took 2.4 s and 1.8M page faults on a 2-core machine, and 1.3 s with freed
-memory kept; a variants cell's eager step 1.54x as fast (`python benchmarks/allocator.py`).
+glibc's malloc serves each request above its mmap threshold with a fresh mmap and unmaps it on
+free, so the next step's tensor of the same size (the LM's logits) is faulted in again, a zeroed
+page at a time (`python benchmarks/allocator.py` measures what keeping it saves).
 
-Two `mallopt` settings, set as a stage or worker process starts: no mmap for large requests
-(they come from the heap, whose freed chunks malloc reuses), and the heap's free top given back
-to the system only beyond `KEEP_BYTES`. The memory stays with the process: the benchmark's peak
-rose by 65 MB, and a loop making one 160 MB tensor after another grows the heap to about 1.1 GB
-before it reuses one (torch's posix_memalign leaves holes at first; tests/test_allocator.py).
-jemalloc or tcmalloc, which PyTorch's tuning guide suggests, would do the same, but only loaded
-with LD_PRELOAD before the process starts, a Debian package and an environment every stage
-command, DDP rank and worker would need; these two calls need neither.
+Two `mallopt` settings, set as a stage or worker process starts: no mmap for large requests,
+and the heap's free top given back to the system only beyond `KEEP_BYTES`; the memory stays
+with the process (tests/test_allocator.py bounds it). jemalloc or tcmalloc would do the same,
+but only through LD_PRELOAD in every stage command, DDP rank and worker.
 
 `TINYTF_ALLOCATOR=default` (against `keep`, the default) leaves the allocator as the C library
 set it: an allocator changes no result, the same params give the same numbers either way.

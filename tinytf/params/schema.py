@@ -1,4 +1,4 @@
-"""Typed sections from YAML: the machinery `tinytf.config` builds params.yaml's schema with.
+"""Typed sections from YAML: the machinery `tinytf.params.config` builds params.yaml's schema with.
 
 `parse_section` builds a dataclass from a mapping, checking every key (unknown ones get a "did
 you mean"), type and limit (`ge`/`gt`/`le`/`lt` in a field's metadata, set with `bounded`), and

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import yaml
 
+from tinytf.data.texts import from_command_line
 from tinytf.errors import ParamsError, TinyTFError
-from tinytf.schema import parse_overrides, set_dotted
-from tinytf.texts import from_command_line
+from tinytf.params.schema import parse_overrides, set_dotted
 
 FILE_HELP = "a UTF-8 file whose whole content is one more text (- reads stdin); may be repeated"
 
@@ -172,7 +172,7 @@ def run_stage(stage: str, overrides: Sequence[str]) -> None:
     extra = [arg for item in overrides for arg in ("--set", item)]
     parsed = parse_overrides(list(overrides))
     if parsed:
-        from tinytf.config import load_params
+        from tinytf.params.config import load_params
 
         # the stages' own checks, once, before a matrix is expanded from the values: a scalar where a
         # list belongs, or a misspelt key, would otherwise build wrong cells or none
@@ -198,15 +198,15 @@ def guarded(fn: Callable[[], int | None]) -> int:
 
 def score(args: argparse.Namespace) -> None:
     names, texts = from_command_line(args.text, args.file)  # before the imports: refused at once
-    from tinytf.tools import score_command
+    from tinytf.cli.tools import score_command
 
     score_command(args.model, args.tokenizer, names, texts)
 
 
 def predict(args: argparse.Namespace) -> None:
     names, texts = from_command_line(args.text, args.file)  # before mlflow's seconds of imports
-    from tinytf.champion import predict_command
-    from tinytf.tracking import tracking_uri
+    from tinytf.tracking.champion import predict_command
+    from tinytf.tracking.runs import tracking_uri
 
     predict_command(args.model, names, texts, tracking_uri())
 
@@ -220,7 +220,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "run":
         return guarded(lambda: run_stage(args.stage, args.overrides))
     if args.command == "count-params":
-        from tinytf.tools import count_params_command
+        from tinytf.cli.tools import count_params_command
 
         return guarded(lambda: count_params_command(args.params, args.vocab_size, args.seed_lab))
     if args.command == "score":
@@ -228,11 +228,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "predict":
         return guarded(lambda: predict(args))
     if args.command == "compare":
-        from tinytf.compare import compare_command
+        from tinytf.cli.compare import compare_command
 
         return guarded(lambda: compare_command(dvc_args))
     if args.command == "preset":
-        from tinytf import presets
+        from tinytf.cli import presets
 
         if args.print:
             return guarded(

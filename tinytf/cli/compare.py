@@ -11,7 +11,7 @@ import json
 import subprocess
 
 from tinytf.errors import DataError
-from tinytf.schema import flatten
+from tinytf.params.schema import flatten
 
 # (column, key path in reports/headline.json): what the study's question is answered by
 HEADLINE = (
@@ -89,7 +89,7 @@ def format_table(frame, left_out: list[str]) -> str:
 
 
 def compare_command(extra: list[str]) -> None:
-    from tinytf.presets import dvc_executable
+    from tinytf.cli.presets import dvc_executable
 
     result = subprocess.run(
         [dvc_executable(), "exp", "show", "--json", *extra], capture_output=True, text=True

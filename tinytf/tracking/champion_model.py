@@ -1,7 +1,7 @@
 """The champion's model code, logged as a file: MLflow's "models from code", which it recommends
 over a pickled `PythonModel` object. Loading the model runs this file (with tinytf on the path
 from the model's `code_paths`) instead of unpickling code, and logging it prints no
-deserialisation warning. `tinytf.champion` logs it; importing it there only sets the model
+deserialisation warning. `tinytf.tracking.champion` logs it; importing it there only sets the model
 MLflow's loader reads, and makes this file a dep of the stage that logs it.
 """
 
@@ -35,9 +35,9 @@ class SentimentModel(mlflow.pyfunc.PythonModel):
         text, too many rows, or a text that gives no tokens. An `MlflowException` with
         INVALID_PARAMETER_VALUE is what MLflow's scoring server answers with a 400 and this message;
         any other exception becomes a 400 carrying a traceback with the server's paths."""
+        from tinytf.data.texts import check_rows, refuse_tokenless
         from tinytf.data.tokenizer import encode
         from tinytf.errors import DataError
-        from tinytf.texts import check_rows, refuse_tokenless
 
         try:
             check_rows(texts, names)
@@ -47,7 +47,7 @@ class SentimentModel(mlflow.pyfunc.PythonModel):
             raise MlflowException.invalid_parameter_value(str(exc)) from None
 
     def predict(self, context, model_input: pd.DataFrame, params=None) -> pd.DataFrame:
-        from tinytf.texts import row_names
+        from tinytf.data.texts import row_names
 
         columns = list(getattr(model_input, "columns", []))
         if "text" not in columns:

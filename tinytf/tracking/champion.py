@@ -20,8 +20,8 @@ import mlflow
 import pandas as pd
 import sqlalchemy.exc
 
+from tinytf.data.texts import shown
 from tinytf.errors import DataError
-from tinytf.texts import shown
 
 EXAMPLE = ["a gripping, beautifully acted film", "a dull and lifeless mess"]
 
@@ -47,8 +47,8 @@ def log_champion(
     """Log the model to the active run, register it under `name` with `tags` and point `alias` at
     it (None: register only); returns the version."""
     import tinytf
-    from tinytf import champion_model  # the file MLflow logs and runs to load the model
     from tinytf.analysis.predictor import SentimentPredictor
+    from tinytf.tracking import champion_model  # the file MLflow logs and runs to load the model
 
     with tempfile.TemporaryDirectory(prefix="tinytf-champion-") as tmp:
         bundle = Path(tmp) / champion_model.BUNDLE
@@ -129,7 +129,7 @@ def refuse_damaged_store(database: Path) -> None:
 
 
 def predict_command(uri: str, names: list[str], texts: list[str], store: str) -> None:
-    """Print the class and probabilities of each text (checked by tinytf.texts.from_command_line)."""
+    """Print the class and probabilities of each text (checked by tinytf.data.texts.from_command_line)."""
     model = load_champion(uri, store)
     check = own_check(model)
     try:

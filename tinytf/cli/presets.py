@@ -21,10 +21,10 @@ from pathlib import Path
 
 import yaml
 
-from tinytf.config import load_params
 from tinytf.errors import ParamsError
 from tinytf.io import staged, write_json
-from tinytf.schema import flatten
+from tinytf.params.config import load_params
+from tinytf.params.schema import flatten
 
 
 def available(preset_dir: Path) -> list[str]:

@@ -1,0 +1,1 @@
+"""The `tinytf` console script: its commands, the presets and the experiment comparison."""
