@@ -114,11 +114,16 @@ def test_masked_lm_masks_about_15_percent_with_80_10_10():
     assert torch.equal(inputs[~chosen], ids[~chosen])
 
 
-def test_masked_objective_trains_a_bidirectional_model(corpus):
+def test_masked_objective_trains_a_bidirectional_model(corpus, tmp_path):
     result = run(corpus, objective="masked")
     assert result.model.config.causal is False
     assert result.samples == []  # a masked LM does not score text left to right
     assert result.history[-1]["validation_loss"] > 0
+    write_outputs(result, tmp_path / "m.pt", tmp_path / "rep", {"params_hash": "h"})
+    samples = (
+        tmp_path / "rep" / "samples.md"
+    ).read_text()  # an output dvc.yaml declares, whatever the objective
+    assert samples.startswith("| | train | dev |") and "No sample sentences scored: a masked LM" in samples
 
 
 def test_outputs_and_score_round_trip(corpus, tmp_path):
