@@ -188,6 +188,8 @@ def compare_objectives(values: dict, params_file: str | Path, reports: Path, fol
              "Added by the export from `objectives.json`: this run's masked-LM start against the causal start "
              "of the committed default run it differs from only in `pretrain.objective`, paired over the same "
              "seeds (subset, head init and batch order), Holm across the label counts.", "",
+             "The course's claim (seed 000): a causal LM's unidirectionality \"could harm the results even with "
+             "fine tuning\", while BERT's masked objective \"allows the model to generalize better\". Here:", "",
              *(f"- {objectives.verdict(labels, entry)}" for labels, entry in comparison["label_curve"].items()),
              "", table]  # fmt: skip
     with open(folder / "README.md", "a", encoding="utf-8") as readme:
