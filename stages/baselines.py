@@ -31,13 +31,13 @@ def main() -> None:
     parser.add_argument("--reports", required=True, help="folder for summary.json")
     args = parser.parse_args()
     params = common.load_params("baselines", args)
-    b, f = params.baselines, params.finetune
+    baseline, finetune = params.baselines, params.finetune
 
     splits = {s: read_split(Path(args.data) / f"{s}.parquet") for s in SPLITS}
-    check_counts(f.label_counts, len(splits["train"][1]), str(Path(args.data) / "train.parquet"))
+    check_counts(finetune.label_counts, len(splits["train"][1]), str(Path(args.data) / "train.parquet"))
     staged = common.staged_outputs(args, "baselines", into=("reports",))
     with stage_run("baselines", params.as_dict()) as tracker, staged:
-        plan = f.curve_plan()
+        plan = finetune.curve_plan()
 
         def progress(count, seed, fit):
             print(f"baselines {count_name(count)} labels seed {seed}: majority {fit.majority:.4f}, "
@@ -50,7 +50,9 @@ def main() -> None:
                 run.log_metrics({"test_accuracy": fit.tfidf_lr, "validation_accuracy": fit.tfidf_lr_validation,
                                  "majority_test_accuracy": fit.majority})  # fmt: skip
 
-        curve = baseline_curve(splits, plan, b.cs, tuple(b.word_ngrams), tuple(b.char_ngrams), progress)
+        curve = baseline_curve(
+            splits, plan, baseline.cs, tuple(baseline.word_ngrams), tuple(baseline.char_ngrams), progress
+        )
         write_json(Path(args.reports) / "summary.json", {"label_curve": curve})
         for labels, entry in curve.items():
             tracker.log_metrics({f"majority_{labels}_labels_test_accuracy": entry["majority"]["mean"],

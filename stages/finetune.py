@@ -90,13 +90,19 @@ def main() -> None:
                 run.set_tags({f"tinytf.{key}": str(value) for key, value in tags.items()})
                 yield [TrackerCallback(run)]
 
-        f = params.finetune
-        hf = params.hf if "hf" in f.arms else None
+        finetune_params = params.finetune
+        hf_params = params.hf if "hf" in finetune_params.arms else None
         result = run_finetune(
-            f, params.tokenize.max_length, args.pretrained, args.data, snapshots, child_run, hf
+            finetune_params,
+            params.tokenize.max_length,
+            args.pretrained,
+            args.data,
+            snapshots,
+            child_run,
+            hf_params,
         )
         runtime = result.runtime
-        summary = summarize(result, f, hf, bool(snapshots))
+        summary = summarize(result, finetune_params, hf_params, bool(snapshots))
         tracker.set_tags({"tinytf.precision": runtime.precision, "tinytf.compile": str(runtime.compile),
                           "tinytf.workers": str(result.workers)})  # fmt: skip
         reports = Path(args.reports)
@@ -107,9 +113,9 @@ def main() -> None:
         plot_finetune_curves(result.curves, reports / "curves.png")
         for labels, entry in summary["label_curve"].items():
             tracker.log_metrics(
-                {f"{arm}_{labels}_labels_test_accuracy": entry[arm]["mean"] for arm in f.arms}
+                {f"{arm}_{labels}_labels_test_accuracy": entry[arm]["mean"] for arm in finetune_params.arms}
             )
-            line = ", ".join(f"{arm} {entry[arm]['mean']:.4f}" for arm in f.arms)
+            line = ", ".join(f"{arm} {entry[arm]['mean']:.4f}" for arm in finetune_params.arms)
             print(f"finetune {labels} labels: {line}", file=sys.stderr)
         tracker.log_params({f"chosen_{knob}_{arm}": recipe[knob] for arm, recipe in result.recipes.items()
                             for knob in ("lr", "dropout")})  # fmt: skip

@@ -38,20 +38,20 @@ def main() -> None:
     parser.add_argument("--out", required=True, help="output path without suffix")
     args = parser.parse_args()
     params = common.load_params("grid", args)
-    g, f = params.grid, params.finetune
+    grid_params, finetune_params = params.grid, params.finetune
 
     cell = {"optimizer": args.optimizer, "lr": args.lr, "batch_size": args.batch_size, "epochs": args.epochs}
     key = cell_key(**cell)
     logged = {
         "grid": {
             **cell,
-            "init": g.init,
-            "seed": g.seed,
-            "weight_decay": g.weight_decay,
-            "dropout": g.dropout,
+            "init": grid_params.init,
+            "seed": grid_params.seed,
+            "weight_decay": grid_params.weight_decay,
+            "dropout": grid_params.dropout,
         },
         "tokenize": {"max_length": params.tokenize.max_length},
-        **({"hf": dataclasses.asdict(params.hf)} if g.init == "hf" else {}),
+        **({"hf": dataclasses.asdict(params.hf)} if grid_params.init == "hf" else {}),
     }
     group = params_hash(params.as_dict())  # one MLflow parent run per matrix and its params
     staged = common.staged_outputs(args, f"grid-{key}", whole=("out",))
@@ -59,20 +59,20 @@ def main() -> None:
         common.log_token_inputs(tracker, args.data, "sentiment", ("train", "validation"))
         data = SentimentData.load(args.data)
         max_length = params.tokenize.max_length
-        if g.init == "hf":
+        if grid_params.init == "hf":
             max_length = params.hf.max_length
-            model = build_hf_classifier(params.hf.checkpoint, len(data.classes), max_length, g.seed)
+            model = build_hf_classifier(params.hf.checkpoint, len(data.classes), max_length, grid_params.seed)
             data = data.for_hf(args.data, model)
         else:
-            config = classifier_config(args.pretrained, len(data.classes), g.dropout)
-            model = build_classifier(g.init, config, args.pretrained, g.seed)
-        runtime = classifier_runtime(f, planned_steps(data, args.batch_size, args.epochs))
+            config = classifier_config(args.pretrained, len(data.classes), grid_params.dropout)
+            model = build_classifier(grid_params.init, config, args.pretrained, grid_params.seed)
+        runtime = classifier_runtime(finetune_params, planned_steps(data, args.batch_size, args.epochs))
         tracker.set_tags({"tinytf.precision": runtime.precision, "tinytf.compile": str(runtime.compile)})
         began = time.perf_counter()
         run = train_classifier(
-            model, data, init=g.init, **cell,
-            max_length=max_length, seed=g.seed, runtime=runtime,
-            weight_decay=g.weight_decay, warmup_ratio=f.warmup_ratio,
+            model, data, init=grid_params.init, **cell,
+            max_length=max_length, seed=grid_params.seed, runtime=runtime,
+            weight_decay=grid_params.weight_decay, warmup_ratio=finetune_params.warmup_ratio,
             callbacks=[TrackerCallback(tracker)], desc=f"grid {key}",
         )  # fmt: skip
         final = {k: v for k, v in run.history[-1].items() if k not in ("epoch", "step")}

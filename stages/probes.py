@@ -7,7 +7,7 @@ from pathlib import Path
 
 import common
 
-from tinytf.analysis.probes import probes_markdown, run_probes
+from tinytf.analysis.attention_probes import probes_markdown, run_probes
 from tinytf.io import write_text
 from tinytf.tracking.runs import stage_run
 
@@ -17,11 +17,17 @@ def main() -> None:
     parser.add_argument("--reports", required=True, help="folder for probes.csv and probes.md")
     args = parser.parse_args()
     params = common.load_params("probes", args)
-    p = params.probes
+    probe_params = params.probes
 
     staged = common.staged_outputs(args, "probes", into=("reports",))
     with stage_run("probes", params.as_dict()) as tracker, staged:
-        table = run_probes(seed=p.seed, n=p.n, d=p.d, scale=p.scale, tol=p.tolerance)
+        table = run_probes(
+            seed=probe_params.seed,
+            n=probe_params.n,
+            d=probe_params.d,
+            scale=probe_params.scale,
+            tol=probe_params.tolerance,
+        )
         reports = Path(args.reports)
         write_text(reports / "probes.csv", table.to_csv(index=False))
         write_text(reports / "probes.md", probes_markdown(table))
@@ -31,7 +37,10 @@ def main() -> None:
              "max_weight_error": float(table["weight_err"].max())}
         )  # fmt: skip
         tracker.log_artifact(reports / "probes.md")
-        print(f"probes: {passed}/{len(table)} constructions within tolerance {p.tolerance}", file=sys.stderr)
+        print(
+            f"probes: {passed}/{len(table)} constructions within tolerance {probe_params.tolerance}",
+            file=sys.stderr,
+        )
 
 
 if __name__ == "__main__":

@@ -262,7 +262,7 @@ EDITS = {
     "baselines": "tinytf/analysis/baselines.py",
     "grid": "tinytf/train/classify.py",
     "evaluate": "tinytf/analysis/evaluation.py",
-    "probes": "tinytf/analysis/probes.py",
+    "probes": "tinytf/analysis/attention_probes.py",
     "complexity": "tinytf/analysis/complexity.py",
     "checks": "tinytf/analysis/checks.py",
     "report": "tinytf/report/text.py",

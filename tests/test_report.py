@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 
 from tests.lm_fixtures import SAMPLES, make_corpus_dir, tiny_model
+from tinytf.analysis.attention_probes import run_probes
 from tinytf.analysis.checks import write_checks
 from tinytf.analysis.power import variants_verdicts
-from tinytf.analysis.probes import run_probes
 from tinytf.data.tokenizer import load_tokenizer
 from tinytf.errors import DataError
 from tinytf.io import write_json, write_text

@@ -299,7 +299,7 @@ def test_probe_features_are_every_layers_pooled_output_the_last_through_the_fina
 
     from tinytf.model.transformer import pool
     from tinytf.train.classify import SentimentData, build_classifier, classifier_config
-    from tinytf.train.probe import layer_features
+    from tinytf.train.linear_probe import layer_features
 
     data = SentimentData.load(workdir)
     pretrained = workdir / "models" / "pretrained.pt"
@@ -321,7 +321,7 @@ def test_probe_features_are_every_layers_pooled_output_the_last_through_the_fina
 
 
 def test_probe_chooses_c_on_validation_and_scores_test():
-    from tinytf.train.probe import fit_probe
+    from tinytf.train.linear_probe import fit_probe
 
     rng = np.random.default_rng(0)
     labels = {s: rng.integers(0, 2, n) for s, n in (("train", 200), ("validation", 100), ("test", 100))}

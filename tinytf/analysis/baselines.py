@@ -55,8 +55,8 @@ def fit_baselines(
     x_train = features.fit_transform(train[0])
     x_val, x_test = features.transform(validation[0]), features.transform(test[0])
     best = None
-    # one BLAS thread, as the frozen probe (tinytf.train.probe says why): all labels fit in 6.8 s
-    # instead of 11.6 on 2 cores, with the same C and accuracy
+    # one BLAS thread, as the frozen probe (tinytf.train.linear_probe says why): faster here, with
+    # the same C and accuracy
     with threadpool_limits(1, user_api="blas"):
         for c in sorted(cs):
             model = LogisticRegression(C=c, max_iter=2000).fit(x_train, train[1])

@@ -5,7 +5,7 @@ Three initialisations of the same classifier (seeds 000/002):
     scratch     the same architecture from a random init
     frozen      the pretrained base frozen (and in eval mode, so no dropout), only the head
                 trained (the grid's `frozen` init; the finetune study's frozen start is the
-                logistic-regression probe of `tinytf.train.probe`)
+                logistic-regression probe of `tinytf.train.linear_probe`)
 Training reuses `tinytf.train.loop.run_loop`; the train loss/accuracy of an epoch are running
 averages over its batches (what the seed reports plot), validation is a separate pass.
 """

@@ -12,7 +12,7 @@ comparison over seeds is paired. The recipe is chosen on validation, never on te
 3. the chosen recipe then runs every (label count, seed), and the pretrained start again from
    each pretraining snapshot at `snapshot_labels` labels, over the same seeds.
 
-The frozen start is a linear probe (`tinytf.train.probe`): a logistic regression on the body's
+The frozen start is a linear probe (`tinytf.train.linear_probe`): a logistic regression on the body's
 features, computed once per start, with its C chosen on validation in each run; it has no lr.
 """
 
@@ -42,8 +42,8 @@ from tinytf.train.classify import (
     evaluate_test_split,
     train_classifier,
 )
+from tinytf.train.linear_probe import ProbeFit, fit_probe, layer_features
 from tinytf.train.loop import Callback
-from tinytf.train.probe import ProbeFit, fit_probe, layer_features
 from tinytf.train.runtime import Runtime
 from tinytf.train.workers import Workers
 
