@@ -27,7 +27,13 @@ from tinytf.model.architecture import model_config
 from tinytf.model.transformer import TinyTransformer
 from tinytf.params.config import load_params
 from tinytf.process.allocator import keep_freed_memory
-from tinytf.train.classify import SentimentData, classifier_runtime, planned_steps, train_classifier
+from tinytf.train.classify import (
+    ClassifierRecipe,
+    SentimentData,
+    classifier_runtime,
+    planned_steps,
+    train_classifier,
+)
 from tinytf.train.runtime import seed_everything
 from tinytf.train.workers import one_thread
 
@@ -61,10 +67,10 @@ def main() -> int:
         sync(runtime.device)
         began = time.perf_counter()
         with one_thread(runtime.device):  # a finetune worker's run on a CPU
-            run = train_classifier(model, data, init="scratch", optimizer=f.optimizer, lr=f.lrs[0],
-                                   batch_size=f.batch_size, epochs=1, max_length=params.tokenize.max_length,
-                                   seed=repeat, runtime=runtime, weight_decay=f.weight_decay,
-                                   warmup_ratio=f.warmup_ratio, progress=False)  # fmt: skip
+            recipe = ClassifierRecipe(init="scratch", optimizer=f.optimizer, lr=f.lrs[0], batch_size=f.batch_size,
+                                      epochs=1, max_length=params.tokenize.max_length, seed=repeat,
+                                      weight_decay=f.weight_decay, warmup_ratio=f.warmup_ratio)  # fmt: skip
+            run = train_classifier(model, data, recipe, runtime, progress=False)
         sync(runtime.device)
         seconds.append(time.perf_counter() - began)
         accuracy = run.history[-1]["validation_accuracy"]

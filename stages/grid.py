@@ -16,6 +16,7 @@ from tinytf.io import write_json
 from tinytf.model.checkpoint import save_model
 from tinytf.tracking.runs import TrackerCallback, params_hash, stage_run
 from tinytf.train.classify import (
+    ClassifierRecipe,
     SentimentData,
     build_classifier,
     build_hf_classifier,
@@ -69,12 +70,11 @@ def main() -> None:
         runtime = classifier_runtime(finetune_params, planned_steps(data, args.batch_size, args.epochs))
         tracker.set_tags({"tinytf.precision": runtime.precision, "tinytf.compile": str(runtime.compile)})
         began = time.perf_counter()
+        recipe = ClassifierRecipe(init=grid_params.init, **cell, max_length=max_length, seed=grid_params.seed,
+                                  weight_decay=grid_params.weight_decay, warmup_ratio=finetune_params.warmup_ratio)  # fmt: skip
         run = train_classifier(
-            model, data, init=grid_params.init, **cell,
-            max_length=max_length, seed=grid_params.seed, runtime=runtime,
-            weight_decay=grid_params.weight_decay, warmup_ratio=finetune_params.warmup_ratio,
-            callbacks=[TrackerCallback(tracker)], desc=f"grid {key}",
-        )  # fmt: skip
+            model, data, recipe, runtime, callbacks=[TrackerCallback(tracker)], desc=f"grid {key}"
+        )
         final = {k: v for k, v in run.history[-1].items() if k not in ("epoch", "step")}
         # suffixes are appended, not swapped: the stem holds the lr's dot ("lr0.001")
         checkpoint = Path(f"{args.out}.pt")

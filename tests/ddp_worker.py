@@ -42,7 +42,13 @@ def run_pretrain(data: Path, state: Path, callbacks: list) -> dict:
 def run_finetune(data: Path, state: Path, callbacks: list) -> dict:
     import torch
 
-    from tinytf.train.classify import SentimentData, build_classifier, classifier_config, train_classifier
+    from tinytf.train.classify import (
+        ClassifierRecipe,
+        SentimentData,
+        build_classifier,
+        classifier_config,
+        train_classifier,
+    )
     from tinytf.train.runtime import Runtime
 
     sentiment = SentimentData.load(data)
@@ -50,9 +56,11 @@ def run_finetune(data: Path, state: Path, callbacks: list) -> dict:
     model = build_classifier("pretrained", classifier_config(pretrained, 2, dropout=0.0), pretrained, seed=1)
     runtime = Runtime(torch.device("cpu"), "fp32", False)
     # 96 train rows in batches of 13: the last batch of an epoch has 5 rows, split 3 + 2 (weights 1.2, 0.8)
-    run = train_classifier(model, sentiment, init="pretrained", optimizer="AdamW", lr=3e-3, batch_size=13,
-                           epochs=2, max_length=32, seed=1, runtime=runtime, callbacks=callbacks,
-                           state_path=state, params_hash="ddp")  # fmt: skip
+    recipe = ClassifierRecipe(init="pretrained", optimizer="AdamW", lr=3e-3, batch_size=13, epochs=2,
+                              max_length=32, seed=1)  # fmt: skip
+    run = train_classifier(
+        model, sentiment, recipe, runtime, callbacks=callbacks, state_path=state, params_hash="ddp"
+    )
     return {"history": run.history}
 
 

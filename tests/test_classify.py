@@ -8,6 +8,7 @@ import torch
 from tinytf.analysis.evaluation import bootstrap_interval, classification_report, paired_comparison
 from tinytf.params.config import GridParams
 from tinytf.train.classify import (
+    ClassifierRecipe,
     SentimentData,
     build_classifier,
     classifier_config,
@@ -32,20 +33,9 @@ def train(workdir, init, state=None, callbacks=(), epochs=3, seed=1):
     data = SentimentData.load(workdir)
     pretrained = workdir / "models" / "pretrained.pt"
     model = build_classifier(init, classifier_config(pretrained, 2), pretrained, seed)
-    run = train_classifier(
-        model,
-        data,
-        init=init,
-        optimizer="AdamW",
-        lr=3e-3,
-        batch_size=16,
-        epochs=epochs,
-        max_length=32,
-        seed=seed,
-        runtime=CPU,
-        callbacks=list(callbacks),
-        state_path=state,
-    )
+    recipe = ClassifierRecipe(init=init, optimizer="AdamW", lr=3e-3, batch_size=16, epochs=epochs, max_length=32,
+                              seed=seed)  # fmt: skip
+    run = train_classifier(model, data, recipe, CPU, callbacks=list(callbacks), state_path=state)
     return data, run
 
 

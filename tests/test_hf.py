@@ -100,6 +100,7 @@ def test_the_hf_arm_fine_tunes_beats_scratch_and_its_saved_model_serves_the_same
     from tinytf.model.transformer import ModelConfig, TinyTransformer
     from tinytf.params.config import FinetuneParams, HFParams
     from tinytf.train.classify import (
+        ClassifierRecipe,
         SentimentData,
         build_hf_classifier,
         evaluate_test_split,
@@ -131,8 +132,10 @@ def test_the_hf_arm_fine_tunes_beats_scratch_and_its_saved_model_serves_the_same
     runtime = resolve_runtime("cpu", "fp32", False, 0)
     model = build_hf_classifier(CHECKPOINT, 2, 64, seed=3)
     data = SentimentData.load(sst2_dir).for_hf(sst2_dir, model)
-    run = train_classifier(model, data, init="hf", optimizer="AdamW", lr=2e-4, batch_size=16, epochs=3,
-                           max_length=64, seed=3, runtime=runtime)  # fmt: skip
+    recipe = ClassifierRecipe(
+        init="hf", optimizer="AdamW", lr=2e-4, batch_size=16, epochs=3, max_length=64, seed=3
+    )
+    run = train_classifier(model, data, recipe, runtime)
     before = evaluate_test_split(run.model, data, 64, runtime)
     save_model(tmp_path / "cell.pt", run.model)
     assert "hf" in json.loads((tmp_path / "cell.json").read_text())

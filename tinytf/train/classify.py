@@ -253,44 +253,53 @@ class BestEpoch:
 
 
 # ~70 lines, a third of them the keyword arguments every caller (finetune, grid, evaluate) names
+@dataclass(frozen=True)
+class ClassifierRecipe:
+    """How one classifier trains, built once by the stage that runs it (finetune, grid) from its
+    params, as PretrainParams is pretraining's recipe."""
+
+    init: str  # the start: pretrained, scratch, frozen or hf
+    optimizer: str  # a torch.optim class name
+    lr: float
+    batch_size: int
+    epochs: int
+    max_length: int
+    seed: int
+    weight_decay: float = 0.0
+    warmup_ratio: float = 0.1
+    grad_clip: float = 1.0
+    schedule: str = "cosine"
+    eval_every: int = 1
+    keep_best: bool = False
+
+
 def train_classifier(
     model: TinyTransformer,
     data: SentimentData,
-    *,
-    init: str,
-    optimizer: str,
-    lr: float,
-    batch_size: int,
-    epochs: int,
-    max_length: int,
-    seed: int,
+    recipe: ClassifierRecipe,
     runtime: Runtime,
-    weight_decay: float = 0.0,
-    warmup_ratio: float = 0.1,
-    grad_clip: float = 1.0,
-    schedule: str = "cosine",
+    *,
     callbacks: list[Callback] = (),
     state_path: str | Path | None = None,
     params_hash: str = "",
     desc: str = "finetune",
-    keep_best: bool = False,
-    eval_every: int = 1,
     progress: bool = True,
 ) -> ClassifierRun:
     """`eval_every` data epochs make one loop epoch (one validation pass): small subsets run many
     short epochs, and a validation pass each would cost as much as the training."""
+    r = recipe
     options = data.loader_options(model)
-    loader = sentiment_loader(data.splits["train"], batch_size, max_length, shuffle=True, seed=seed,
+    loader = sentiment_loader(data.splits["train"], r.batch_size, r.max_length, shuffle=True, seed=r.seed,
                               group_by_length=True, **options)  # fmt: skip
     source = LoaderSource(loader)
     model.to(runtime.device)
-    if init == "frozen":
+    if r.init == "frozen":
         model.base.eval()  # a probe reads fixed features: no dropout in the frozen body
 
     step = classifier_step_loss(model, runtime)
 
     def loss_fn(batch):
-        if init == "frozen" and model.base.training:
+        if r.init == "frozen" and model.base.training:
             model.base.eval()  # run_loop and predict() put the whole model back in train mode
         ids, mask, y = (batch[k].to(runtime.device) for k in ("input_ids", "attention_mask", "labels"))
         loss, logits = step(ids, mask, y)
@@ -306,23 +315,23 @@ def train_classifier(
     def on_epoch_end(epoch: int, step: int) -> dict[str, float]:
         metrics = source.take_epoch_stats()
         preds, labels, val_loss = predict(
-            model, data.splits["validation"], 256, max_length, runtime, **options
+            model, data.splits["validation"], 256, r.max_length, runtime, **options
         )
         metrics.update(validation_loss=val_loss, validation_accuracy=float((preds == labels).mean()))
-        metrics["data_epochs"] = epoch * eval_every
-        if keep_best:
-            best.update(epoch * eval_every, metrics["validation_accuracy"])
+        metrics["data_epochs"] = epoch * r.eval_every
+        if r.keep_best:
+            best.update(epoch * r.eval_every, metrics["validation_accuracy"])
         return metrics
 
-    loop = classifier_loop(len(loader), epochs, eval_every, lr, weight_decay, warmup_ratio, grad_clip, optimizer,
-                           schedule, desc)  # fmt: skip
+    loop = classifier_loop(len(loader), r.epochs, r.eval_every, r.lr, r.weight_decay, r.warmup_ratio, r.grad_clip,
+                           r.optimizer, r.schedule, desc)  # fmt: skip
     loop.progress = progress
     epochs = loop.total_steps // loop.steps_per_epoch
     out = run_loop(
         model, source, loss_fn, loop, runtime, on_epoch_end, list(callbacks), state_path, params_hash
     )
-    best_epoch = best.restore() if keep_best else epochs * eval_every
-    if init == "frozen":
+    best_epoch = best.restore() if r.keep_best else epochs * r.eval_every
+    if r.init == "frozen":
         model.base.eval()
     return ClassifierRun(model, out["history"], best_epoch=best_epoch)
 

@@ -34,6 +34,7 @@ from tinytf.data.subsets import check_counts, count_name, label_subset
 from tinytf.model.checkpoint import read_config
 from tinytf.params.config import FinetuneParams, HFParams
 from tinytf.train.classify import (
+    ClassifierRecipe,
     SentimentData,
     build_classifier,
     build_hf_classifier,
@@ -151,16 +152,17 @@ class Trainer:
         model, data, max_length = self.build(spec.arm, spec.start, spec.seed, spec.dropout)
         p, (data, _) = self.params, subset(data, spec.count, spec.seed)
         epochs, every = schedule(len(data.splits["train"]), p)
-        recipe = f"lr {spec.lr:g} dropout {spec.dropout:g}"
-        name = f"{spec.arm} {count_name(spec.count)} labels seed {spec.seed} {recipe}" + (
-            "" if spec.start_name == "final" else f" from {spec.start_name}"
+        name = (
+            f"{spec.arm} {count_name(spec.count)} labels seed {spec.seed} lr {spec.lr:g} dropout {spec.dropout:g}"
+            + ("" if spec.start_name == "final" else f" from {spec.start_name}")
         )
         recorder = Recorder()
-        run = train_classifier(model, data, init=spec.arm, callbacks=[recorder],
-                               keep_best=True, optimizer=p.optimizer, lr=spec.lr, batch_size=p.batch_size,
-                               epochs=epochs, max_length=max_length, seed=spec.seed, runtime=self.runtime,
-                               weight_decay=p.weight_decay, warmup_ratio=p.warmup_ratio, eval_every=every,
-                               desc=name, progress=False)  # fmt: skip
+        recipe = ClassifierRecipe(init=spec.arm, optimizer=p.optimizer, lr=spec.lr, batch_size=p.batch_size,
+                                  epochs=epochs, max_length=max_length, seed=spec.seed, weight_decay=p.weight_decay,
+                                  warmup_ratio=p.warmup_ratio, eval_every=every, keep_best=True)  # fmt: skip
+        run = train_classifier(
+            model, data, recipe, self.runtime, callbacks=[recorder], desc=name, progress=False
+        )
         test = evaluate_test_split(run.model, data, max_length, self.runtime)
         best = next(h for h in run.history if h["data_epochs"] == run.best_epoch)
         row = {"n_train": len(data.splits["train"]), "epochs": epochs, "best_epoch": run.best_epoch,
