@@ -293,3 +293,11 @@ def test_preset_values_reach_dvc_as_the_numbers_they_are():
         assert yaml.safe_load(yaml_value(value)) == value, value
     args = set_args("minilm", REPO / "params.yaml", REPO / "presets")
     assert "grid.lrs=[5.0e-05]" in args
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in (REPO / "presets").glob("*.yaml")))
+def test_every_committed_preset_validates_against_params(name):
+    from tinytf.cli.presets import set_args
+
+    args = set_args(name, REPO / "params.yaml", REPO / "presets")  # a bad key or value raises, naming it
+    assert args and args[::2] == ["-S"] * (len(args) // 2)
