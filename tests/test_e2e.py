@@ -177,6 +177,7 @@ def test_the_tiny_preset_runs_as_a_dvc_experiment_and_writes_every_output(worksp
     assert set(summary["label_curve"]) == {"60", "120", "all"}
     for entry in summary["label_curve"].values():  # the protocol: every label count runs every seed
         assert len(entry["pretrained"]["by_seed"]) == len(entry["scratch"]["by_seed"]) == 3
+        assert entry["pretrained"]["n"] == entry["scratch"]["n"] == 3
         test = entry["pretrained_vs_scratch"]  # a tiny test set can give every seed the same difference
         assert test["p_holm"] is None if test["p_value"] is None else test["p_holm"] >= test["p_value"]
     assert summary["trend"]["n"] == 9 and len(summary["trend"]["ci95"]) == 2

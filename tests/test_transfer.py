@@ -231,6 +231,7 @@ def test_curve_and_snapshot_summaries_pair_the_same_seeds():
         0.11 / 3
     )  # 0.04, 0.05, 0.02
     assert curve["all"]["scratch"]["mean"] == pytest.approx(0.7733, abs=1e-4)
+    assert {entry[arm]["n"] for entry in curve.values() for arm in ("pretrained", "scratch")} == {3}
     points = snapshot_curve(runs_frame(), "100")
     assert [p["start"] for p in points] == ["scratch", "epoch1", "final"]
     assert points[1]["mean_difference"] == pytest.approx(0.01) and points[1]["tokens"] == 1000

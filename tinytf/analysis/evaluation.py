@@ -198,6 +198,7 @@ def curve_summary(runs, arms: list[str]) -> dict:
             arm: {
                 "mean": float(np.mean(list(acc.values()))),
                 "std": float(np.std(list(acc.values()), ddof=1)) if len(acc) > 1 else 0.0,
+                "n": len(acc),  # seeds: the protocol runs the same ones at every label count
                 "by_seed": {str(s): float(a) for s, a in sorted(acc.items())},
             }
             for arm, acc in tests.items()
