@@ -22,7 +22,7 @@ from pathlib import Path
 import yaml
 
 from tinytf.errors import ParamsError
-from tinytf.io import staged, write_json
+from tinytf.io import staged, write_json, write_text
 from tinytf.params.config import load_params
 from tinytf.params.schema import flatten
 
@@ -143,7 +143,7 @@ def export_report(
             copy(reports / src, folder / dest)
         write_json(folder / "preset.json", values)
         if values.get("pretrain.objective") == "masked":
-            compare_objectives(values, params_file, reports, folder)
+            compare_objectives(values, params, params_file, reports, folder)
     return presets / name
 
 
@@ -161,15 +161,17 @@ def _at_head(path: Path) -> str:
     return done.stdout
 
 
-def compare_objectives(values: dict, params_file: str | Path, reports: Path, folder: Path) -> None:
-    """The masked preset's run against the committed causal run at HEAD, whose params differ
-    only in the preset's keys: objectives.json, tables/objectives.md and a README section."""
+def compare_objectives(
+    values: dict, here: dict, params_file: str | Path, reports: Path, folder: Path
+) -> None:
+    """The masked preset's run (`here`: the workspace's params, flattened) against the committed
+    causal run at HEAD, whose params differ only in the preset's keys: objectives.json,
+    tables/objectives.md and a README section."""
     import pandas as pd  # here: the other commands start without pandas
 
     from tinytf.analysis import objectives
 
     head = flatten(yaml.safe_load(_at_head(Path(params_file))) or {})
-    here = flatten(yaml.safe_load(Path(params_file).read_text(encoding="utf-8")) or {})
     other = sorted(
         k for k in head.keys() | here.keys() if k not in values and not _same(here.get(k), head.get(k))
     )
@@ -181,9 +183,8 @@ def compare_objectives(values: dict, params_file: str | Path, reports: Path, fol
     comparison = objectives.objective_comparison(causal, pd.read_csv(runs))
     commit = _git(["rev-parse", "HEAD"], runs.resolve().parent).stdout.strip()
     write_json(folder / "objectives.json", {"objectives": comparison, "causal_run": commit})
-    (folder / "tables").mkdir(exist_ok=True)
     table = objectives.table(comparison)
-    (folder / "tables" / "objectives.md").write_text(table, encoding="utf-8")
+    write_text(folder / "tables" / "objectives.md", table)
     lines = ["", "## Masked vs causal pretraining on the label curve", "",
              "Added by the export from `objectives.json`: this run's masked-LM start against the causal start "
              "of the committed default run it differs from only in `pretrain.objective`, paired over the same "
