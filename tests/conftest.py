@@ -11,6 +11,15 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("TINYTF_SHARED_DATA", REPO.parent / "shared" / "data"))
 
 
+def fake_report_tree(reports: Path) -> Path:
+    """The files a preset export copies, each holding its own relative path, under `reports`."""
+    for rel in ("README.md", "metrics.json", "finetune/summary.json", "baselines/summary.json",
+                "variants/summary.json", "tables/a.md", "plots/a.png"):  # fmt: skip
+        (reports / rel).parent.mkdir(parents=True, exist_ok=True)
+        (reports / rel).write_text(rel)
+    return reports
+
+
 @pytest.fixture
 def shared_data() -> Path:
     if not (SHARED_DATA / "sst2").exists():

@@ -7,7 +7,7 @@ import pytest
 from tinytf.cli.main import main, stage_commands
 from tinytf.errors import ParamsError
 
-from .conftest import REPO
+from .conftest import REPO, fake_report_tree
 
 
 def test_help_lists_the_subcommands(capsys):
@@ -142,10 +142,7 @@ def test_preset_export_copies_the_report_only_when_params_hold_the_presets_value
     import yaml
 
     reports = tmp_path / "reports"
-    for rel in ("README.md", "metrics.json", "finetune/summary.json", "baselines/summary.json",
-                "variants/summary.json", "tables/a.md", "plots/a.png"):  # fmt: skip
-        (reports / rel).parent.mkdir(parents=True, exist_ok=True)
-        (reports / rel).write_text(rel)
+    fake_report_tree(reports)
     params = yaml.safe_load((REPO / "params.yaml").read_text())
     target = tmp_path / "params.yaml"
     target.write_text(yaml.safe_dump(params))

@@ -11,7 +11,7 @@ import yaml
 from tinytf.analysis.objectives import objective_comparison, table, verdict
 from tinytf.errors import DataError, ParamsError
 
-from .conftest import REPO
+from .conftest import REPO, fake_report_tree
 
 SEEDS = [1, 2, 3, 4, 5]
 LABELS = {"250": 250, "1000": 1000, "all": 10201}
@@ -73,10 +73,7 @@ def test_the_masked_presets_export_pairs_its_run_with_the_committed_causal_run(t
 
     repo = tmp_path / "repo"
     reports = repo / "reports"
-    for rel in ("README.md", "metrics.json", "finetune/summary.json", "baselines/summary.json",
-                "variants/summary.json", "tables/a.md", "plots/a.png"):  # fmt: skip
-        (reports / rel).parent.mkdir(parents=True, exist_ok=True)
-        (reports / rel).write_text(rel)
+    fake_report_tree(reports)
     params = yaml.safe_load((REPO / "params.yaml").read_text())
     (repo / "params.yaml").write_text(yaml.safe_dump(params))
     runs(dict.fromkeys(LABELS, 0.0)).to_csv(reports / "finetune" / "runs.csv", index=False)
