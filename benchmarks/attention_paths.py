@@ -1,6 +1,6 @@
 """Which attention kernel to run: the written-out math or SDPA (`F.scaled_dot_product_attention`).
 
-The same math, equal up to rounding (tests/test_attention.py); `SelfAttention` picks the faster one
+The same math, equal up to rounding (tests/unit/model/test_attention.py); `SelfAttention` picks the faster one
 per call (`_sdpa_is_faster`): written out under torch.compile, with dropout, and wherever
 autograd records it on a CPU; SDPA otherwise. This times both kernels, each forced, in the cases
 below, in alternating rounds of one process, and names the one chosen on this device:

@@ -1,23 +1,12 @@
-"""Shared fixtures. Real data is read from ../shared/data (never copied into the repo)."""
+"""Fixtures every test may use. Real data is read from ../shared/data (never copied into the repo)."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED_DATA = Path(os.environ.get("TINYTF_SHARED_DATA", REPO.parent / "shared" / "data"))
-
-
-def fake_report_tree(reports: Path) -> Path:
-    """The files a preset export copies, each holding its own relative path, under `reports`."""
-    for rel in ("README.md", "metrics.json", "finetune/summary.json", "baselines/summary.json",
-                "variants/summary.json", "tables/a.md", "plots/a.png"):  # fmt: skip
-        (reports / rel).parent.mkdir(parents=True, exist_ok=True)
-        (reports / rel).write_text(rel)
-    return reports
+from tests.helpers.paths import SHARED_DATA
 
 
 @pytest.fixture

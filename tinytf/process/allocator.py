@@ -6,8 +6,8 @@ page at a time (`python benchmarks/allocator.py` measures what keeping it saves)
 
 Two `mallopt` settings, set as a stage or worker process starts: no mmap for large requests,
 and the heap's free top given back to the system only beyond `KEEP_BYTES`; the memory stays
-with the process (tests/test_allocator.py bounds it). jemalloc or tcmalloc would do the same,
-but only through LD_PRELOAD in every stage command, DDP rank and worker.
+with the process (tests/unit/process/test_allocator.py bounds it). jemalloc or tcmalloc would do
+the same, but only through LD_PRELOAD in every stage command, DDP rank and worker.
 
 `TINYTF_ALLOCATOR=default` (against `keep`, the default) leaves the allocator as the C library
 set it: an allocator changes no result, the same params give the same numbers either way.

@@ -62,7 +62,8 @@ class Upstream(NamedTuple):
     stage: str  # the stage that writes it
 
 
-# Every file the report reads, in one place; tests/test_dvc_contract.py checks each is a dep of `report`.
+# Every file the report reads, in one place; tests/contract/test_dvc_contract.py checks that each
+# is a dep of `report`.
 UPSTREAM = {
     "data": Upstream("data card", "reports/data.json", "prepare"),
     "checks_counts": Upstream("parameter counts", "reports/checks/counts.json", "checks"),

@@ -1,0 +1,36 @@
+"""The tiny preset's run, built once per session; each test works in a copy of its own."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.repo import dvc, repo_copy
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory) -> Path:
+    """A copy of the repository with the tiny preset run as a temporary experiment and applied.
+    No test changes it: tests get `workspace`, a copy of it."""
+    root = repo_copy(tmp_path_factory.mktemp("tiny"))
+    # the way a user switches configuration: `dvc exp run -S ...` from presets/tiny.yaml
+    dvc(root, "preset", "tiny", command=(sys.executable, "-m", "tinytf.cli"))
+    # a temporary experiment: the clone is untouched until the experiment is applied
+    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                            capture_output=True, text=True, check=True).stdout  # fmt: skip
+    assert status == "", status
+    listed = dvc(root, "exp", "ls", "--name-only").stdout.splitlines()
+    [experiment] = [line.strip() for line in listed if line.strip() and not line.endswith(":")]  # no baseline
+    dvc(root, "exp", "apply", experiment)
+    return root
+
+
+@pytest.fixture
+def workspace(tiny_run, tmp_path) -> Path:
+    """The tiny run's repository, copied for one test: what a test runs, counts or breaks there,
+    no other test sees, so each passes alone, in any selection and in any order."""
+    return Path(shutil.copytree(tiny_run, tmp_path / "repo", symlinks=True))

@@ -1,0 +1,108 @@
+"""What the tiny run leaves in MLflow: one run per stage and per run of the study, the champion as a
+pyfunc model, and the MLflow UI that shows them."""
+
+from __future__ import annotations
+
+import platform
+
+import pytest
+
+from tests.helpers.repo import dvc
+from tests.helpers.tiny_run import RUNS
+
+pytestmark = pytest.mark.slow
+
+
+def test_mlflow_store_holds_one_run_per_stage_and_one_per_run_of_the_study(workspace):
+    import mlflow
+    import pandas as pd
+
+    mlflow.set_tracking_uri(f"sqlite:///{workspace / 'mlflow.db'}")
+    runs = mlflow.search_runs(experiment_names=["tinytf"])
+    assert runs["tags.tinytf.stage"].value_counts().to_dict() == RUNS
+    assert set(runs["status"]) == {"FINISHED"}
+    # the whole study in MLflow: a child run for every row of runs.csv, found by its tags
+    study = pd.read_csv(workspace / "reports/finetune/runs.csv")
+    children = runs[runs["tags.tinytf.stage"] == "finetune"].dropna(subset=["tags.tinytf.arm"])
+    logged = sorted(zip(children["tags.tinytf.arm"], children["tags.tinytf.labels"], children["tags.tinytf.seed"],
+                        children["tags.tinytf.start"], strict=True))  # fmt: skip
+    assert logged == sorted(zip(study["arm"], study["labels"].astype(str), study["seed"].astype(str),
+                                study["start"], strict=True))  # fmt: skip
+    if (
+        platform.libc_ver()[0] == "glibc"
+    ):  # every stage process keeps freed memory (tinytf/process/allocator.py)
+        ran = runs[~runs["tags.tinytf.stage"].str.endswith("(parent)")]  # a matrix's parent runs nothing
+        assert set(ran["tags.tinytf.allocator"]) == {"kept (glibc: no mmap, trim above 1024 MiB)"}
+    prepare = runs[runs["tags.tinytf.stage"] == "prepare"].iloc[0]
+    assert prepare["params.prepare.corpus.max_rows"] == "2000"
+    inputs = mlflow.get_run(prepare["run_id"]).inputs.dataset_inputs
+    assert len(inputs) == 6 and all(d.dataset.digest for d in inputs)
+    for stage, splits in (
+        ("pretrain", 3),
+        ("grid", 2),
+        ("evaluate", 1),
+    ):  # what each trained or was scored on
+        run_id = runs[runs["tags.tinytf.stage"] == stage].iloc[0]["run_id"]
+        inputs = mlflow.get_run(run_id).inputs.dataset_inputs
+        assert len(inputs) == splits and all(len(d.dataset.digest) == 8 for d in inputs), stage
+    parent = runs[runs["tags.tinytf.stage"] == "grid (parent)"].iloc[0]["run_id"]
+    cells = runs[runs["tags.tinytf.stage"] == "grid"]
+    assert set(cells["tags.mlflow.parentRunId"]) == {parent}
+    # the preset ran as a temporary experiment: its model is registered, tagged with the
+    # experiment's name, and @champion is not moved by it
+    client = mlflow.MlflowClient()
+    [version] = client.search_model_versions("name='tinytf-sentiment'")
+    assert version.run_id == runs[runs["tags.tinytf.stage"] == "evaluate"].iloc[0]["run_id"]
+    # search results leave aliases out: read them from the registered model
+    assert version.tags["tinytf.experiment"] and client.get_registered_model("tinytf-sentiment").aliases == {}
+
+
+def test_the_champion_is_a_pyfunc_model_that_classifies_raw_texts(workspace):
+    import json
+
+    import mlflow
+    import pandas as pd
+
+    # an applied experiment becomes the champion when evaluate runs in the workspace
+    dvc(workspace, "repro", "--force", "--single-item", "evaluate")
+    mlflow.set_tracking_uri(f"sqlite:///{workspace / 'mlflow.db'}")
+    champion = mlflow.MlflowClient().get_model_version_by_alias("tinytf-sentiment", "champion")
+    assert int(champion.version) == 2 and "tinytf.experiment" not in champion.tags
+    model = mlflow.pyfunc.load_model("models:/tinytf-sentiment@champion")
+    predicted = model.predict(pd.DataFrame({"text": ["a fine, moving film", "a dull mess"]}))
+    classes = json.loads((workspace / "data/tokens/sentiment/labels.json").read_text())["classes"]
+    assert list(predicted.columns) == ["label"] + [f"p_{name}" for name in classes]
+    assert set(predicted["label"]) <= set(classes) and len(predicted) == 2
+
+
+def test_mlflow_ui_lists_runs_and_renders_a_metric_chart(workspace, tmp_path):
+    from tests.helpers.mlflow_ui import browser_available, chromium, mlflow_server, wait_for
+
+    if not browser_available():
+        pytest.skip("chromium / chromedriver / selenium not installed (.ci/run installs them)")
+    import mlflow
+
+    mlflow.set_tracking_uri(f"sqlite:///{workspace / 'mlflow.db'}")
+    experiment = mlflow.get_experiment_by_name("tinytf")
+    pretrain = mlflow.search_runs([experiment.experiment_id], "tags.`tinytf.stage` = 'pretrain'").iloc[0]
+    from selenium.webdriver.common.by import By
+
+    with mlflow_server(workspace / "mlflow.db") as url, chromium(tmp_path / "profile") as driver:
+        driver.get(f"{url}/#/experiments/{experiment.experiment_id}/runs")
+        for name in ("prepare", "tokenize", "pretrain", "evaluate"):
+            wait_for(
+                driver, lambda d, n=name: n in d.find_element(By.TAG_NAME, "body").text, what=f"run '{name}'"
+            )
+        driver.save_screenshot(str(workspace / "mlflow-runs.png"))
+        driver.get(f"{url}/#/experiments/{experiment.experiment_id}/runs/{pretrain['run_id']}/model-metrics")
+
+        def chart(d):
+            return d.find_elements(By.CSS_SELECTOR, ".js-plotly-plot, svg.main-svg, canvas")
+
+        wait_for(driver, chart, what="a metric chart on the pretrain run page")
+        wait_for(
+            driver,
+            lambda d: "train_loss" in d.find_element(By.TAG_NAME, "body").text,
+            what="train_loss chart",
+        )
+        driver.save_screenshot(str(workspace / "mlflow-chart.png"))

@@ -1,0 +1,136 @@
+"""The tiny preset's pipeline, end to end, in a temporary copy of the repository: every output
+written, a second `dvc repro` that runs nothing, and `dvc status` that sees every module a stage reaches."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.helpers.repo import dvc
+from tests.helpers.tiny_run import DVC_STAGES
+
+pytestmark = pytest.mark.slow
+
+
+def test_the_tiny_preset_runs_as_a_dvc_experiment_and_writes_every_output(workspace):
+    import json
+
+    changed = json.loads(dvc(workspace, "params", "diff", "--json").stdout)["params.yaml"]
+    assert changed["model.d_model"]["new"] == 32 and changed["model.d_model"]["old"] == 128, changed
+    assert "prepare.sentiment.source" not in changed  # and nothing else
+
+    import numpy as np
+    import pandas as pd
+
+    for split in ("train", "validation", "test"):
+        corpus = pd.read_parquet(workspace / f"data/prepared/corpus/{split}.parquet")
+        # train also holds the in-domain text (2 copies of the sentiment train texts and plot rows)
+        assert list(corpus.columns) == ["text"] and 0 < len(corpus) <= (
+            2000 if split != "train" else 2000 + 2 * 2400
+        )
+        sentiment = pd.read_parquet(workspace / f"data/prepared/sentiment/{split}.parquet")
+        assert set(sentiment["label"]) <= {0, 1}
+        ids = np.load(workspace / f"data/tokens/corpus/{split}.npy")
+        assert ids.dtype == np.uint16 and ids.max() < 400
+    assert (workspace / "data/tokenizer.json").exists()
+    assert "## sentiment: `rt_critic_snippets`" in (workspace / "reports/data.md").read_text()
+    assert (workspace / "dvc.lock").exists()
+    import json
+
+    metrics = json.loads((workspace / "reports/pretrain/metrics.json").read_text())
+    assert metrics["steps"] == 8 and metrics["validation_perplexity"] > 1
+    assert set(metrics["samples"]) == {"normal", "weird", "long"}
+    assert (workspace / "data/models/pretrained.pt").exists()
+    epochs = pd.read_csv(workspace / "reports/pretrain/epochs.csv")
+    assert epochs["epoch"].tolist() == [1, 2]
+    table = (workspace / "reports/variants/variants.md").read_text()
+    assert "| learned" in table and "reweight" in table and " ± " in table
+    summary = json.loads((workspace / "reports/finetune/summary.json").read_text())
+    assert set(summary["arms"]) == {"pretrained", "scratch", "frozen"}
+    assert set(summary["label_curve"]) == {"60", "120", "all"}
+    for entry in summary["label_curve"].values():  # the protocol: every label count runs every seed
+        assert len(entry["pretrained"]["by_seed"]) == len(entry["scratch"]["by_seed"]) == 3
+        assert entry["pretrained"]["n"] == entry["scratch"]["n"] == 3
+        test = entry["pretrained_vs_scratch"]  # a tiny test set can give every seed the same difference
+        assert test["p_holm"] is None if test["p_value"] is None else test["p_holm"] >= test["p_value"]
+    assert summary["trend"]["n"] == 9 and len(summary["trend"]["ci95"]) == 2
+    assert [p["start"] for p in summary["snapshot_curve"]] == ["scratch", "epoch1", "final"]
+    assert summary["snapshot_curve"][1]["n"] == 3  # the same seeds as every other point
+    assert set(summary["recipes"]) == {"pretrained", "scratch"}  # the frozen probe chooses its C in every run
+    assert {(r["lr"], r["dropout"]) for r in summary["recipes"].values()} <= {
+        (lr, d) for lr in (0.001, 0.003) for d in (0.0, 0.1)}  # fmt: skip
+    probes = pd.read_csv(workspace / "reports/finetune/runs.csv").query("arm == 'frozen'")
+    assert len(probes) == 3 * 3 and probes["probe_c"].isin([0.1, 1]).all()  # presets/tiny.yaml: probe_cs
+    assert (workspace / "data/models/snapshots/epoch1.pt").exists()
+    assert (workspace / "reports/finetune/curves.png").stat().st_size > 10_000
+    final = json.loads((workspace / "reports/metrics.json").read_text())
+    assert 0 <= final["test_accuracy"] <= 1
+    assert final["best"]["optimizer"] in {"AdamW", "SGD"}
+    assert set(final["pretrained_vs_scratch"]) >= {"pretrained", "scratch"}
+    assert 0.3 < final["baselines"]["majority"]["test_accuracy"] < 0.7
+    assert set(final["label_curve"]["120"]) == {"pretrained", "scratch", "frozen", "tfidf_lr"}
+    readme = (workspace / "reports/README.md").read_text()
+    assert f"Test accuracy {final['test_accuracy']:.1%}" in readme
+    assert "## Where pretraining helps" in readme
+    # every candidate of every trained start: 2 lrs x 2 dropouts
+    searched = pd.read_csv(workspace / "reports/tables/recipes.csv")
+    assert len(searched) == 8 and searched["chosen"].sum() == 2
+    assert (searched["seeds"] == 2).all()  # presets/tiny.yaml: search_seeds 2 of the 3 seeds at 60 labels
+    assert readme.index("- Protocol (params.yaml") < readme.index("- 60 labels: pretraining")
+    assert "- Trend: " in readme
+    assert (
+        readme.index("- 60 labels: pretraining")
+        < readme.index("- 120 labels:")
+        < readme.index("- all labels:")
+    )
+    for png in (
+        "pretrain_loss",
+        "finetune_curves",
+        "grid_heatmaps",
+        "optimizer_curves",
+        "attention_layer0",
+        "label_curve",
+        "snapshot_curve",
+    ):
+        assert (workspace / f"reports/plots/{png}.png").stat().st_size > 5_000, png
+    assert "Missing inputs" not in readme, readme[:2000]
+
+
+def test_second_repro_does_nothing(workspace):
+    out = dvc(workspace, "repro").stdout
+    for stage in DVC_STAGES:
+        assert f"Stage '{stage}' didn't change, skipping" in out
+    assert "Running stage" not in out
+
+
+# one module each stage's code reaches (the first five are the issue's examples of edits that
+# `dvc status` used to miss); editing it must make `dvc status` list that stage
+EDITS = {
+    "prepare": "tinytf/data/readers.py",
+    "tokenize": "tinytf/data/tokenizer.py",
+    "pretrain": "tinytf/data/batching.py",
+    "variants": "tinytf/train/runtime.py",
+    "variants_table": "tinytf/train/variants.py",
+    "finetune": "tinytf/train/finetune.py",
+    "baselines": "tinytf/analysis/baselines.py",
+    "grid": "tinytf/train/classify.py",
+    "evaluate": "tinytf/analysis/evaluation.py",
+    "probes": "tinytf/analysis/attention_probes.py",
+    "complexity": "tinytf/analysis/complexity.py",
+    "checks": "tinytf/analysis/checks.py",
+    "report": "tinytf/report/text.py",
+}
+
+
+@pytest.mark.parametrize("stage", sorted(EDITS))
+def test_editing_a_module_a_stage_reaches_makes_dvc_status_list_it(workspace, stage):
+    module = workspace / EDITS[stage]
+    original = module.read_text()
+    module.write_text(original + "\n# an edit\n")
+    try:
+        out = dvc(workspace, "status").stdout
+    finally:
+        module.write_text(original)
+    listed = [line.rstrip(":") for line in out.splitlines() if line and not line[0].isspace()]
+    assert stage in {name.split("@")[0] for name in listed}, out
+    assert f"modified:           {EDITS[stage]}" in out or EDITS[stage] in out
+    assert "Data and pipelines are up to date" in dvc(workspace, "status").stdout

@@ -1,0 +1,53 @@
+"""`dvc metrics show` and `dvc plots show` on the tiny run, the plots drawn in Chromium."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.repo import dvc
+
+pytestmark = pytest.mark.slow
+
+
+def test_dvc_compares_a_few_metrics_and_draws_every_plot_in_chromium(workspace, tmp_path):
+    import json
+
+    from tests.helpers.mlflow_ui import browser_available, chromium, local_vega_page, wait_for
+    from tinytf.params.schema import flatten
+
+    shown = json.loads(dvc(workspace, "metrics", "show", "--json").stdout)
+    files = next(iter(shown.values()))["data"]  # what `dvc exp show` makes its metric columns of
+    assert list(files) == ["reports/headline.json"], list(files)
+    headline = files["reports/headline.json"]["data"]
+    assert set(headline) == {"test", "pretrained_minus_scratch", "label_curve", "lm"}, headline
+    assert len(flatten(headline)) <= 30, flatten(headline)
+    dvc(workspace, "plots", "show", "-o", str(tmp_path / "plots"))
+    html = tmp_path / "plots" / "index.html"
+    expected = html.read_text().count("vegaEmbed(")
+    assert expected == 5  # steps, epochs, one line per start, the confusion matrix, the grid
+    if not browser_available():
+        pytest.skip("chromium / chromedriver / selenium not installed (.ci/run installs them)")
+    from selenium.webdriver.common.by import By
+
+    try:
+        page = local_vega_page(
+            html, Path(os.environ.get("TINYTF_CACHE", Path.home() / ".cache/tinytf")) / "vega"
+        )
+    except OSError as exc:  # urllib's errors: the npm registry is out of reach (the plots were built above)
+        pytest.skip(f"vega scripts not fetched from registry.npmjs.org: {exc}")
+    with chromium(tmp_path / "profile") as driver:
+        driver.get(page.as_uri())
+
+        def drawn(d):
+            return (
+                len(d.find_elements(By.CSS_SELECTOR, ".vega-embed svg.marks, .vega-embed canvas.marks"))
+                == expected
+            )
+
+        wait_for(driver, drawn, what=f"{expected} drawn vega plots")
+        errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+        driver.save_screenshot(str(workspace / "dvc-plots.png"))
+    assert not errors, errors

@@ -1,0 +1,42 @@
+"""What the tiny preset's run leaves: the DVC stages and the MLflow runs of each."""
+
+from __future__ import annotations
+
+# stage -> MLflow runs it makes on the tiny preset (variants: 1 pos x 2 merges x 2 seeds)
+# grid: AdamW and SGD at one lr / batch size / epochs; finetune: 1 stage run + one nested run per
+# row of runs.csv (every run of the study: 27 curve, 12 more recipe-search, 3 snapshot runs);
+# baselines: 1 + one per fit (3 seeds at 60 and 120 labels, one fit for all labels)
+RUNS = {
+    "prepare": 1,
+    "tokenize": 1,
+    "pretrain": 1,
+    "variants": 4,
+    "variants (parent)": 1,
+    "variants_table": 1,
+    "finetune": 1 + 42,
+    "baselines": 1 + 7,
+    "grid": 2,
+    "grid (parent)": 1,
+    "evaluate": 1,
+    "probes": 1,
+    "complexity": 1,
+    "checks": 1,
+    "report": 1,
+}
+DVC_STAGES = (
+    [
+        "prepare",
+        "tokenize",
+        "pretrain",
+        "variants_table",
+        "finetune",
+        "baselines",
+        "evaluate",
+        "probes",
+        "complexity",
+        "checks",
+        "report",
+    ]
+    + [f"variants@learned-{merge}-{seed}" for merge in ("concat", "reweight") for seed in (1, 2)]
+    + ["grid@AdamW-0.001-16-1", "grid@SGD-0.001-16-1"]
+)

@@ -1,0 +1,104 @@
+"""Masked vs causal pretraining on the label curve: the paired comparison and the masked preset's
+export against the committed causal run."""
+
+import json
+import subprocess
+
+import pandas as pd
+import pytest
+import yaml
+
+from tests.helpers.paths import REPO
+from tests.helpers.report_tree import fake_report_tree
+from tinytf.analysis.objectives import objective_comparison, table, verdict
+from tinytf.errors import DataError, ParamsError
+
+SEEDS = [1, 2, 3, 4, 5]
+LABELS = {"250": 250, "1000": 1000, "all": 10201}
+
+
+def runs(pretrained_shift: dict[str, float], seeds=SEEDS) -> pd.DataFrame:
+    """A finetune runs.csv: scratch at 0.70 + seed noise, pretrained shifted per label count."""
+    rows = []
+    for labels, n_train in LABELS.items():
+        for seed in seeds:
+            noise = 0.01 * ((seed * 7) % 5 - 2)
+            for arm, acc in (
+                ("scratch", 0.70 + noise),
+                ("pretrained", 0.72 + noise + pretrained_shift[labels]),
+            ):
+                rows.append({"start": "final", "tokens": 100, "arm": arm, "labels": labels, "n_train": n_train,
+                             "seed": seed, "lr": 0.001, "dropout": 0.1, "validation_accuracy": acc,
+                             "test_accuracy": acc, "chosen": True})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_masked_minus_causal_is_paired_by_seed_and_holm_adjusted_across_label_counts():
+    causal = runs({"250": 0.0, "1000": 0.0, "all": 0.0})
+    masked = runs({"250": 0.0, "1000": 0.0, "all": 0.0})
+    masked.loc[(masked["arm"] == "pretrained") & (masked["labels"] == "all"), "test_accuracy"] += [
+        0.030, 0.034, 0.026, 0.031, 0.029]  # fmt: skip
+    result = objective_comparison(causal, masked)
+    curve = result["label_curve"]
+    assert list(curve) == ["250", "1000", "all"]
+    test = curve["all"]["masked_vs_causal"]
+    assert test["mean_difference"] == pytest.approx(0.030) and test["n"] == 5
+    assert test["p_value"] < 0.001 and test["p_holm"] == pytest.approx(test["p_value"])  # the only t-test
+    assert test["ci95"] == pytest.approx(2.776 * test["std_difference"] / 5**0.5, rel=1e-3)
+    assert curve["250"]["masked_vs_causal"]["p_value"] is None  # every seed alike: no t-test
+    assert curve["all"]["masked"] - curve["all"]["causal"] == pytest.approx(0.030)
+    assert verdict("all", curve["all"]).startswith(
+        "all labels: masked − causal +3.0 ± 0.4 points (95 % CI), p = "
+    )
+    assert "no difference detected" not in verdict("all", curve["all"])
+    assert table(result).splitlines()[-1].startswith("| all (10201) | 72.0 % | 75.0 % | 70.0 % | +3.0 |")
+
+
+def test_runs_that_do_not_share_seeds_are_not_compared():
+    with pytest.raises(DataError, match=r"at 250 labels the runs' seeds differ"):
+        objective_comparison(
+            runs(dict.fromkeys(LABELS, 0.0)), runs(dict.fromkeys(LABELS, 0.0), seeds=[1, 2, 3])
+        )
+
+
+def _commit(repo, message):
+    subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", message], cwd=repo, check=True
+    )
+
+
+def test_the_masked_presets_export_pairs_its_run_with_the_committed_causal_run(tmp_path):
+    from tinytf.cli import presets
+
+    repo = tmp_path / "repo"
+    reports = repo / "reports"
+    fake_report_tree(reports)
+    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    (repo / "params.yaml").write_text(yaml.safe_dump(params))
+    runs(dict.fromkeys(LABELS, 0.0)).to_csv(reports / "finetune" / "runs.csv", index=False)
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    _commit(repo, "the causal run")
+    params["pretrain"]["objective"] = "masked"
+    (repo / "params.yaml").write_text(yaml.safe_dump(params))
+    runs({"250": 0.01, "1000": 0.0, "all": -0.02}).to_csv(reports / "finetune" / "runs.csv", index=False)
+
+    out = presets.export_report("masked", repo / "params.yaml", REPO / "presets", reports)
+    written = json.loads((out / "objectives.json").read_text())
+    entry = written["objectives"]["label_curve"]["all"]["masked_vs_causal"]
+    assert entry["mean_difference"] == pytest.approx(-0.02) and "p_value" in entry
+    assert set(written["objectives"]["label_curve"]) == {"250", "1000", "all"}
+    readme = (out / "README.md").read_text()
+    assert readme.startswith("README.md\n## Masked vs causal pretraining on the label curve")
+    assert "The course's claim (seed 000)" in readme and "- all labels: masked − causal -2.0" in readme
+    assert (
+        "| all (10201) | 72.0 % | 70.0 % | 70.0 % | -2.0 |" in (out / "tables" / "objectives.md").read_text()
+    )
+
+    params["model"]["dropout"] = 0.3  # a second difference: the runs are not twins
+    (repo / "params.yaml").write_text(yaml.safe_dump(params))
+    with pytest.raises(
+        ParamsError, match=r"HEAD's run is not this preset's causal twin \(differs in model.dropout\)"
+    ):
+        presets.export_report("masked", repo / "params.yaml", REPO / "presets", reports)
+    assert (out / "objectives.json").exists()  # the failed export left the previous one whole

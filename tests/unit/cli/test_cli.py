@@ -1,0 +1,299 @@
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.helpers.paths import REPO
+from tests.helpers.report_tree import fake_report_tree
+from tinytf.cli.main import main, stage_commands
+from tinytf.errors import ParamsError
+
+
+def test_help_lists_the_subcommands(capsys):
+    try:
+        main(["--help"])
+    except SystemExit as exc:
+        assert exc.code == 0
+    out = capsys.readouterr().out
+    for command in ("run", "count-params", "score", "preset"):
+        assert command in out
+
+
+def stage(tmp_path, script: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(REPO / "stages" / script), *args], capture_output=True, text=True, cwd=tmp_path
+    )
+
+
+def test_bad_override_exits_2_naming_the_key(tmp_path):
+    result = stage(tmp_path, "train_tokenizer.py", "--params", str(REPO / "params.yaml"),
+                   "--set", "tokenize.vocab_size=-5", "--prepared", "p", "--out", "o", "--report", "r.json")  # fmt: skip
+    assert result.returncode == 2
+    assert "tokenize.vocab_size: must be >= 64, got -5" in result.stderr
+
+
+def test_stage_script_exits_2_without_traceback(tmp_path):
+    bad = tmp_path / "params.yaml"
+    bad.write_text((REPO / "params.yaml").read_text().replace("tokenize:", "tokenise:"))
+    result = stage(
+        tmp_path, "prepare.py", "--params", str(bad), "--out", "data/prepared", "--reports", "reports",
+        "--raw", "data/raw",
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert "unknown key 'tokenise' (did you mean 'tokenize'?)" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "data").exists()
+
+
+def test_every_stage_script_explains_itself(tmp_path):
+    for script in sorted((REPO / "stages").glob("*.py")):
+        if script.name == "common.py":
+            continue
+        result = stage(tmp_path, script.name, "--help")
+        assert result.returncode == 0, script.name
+        # the params it reads come from dvc.yaml, wherever it is run from
+        assert (
+            "Stage `" in result.stdout
+            and "params (dvc.yaml):" in result.stdout
+            and "--params" in result.stdout
+        )
+
+
+def test_run_expands_a_matrix_stage_from_params(tmp_path, monkeypatch):
+    (tmp_path / "params.yaml").write_text(
+        "grid: {optimizers: [AdamW, SGD], lrs: [0.01], batch_sizes: [8], epochs: [1]}\n"
+    )
+    (tmp_path / "dvc.yaml").write_text((REPO / "dvc.yaml").read_text())
+    monkeypatch.chdir(tmp_path)
+    commands = stage_commands("grid")
+    assert [c[c.index("--optimizer") + 1] for c in commands] == ["AdamW", "SGD"]
+    assert commands[0][-2:] == ["--out", "data/grid/AdamW-lr0.01-bs8-ep1"]
+    assert stage_commands("prepare") == [
+        ["python", "stages/prepare.py", "--out", "data/prepared", "--reports", "reports", "--raw", "data/raw"]
+    ]
+    # --set picks the cells, as `dvc exp run -S` would: once the cells ignored it and ran AdamW
+    # with `--set grid.optimizers=[SGD]` passed to a script that trains the cell it is given
+    commands = stage_commands("grid", overrides={"grid.optimizers": ["SGD"], "grid.lrs": [0.1, 0.2]})
+    assert [c[c.index("--out") + 1] for c in commands] == [
+        "data/grid/SGD-lr0.1-bs8-ep1",
+        "data/grid/SGD-lr0.2-bs8-ep1",
+    ]
+
+
+def test_run_puts_params_named_in_a_command_into_it(tmp_path, monkeypatch):
+    # pretrain's command starts with ${pretrain.launcher}: once `tinytf run pretrain` tried to
+    # execute that text itself
+    (tmp_path / "params.yaml").write_text("pretrain: {launcher: python}\n")
+    (tmp_path / "dvc.yaml").write_text((REPO / "dvc.yaml").read_text())
+    monkeypatch.chdir(tmp_path)
+    assert stage_commands("pretrain")[0][:2] == ["python", "stages/pretrain.py"]
+    torchrun = stage_commands("pretrain", overrides={"pretrain.launcher": "torchrun --nproc_per_node=2"})
+    assert torchrun[0][:3] == ["torchrun", "--nproc_per_node=2", "stages/pretrain.py"]
+
+
+def test_run_refuses_a_malformed_set_before_running_anything(tmp_path, monkeypatch, capsys):
+    (tmp_path / "dvc.yaml").write_text((REPO / "dvc.yaml").read_text())
+    (tmp_path / "params.yaml").write_text((REPO / "params.yaml").read_text())
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "grid", "--set", "grid.optimizers"]) == 2
+    err = capsys.readouterr().err
+    assert "--set 'grid.optimizers': expected KEY=VALUE" in err and "+ " not in err
+    # a scalar where the matrix needs a list (once a traceback from itertools.product), a misspelt
+    # key (once the params.yaml cells, announced before the first one refused it)
+    for override, message in (
+        ("grid.lrs=0.1", "grid.lrs"),
+        ("grid.optimizer=[SGD]", "did you mean 'grid.optimizers'"),
+    ):
+        assert main(["run", "grid", "--set", override]) == 2
+        err = capsys.readouterr().err
+        assert message in err and "Traceback" not in err and "+ " not in err, err
+
+
+def test_run_names_an_unknown_stage(tmp_path, monkeypatch, capsys):
+    (tmp_path / "dvc.yaml").write_text((REPO / "dvc.yaml").read_text())
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "pretrian"]) == 2
+    assert "no stage 'pretrian'" in capsys.readouterr().err
+
+
+def test_preset_is_dvc_exp_run_arguments_checked_first_and_never_edits_params(tmp_path, capsys):
+    target = tmp_path / "params.yaml"
+    target.write_text((REPO / "params.yaml").read_text())
+    before = target.read_text()
+    presets = ["--params", str(target), "--presets-dir", str(REPO / "presets")]
+    assert main(["preset", "tiny", "--print", *presets]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert "model.d_model=32" in printed and 'variants.head_merges=["concat", "reweight"]' in printed
+    assert target.read_text() == before
+    assert main(["preset", "nope", *presets]) == 2
+    bad = tmp_path / "presets"
+    bad.mkdir()
+    (bad / "typo.yaml").write_text("model: {d_modle: 8}\n")
+    capsys.readouterr()
+    assert main(["preset", "typo", "--params", str(target), "--presets-dir", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert f"preset {bad / 'typo.yaml'}:" in err and "unknown key 'model.d_modle'" in err, err
+
+
+def test_preset_export_copies_the_report_only_when_params_hold_the_presets_values(tmp_path, capsys):
+    import json
+
+    import yaml
+
+    reports = tmp_path / "reports"
+    fake_report_tree(reports)
+    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    target = tmp_path / "params.yaml"
+    target.write_text(yaml.safe_dump(params))
+    presets = tmp_path / "presets"
+    presets.mkdir()
+    (presets / "small.yaml").write_text("model: {d_model: 64}\nfinetune: {seeds: [1, 2]}\n")
+    export = ["preset", "small", "--export", "--params", str(target), "--presets-dir", str(presets)]
+    from tinytf.cli import presets as preset_module
+
+    def call():
+        return preset_module.export_report("small", target, presets, reports)
+
+    with pytest.raises(
+        ParamsError, match=r"model.d_model is 128, preset 'small' sets 64: apply the preset's run"
+    ):
+        call()
+    assert not (reports / "presets").exists() or not any((reports / "presets").iterdir())
+    params["model"]["d_model"], params["finetune"]["seeds"] = 64, [1, 2]
+    target.write_text(yaml.safe_dump(params))
+    out = call()
+    assert out == reports / "presets" / "small"
+    assert (out / "summary.json").read_text() == "finetune/summary.json" and (out / "tables/a.md").exists()
+    assert (out / "variants.json").read_text() == "variants/summary.json"
+    assert json.loads((out / "preset.json").read_text()) == {"model.d_model": 64, "finetune.seeds": [1, 2]}
+    (reports / "README.md").write_text("again")
+    call()  # a second export replaces the first whole
+    assert (out / "README.md").read_text() == "again"
+    assert sorted(p.name for p in (reports / "presets").iterdir()) == ["small"]
+    assert main(export[:3] + ["--params", str(tmp_path / "none.yaml"), "--presets-dir", str(presets)]) == 2
+
+
+def test_count_params_prints_the_seed_lab_figures(capsys):
+    assert main(["count-params", "--seed-lab"]) == 0
+    out = capsys.readouterr().out
+    for figure in ("988,000", "10,968,200", "402", "20,100", "10,050,201"):
+        assert figure in out
+    assert "the report equates it with the base's 10,968,200" in out
+
+
+def test_score_names_a_missing_checkpoint(tmp_path, capsys):
+    assert main(["score", "--model", str(tmp_path / "none.pt"), "hello"]) == 2
+    assert "config file missing beside the checkpoint" in capsys.readouterr().err
+
+
+def test_compare_keeps_the_headline_and_only_the_params_that_differ():
+    from tinytf.cli.compare import MAX_COLUMNS, format_table, rows_from_show, table
+
+    def entry(rev, name, d_model, seeds, accuracy):
+        params = {"model": {"d_model": d_model, "n_layer": 4}, "finetune": {"seeds": seeds, "lrs": [0.001]},
+                  "grid": {"seeds": [1]}, **{f"k{i}": {"x": i} for i in range(60)}}  # fmt: skip
+        metrics = {
+            "test": {"accuracy": accuracy},
+            "pretrained_minus_scratch": {"mean": 0.02, "p_value": 0.04},
+        }
+        return {"rev": rev, "name": name, "data": {"params": {"params.yaml": {"data": params}},
+                                                   "metrics": {"reports/headline.json": {"data": metrics}}}}  # fmt: skip
+
+    head = entry("workspace", None, 128, [1, 2], 0.75)
+    head["experiments"] = [{"revs": [entry("a" * 40, "tiny-exp", 32, [1, 2, 3], 0.61)]}]
+    show = [head, entry("b" * 40, None, 128, [1, 2], 0.75)]
+    frame, left_out = table(rows_from_show(show))
+    assert list(frame["experiment"]) == ["workspace", "tiny-exp", "bbbbbbb"]
+    assert [c for c in frame.columns if c in ("d_model", "finetune.seeds", "grid.seeds")] == ["d_model"]
+    assert (
+        "finetune.seeds" not in frame.columns and "seeds" in frame.columns
+    )  # grid.seeds is the same: left out
+    assert frame.loc[1, "test acc"] == 0.61 and left_out == []
+    lines = format_table(frame, left_out).splitlines()
+    assert len(frame.columns) <= MAX_COLUMNS and "…" not in "\n".join(lines) and len(lines) == 4
+    wide = [dict(e, experiments=None, data={**e["data"], "params": {"params.yaml": {"data": {f"p{i}": i + n for i in range(40)}}}})
+            for n, e in enumerate(show)]  # fmt: skip
+    frame, left_out = table(rows_from_show(wide))
+    assert len(frame.columns) == MAX_COLUMNS and len(left_out) == 40 - (MAX_COLUMNS - 8)
+    assert "more params differ, not shown: p" in format_table(frame, left_out)
+
+
+@pytest.fixture(scope="module")
+def lm_files(tmp_path_factory):
+    """A tiny causal LM and a WordPiece tokenizer (its normalizer drops control characters)."""
+    from tests.helpers.model_fixtures import build
+    from tinytf.data.tokenizer import train_tokenizer
+    from tinytf.model.checkpoint import save_model
+    from tinytf.params.config import TokenizeParams
+
+    root = tmp_path_factory.mktemp("score")
+    tokenizer = train_tokenizer(
+        ["the cat sat on the mat"] * 50, TokenizeParams(kind="wordpiece", vocab_size=64)
+    )
+    tokenizer.save(str(root / "tokenizer.json"))
+    save_model(root / "model.pt", build(vocab_size=tokenizer.get_vocab_size(), causal=True))
+    return ["--model", str(root / "model.pt"), "--tokenizer", str(root / "tokenizer.json")]
+
+
+def test_score_reads_texts_and_files(lm_files, tmp_path, capsys):
+    (tmp_path / "long.txt").write_text("the cat sat\non the mat\n" * 50, encoding="utf-8")
+    assert main(["score", *lm_files, "the cat", "--file", str(tmp_path / "long.txt")]) == 0
+    first, second = capsys.readouterr().out.splitlines()
+    assert first.endswith("(2 tokens)  the cat") and "(300 tokens)  the cat sat on the mat the cat" in second
+
+
+def test_score_refuses_a_text_with_nothing_to_score(lm_files, tmp_path, capsys):
+    # each once printed `perplexity 1.00 (0 tokens)`, or a traceback
+    (tmp_path / "latin1.txt").write_bytes("na\xefve".encode("latin-1"))
+    for args, message in (
+        ([""], "text 1 is empty"),
+        (["the cat", "  \n "], "text 2 is only whitespace"),
+        (["the cat", "\x01\x02"], "text 2 ('\\x01\\x02') gives no tokens under"),
+        (["--file", str(tmp_path / "latin1.txt")], "latin1.txt: byte 0xef at offset 2 is not valid UTF-8"),
+        (["\udcff"], "text 1: byte 0xff is not valid UTF-8"),
+        ([], "no text given"),
+    ):
+        assert main(["score", *lm_files, *args]) == 2, args
+        out, err = capsys.readouterr()
+        assert message in err and len(err.splitlines()) == 1 and not out, (args, err)
+
+
+def test_score_refuses_bytes_that_are_not_utf8_through_the_console_script(lm_files):
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    result = subprocess.run([sys.executable, "-m", "tinytf.cli", "score", *lm_files, b"\xff"],
+                            capture_output=True, text=True, env=env)  # fmt: skip
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert "text 1: byte 0xff is not valid UTF-8" in result.stderr and len(result.stderr.splitlines()) == 1
+
+
+def test_score_names_a_damaged_checkpoint(lm_files, tmp_path, capsys):
+    import shutil
+    from pathlib import Path
+
+    model = Path(lm_files[1])
+    shutil.copy(model.with_suffix(".json"), tmp_path / "model.json")
+    (tmp_path / "model.pt").write_bytes(model.read_bytes()[:1000])  # a copy cut short
+    assert main(["score", "--model", str(tmp_path / "model.pt"), *lm_files[2:], "the cat"]) == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'model.pt'}: damaged or not a checkpoint" in err and len(err.splitlines()) == 1
+
+
+def test_preset_values_reach_dvc_as_the_numbers_they_are():
+    import yaml
+
+    from tinytf.cli.presets import set_args, yaml_value
+
+    # YAML 1.1, as DVC reads -S values, takes 5e-05 for a string; 5.0e-05 is the number
+    for value in (5e-05, [5e-05, 0.001], 1e-4, 3, "x", True, ["concat", "reweight"], 2.5e-07):
+        assert yaml.safe_load(yaml_value(value)) == value, value
+    args = set_args("minilm", REPO / "params.yaml", REPO / "presets")
+    assert "grid.lrs=[5.0e-05]" in args
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in (REPO / "presets").glob("*.yaml")))
+def test_every_committed_preset_validates_against_params(name):
+    from tinytf.cli.presets import set_args
+
+    args = set_args(name, REPO / "params.yaml", REPO / "presets")  # a bad key or value raises, naming it
+    assert args and args[::2] == ["-S"] * (len(args) // 2)

@@ -1,0 +1,210 @@
+"""The champion as an MLflow pyfunc model: logged with a signature, loaded by URI, served over HTTP."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tinytf.analysis.predictor import SentimentPredictor
+from tinytf.data.tokenizer import train_tokenizer
+from tinytf.model.architecture import ModelConfig
+from tinytf.model.checkpoint import save_model
+from tinytf.model.transformer import TinyTransformer
+from tinytf.params.config import TokenizeParams
+
+TEXTS = ["a gripping film", "dull, dull, dull", "an empty one:", "!"]
+# each refused by the model with a message naming the row
+BAD_ROWS = [
+    ([None], "'text' of row 0 is null"),
+    (["fine", "   "], "'text' of row 1 is only whitespace"),
+    ([""], "'text' of row 0 is empty"),
+    ([5], "'text' of row 0 is int 5; expected a string"),
+    ([float("nan")], "'text' of row 0 is null"),
+    (["x" * 100_001], "'text' of row 0 has 100,001 characters; at most 100,000"),
+    (["a"] * 1001, "1001 rows in one request; at most 1000"),
+]
+
+
+@pytest.fixture(scope="module")
+def registered(tmp_path_factory):
+    """A tiny classifier logged and registered as tinytf-sentiment@champion in a fresh store."""
+    import mlflow
+
+    from tinytf.tracking.champion import log_champion
+
+    root = tmp_path_factory.mktemp("champion")
+    tokenizer = train_tokenizer(
+        [f"review {i} gripping dull film" for i in range(200)], TokenizeParams(vocab_size=300)
+    )
+    tokenizer.save(str(root / "tokenizer.json"))
+    config = ModelConfig(vocab_size=tokenizer.get_vocab_size(), d_model=16, n_head=2, d_ff=32, n_layer=1,
+                         n_classes=3, pooling="mean")  # fmt: skip
+    save_model(root / "model.pt", TinyTransformer(config).eval())
+    (root / "labels.json").write_text(json.dumps({"classes": ["bad", "mixed", "good"]}))
+    store = f"sqlite:///{root / 'mlflow.db'}"
+    mlflow.set_tracking_uri(store)
+    # artifacts beside the store, not in ./mlruns of whatever directory pytest runs in
+    mlflow.create_experiment("champion-test", artifact_location=(root / "artifacts").as_uri())
+    mlflow.set_experiment("champion-test")
+    with mlflow.start_run():
+        version = log_champion(root / "model.pt", root / "tokenizer.json", root / "labels.json", 16,
+                               "tinytf-sentiment", "champion")  # fmt: skip
+    expected = SentimentPredictor.from_files(
+        root / "model.pt", root / "tokenizer.json", root / "labels.json", 16
+    )
+    return {"root": root, "store": store, "version": version, "expected": expected.predict(TEXTS)}
+
+
+def test_the_registered_champion_loads_by_uri_and_predicts_raw_texts(registered):
+    import mlflow
+
+    mlflow.set_tracking_uri(registered["store"])
+    model = mlflow.pyfunc.load_model("models:/tinytf-sentiment@champion")
+    predicted = model.predict(pd.DataFrame({"text": TEXTS}))
+    assert list(predicted.columns) == ["label", "p_bad", "p_mixed", "p_good"]
+    assert set(predicted["label"]) <= {"bad", "mixed", "good"}
+    np.testing.assert_allclose(predicted[["p_bad", "p_mixed", "p_good"]].sum(axis=1), 1.0, atol=1e-5)
+    pd.testing.assert_frame_equal(predicted, registered["expected"])
+    info = mlflow.models.get_model_info("models:/tinytf-sentiment@champion")
+    assert info.signature.inputs.input_names() == ["text"]
+    assert "p_good" in info.signature.outputs.input_names()
+    # "models from code": loading runs tinytf/tracking/champion_model.py, no pickled Python object
+    assert info.flavors["python_function"]["loader_module"] == "mlflow.pyfunc.loaders.code_model"
+
+
+@pytest.mark.parametrize("rows, message", BAD_ROWS)
+def test_the_champion_refuses_a_bad_text_naming_the_row(registered, rows, message):
+    import mlflow
+    from mlflow.exceptions import MlflowException
+
+    mlflow.set_tracking_uri(registered["store"])
+    model = mlflow.pyfunc.load_model("models:/tinytf-sentiment@champion")
+    frame = pd.DataFrame({"text": pd.Series(rows, dtype=object)})
+    with pytest.raises(MlflowException, match=message) as raised:
+        model.predict(frame)
+    # INVALID_PARAMETER_VALUE is what the scoring server answers with a 400 and this message
+    assert raised.value.get_http_status_code() == 400
+    python_model = model.unwrap_python_model()  # the model's own predict, without MLflow's schema check
+    with pytest.raises(MlflowException, match=message) as raised:
+        python_model.predict(None, frame)
+    assert raised.value.get_http_status_code() == 400
+    with pytest.raises(MlflowException, match=r"'text' of row 0: an unpaired surrogate U\+D800"):
+        python_model.check(["\ud800"], ["'text' of row 0"])
+    with pytest.raises(MlflowException, match=r"expected a 'text' column, got \['review'\]"):
+        python_model.predict(None, pd.DataFrame({"review": ["a"]}))
+
+
+@pytest.mark.slow
+def test_mlflow_models_serve_answers_like_the_in_process_model(registered):
+    from tests.helpers.mlflow_ui import loopback_server
+
+    env = dict(os.environ, MLFLOW_TRACKING_URI=registered["store"])
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
+    command = [str(Path(sys.executable).parent / "mlflow"), "models", "serve", "-m", "models:/tinytf-sentiment@champion",
+               "--env-manager", "local", "-h", "127.0.0.1", "-p", "{port}"]  # fmt: skip
+    with loopback_server(command, "/ping", timeout=180, env=env) as url:
+        body = json.dumps({"dataframe_records": [{"text": t} for t in TEXTS]}).encode()
+        request = urllib.request.Request(f"{url}/invocations", body, {"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=60) as reply:
+            served = pd.DataFrame(json.loads(reply.read())["predictions"])
+        for rows, message in BAD_ROWS[:4]:
+            body = json.dumps({"dataframe_records": [{"text": t} for t in rows]}).encode()
+            request = urllib.request.Request(f"{url}/invocations", body, {"Content-Type": "application/json"})
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                urllib.request.urlopen(request, timeout=60)
+            answer = json.loads(refused.value.read())
+            assert refused.value.code == 400 and answer["error_code"] == "INVALID_PARAMETER_VALUE", answer
+            assert message in answer["message"] and "Traceback" not in json.dumps(answer), answer
+    expected = registered["expected"]
+    assert served["label"].tolist() == expected["label"].tolist()
+    np.testing.assert_allclose(
+        served[expected.columns[1:]].to_numpy(), expected[expected.columns[1:]].to_numpy(), atol=1e-6
+    )
+
+
+def test_tinytf_predict_uses_the_same_model(registered):
+    env = dict(os.environ, MLFLOW_TRACKING_URI=registered["store"])
+    result = subprocess.run([sys.executable, "-m", "tinytf.cli", "predict", *TEXTS[:2]], env=env,
+                            capture_output=True, text=True)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    first = registered["expected"].iloc[0]
+    assert first["label"] in result.stdout.splitlines()[1] and f"{first['p_good']:.3f}" in result.stdout
+
+
+def test_tinytf_predict_without_a_registered_model_is_one_line_exit_2(tmp_path):
+    store = tmp_path / "empty.db"
+    env = dict(os.environ, MLFLOW_TRACKING_URI=f"sqlite:///{store}")
+
+    def predict():
+        return subprocess.run(
+            [sys.executable, "-m", "tinytf.cli", "predict", "hi"], env=env, capture_output=True, text=True
+        )
+
+    # no store at all (tinytf predict outside the repository): said, and no empty store left behind
+    result = predict()
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert f"{store}: no MLflow store here" in result.stderr and not store.exists()
+    subprocess.run([sys.executable, "-c", f"import mlflow; mlflow.MlflowClient('sqlite:///{store}').search_experiments()"],
+                   check=True, capture_output=True)  # fmt: skip
+    for uri in (f"sqlite:///{store}", f"sqlite:///{store}?timeout=30"):  # a store without the model
+        env["MLFLOW_TRACKING_URI"] = uri
+        result = predict()
+        assert result.returncode == 2 and "Traceback" not in result.stderr
+        assert "models:/tinytf-sentiment@champion: cannot load the model" in result.stderr, uri
+
+
+def predict_cli(store: str, *args, stdin: bytes | None = None) -> subprocess.CompletedProcess:
+    env = dict(os.environ, MLFLOW_TRACKING_URI=store)
+    return subprocess.run([sys.executable, "-m", "tinytf.cli", "predict", *args], env=env, input=stdin,
+                          capture_output=True)  # fmt: skip
+
+
+def refused(result: subprocess.CompletedProcess, *words: str) -> None:
+    err = result.stderr.decode()
+    assert result.returncode == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert result.stdout == b"", result.stdout
+    for word in words:
+        assert word in err, (word, err)
+
+
+def test_tinytf_predict_refuses_bad_text_in_one_line(registered, tmp_path):
+    store = registered["store"]
+    refused(predict_cli(store, ""), "text 1 is empty")  # once: `fresh 0.503`
+    refused(predict_cli(store, "fine", " \t "), "text 2 is only whitespace")
+    refused(predict_cli(store), "no text given", "--file PATH")
+    # a byte that is not UTF-8 reaches argv as a surrogate: once a UnicodeEncodeError
+    refused(predict_cli(store, b"caf\xe9"), "text 1: byte 0xe9 is not valid UTF-8", "--file PATH")
+    cp1252 = tmp_path / "review.txt"
+    cp1252.write_bytes("a caf\xe9 of a film".encode("cp1252"))
+    refused(predict_cli(store, "--file", str(cp1252)), f"{cp1252}: byte 0xe9 at offset 5 is not valid UTF-8")
+    refused(predict_cli(store, "--file", str(tmp_path / "none.txt")), "none.txt: file not found")
+    refused(predict_cli(store, "--file", "-", stdin=b"   \n"), "stdin is only whitespace")
+
+
+def test_tinytf_predict_reads_long_texts_from_files_and_stdin(registered, tmp_path):
+    review = tmp_path / "review.txt"
+    review.write_text("\ufeff" + "a gripping film\n" * 400, encoding="utf-8")  # a BOM, as Notepad writes
+    result = predict_cli(registered["store"], TEXTS[0], "--file", str(review), "--file", "-",
+                         stdin=b"dull, dull, dull")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.decode().splitlines()
+    assert len(lines) == 4 and lines[2].strip().startswith("a gripping film a gripping film")
+    assert lines[3].strip().startswith("dull, dull, dull")
+    assert lines[3].split()[3] == registered["expected"].iloc[1]["label"]
+
+
+def test_tinytf_predict_names_a_damaged_store(registered, tmp_path):
+    database = Path(registered["store"].removeprefix("sqlite:///"))
+    for name, damage in (("garbage.db", os.urandom(8192)), ("cut.db", database.read_bytes()[:20_000])):
+        (tmp_path / name).write_bytes(damage)
+        result = predict_cli(f"sqlite:///{tmp_path / name}", "a fine film")
+        refused(result, f"{tmp_path / name}: the MLflow store is damaged", "dvc repro")

@@ -1,0 +1,355 @@
+"""The transfer study's pieces: label subsets, the fine-tuning recipe, the baselines, the curves."""
+
+import contextlib
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from tests.helpers.paths import REPO
+from tinytf.analysis.baselines import baseline_curve, fit_baselines, majority_accuracy
+from tinytf.analysis.evaluation import curve_summary, gap_trend, holm, paired_comparison, snapshot_curve
+from tinytf.analysis.power import detectable_difference
+from tinytf.data.subsets import ALL, check_counts, label_order, label_subset
+from tinytf.errors import ParamsError
+from tinytf.params.config import FinetuneParams, load_params
+from tinytf.report.tables import paired_text
+from tinytf.report.transfer import verdict
+from tinytf.train.finetune import chosen_recipe, run_finetune, schedule
+from tinytf.train.loop import Callback
+
+from .test_classify import CPU
+
+LABELS = np.array([0] * 700 + [1] * 300)
+
+
+def test_label_subsets_are_nested_class_balanced_and_seeded():
+    small, large = label_subset(LABELS, 100, seed=1), label_subset(LABELS, 400, seed=1)
+    assert set(small) < set(large) and len(small) == 100 and len(large) == 400
+    assert LABELS[small].mean() == pytest.approx(0.3, abs=0.02)
+    assert np.array_equal(label_subset(LABELS, 100, seed=1), small)
+    assert not np.array_equal(label_subset(LABELS, 100, seed=2), small)
+    assert np.array_equal(label_subset(LABELS, ALL, seed=5), np.arange(1000))
+    assert sorted(label_order(LABELS, 3)) == list(range(1000))
+
+
+def test_every_label_count_runs_every_seed_in_increasing_order():
+    plan = FinetuneParams(label_counts=[0, 3000, 250, 1000], seeds=[1, 2, 3, 4, 5]).curve_plan()
+    assert plan == [(count, [1, 2, 3, 4, 5]) for count in (250, 1000, 3000, 0)]
+
+
+def test_every_trained_start_chooses_from_the_same_lr_x_dropout_candidates():
+    params = FinetuneParams(lrs=[1e-3, 3e-3], dropouts=[0.0, 0.1])
+    assert params.recipes() == [(1e-3, 0.0), (1e-3, 0.1), (3e-3, 0.0), (3e-3, 0.1)]
+    assert params.recipes([2e-5]) == [(2e-5, 0.0), (2e-5, 0.1)]  # hf: its own lr scale, the same dropouts
+    with pytest.raises(ParamsError, match=r"finetune.dropouts"):
+        load_params(REPO / "params.yaml", {"finetune.dropouts": [0.1, 0.1]})
+    for gone in ("many_label_seeds", "lr_search_labels", "dropout"):  # the old, asymmetric protocol
+        with pytest.raises(ParamsError, match=rf"finetune.{gone}"):
+            load_params(REPO / "params.yaml", {f"finetune.{gone}": 1})
+
+
+def test_small_subsets_train_more_epochs_and_validate_at_most_six_times():
+    params = FinetuneParams(epochs=2, min_steps=200, batch_size=32)
+    assert schedule(10_000, params) == (2, 1)  # 313 steps an epoch: the epoch floor decides
+    epochs, every = schedule(250, params)  # 8 steps an epoch: 25 epochs, validated every 5th
+    assert (epochs, every) == (25, 5) and epochs * 8 >= 200
+
+
+def test_params_need_all_labels_and_known_search_counts():
+    with pytest.raises(ParamsError, match=r"finetune.label_counts: must include 0"):
+        load_params(REPO / "params.yaml", {"finetune.label_counts": [250, 1000]})
+    with pytest.raises(ParamsError, match=r"finetune.snapshot_labels: 500 is not one of label_counts"):
+        load_params(REPO / "params.yaml", {"finetune.snapshot_labels": 500})
+
+
+def test_a_label_count_as_large_as_the_train_split_is_refused_naming_the_key_and_file():
+    check_counts([250, 999, ALL], 1000, "train.parquet")  # below the split's size, and all: fine
+    for count in (1000, 5000):  # every label under another name: the all-labels point again
+        with pytest.raises(
+            ParamsError, match=rf"finetune.label_counts: {count} labels .* train.parquet has 1000"
+        ):
+            check_counts([250, count, ALL], 1000, "train.parquet")
+
+
+def test_finetune_refuses_too_many_labels_before_any_run(workdir, monkeypatch):
+    from tinytf.train import workers
+
+    def no_run(*args, **kwargs):
+        raise AssertionError("a fine-tuning run started before the label counts were checked")
+
+    monkeypatch.setattr(workers.Workers, "map", no_run)
+    params = FinetuneParams(label_counts=[24, 96, 0], seeds=[1, 2],
+                            search_labels=24, snapshot_labels=24, device="cpu", compile=False)  # fmt: skip
+    with pytest.raises(
+        ParamsError, match=r"finetune.label_counts: 96 labels .*tokens/sentiment/train.parquet has 96"
+    ):
+        run_finetune(params, 32, workdir / "models" / "pretrained.pt", workdir)
+
+
+def test_the_finetune_stage_refuses_too_many_labels_before_its_mlflow_run(workdir, tmp_path):
+    store = tmp_path / "mlflow.db"
+    sets = ["finetune.label_counts=[24,96,0]", "finetune.search_labels=24", "finetune.snapshot_labels=24"]
+    result = subprocess.run(
+        [sys.executable, "stages/finetune.py", "--data", str(workdir), "--pretrained",
+         str(workdir / "models" / "pretrained.pt"), "--snapshots", str(tmp_path / "none"),
+         "--reports", str(tmp_path / "reports"), *[arg for s in sets for arg in ("--set", s)]],
+        cwd=REPO, env=dict(os.environ, MLFLOW_TRACKING_URI=f"sqlite:///{store}", TINYTF_TRACKING="1"), capture_output=True, text=True,
+    )  # fmt: skip
+    assert result.returncode == 2 and "finetune.label_counts: 96 labels" in result.stderr, result.stderr
+    assert not store.exists() and not (tmp_path / "reports").exists()  # no failed run, nothing written
+
+
+def test_chosen_recipe_is_the_best_mean_over_seeds_first_on_ties():
+    rows = [{"lr": 1e-3, "dropout": 0.1, "validation_accuracy": v} for v in (0.5, 0.75)]  # binary fractions
+    rows += [
+        {"lr": 3e-3, "dropout": 0.1, "validation_accuracy": v} for v in (0.6875, 0.5)
+    ]  # seed 1 alone: it
+    rows += [{"lr": 1e-3, "dropout": 0.0, "validation_accuracy": v} for v in (0.5, 0.625)]
+    chosen = chosen_recipe(rows)
+    assert (chosen["lr"], chosen["dropout"]) == (1e-3, 0.1)
+    assert {(c["lr"], c["dropout"], c["seeds"]) for c in chosen["candidates"]} == {
+        (1e-3, 0.1, 2), (3e-3, 0.1, 2), (1e-3, 0.0, 2)}  # fmt: skip
+    tied = chosen_recipe(rows + [{"lr": 1e-2, "dropout": 0.0, "validation_accuracy": 0.625}])
+    assert (tied["lr"], tied["dropout"]) == (1e-3, 0.1)  # tie: the earlier recipe
+
+
+def test_finetune_chooses_each_lr_on_validation_and_keeps_the_best_epoch(workdir, tmp_path):
+    import shutil
+
+    snapshot = tmp_path / "epoch1.pt"
+    shutil.copy(workdir / "models" / "pretrained.pt", snapshot)
+    shutil.copy(workdir / "models" / "pretrained.json", snapshot.with_suffix(".json"))
+    params = FinetuneParams(label_counts=[24, 0], seeds=[1, 2], epochs=2, min_steps=6, batch_size=16,
+                            lrs=[1e-4, 3e-3], dropouts=[0.0, 0.3], probe_cs=[0.1, 1.0], search_labels=24,
+                            search_seeds=5, snapshot_labels=24, device="cpu", precision="fp32",
+                            compile=False)  # fmt: skip
+    result = run_finetune(params, 32, workdir / "models" / "pretrained.pt", workdir, [snapshot])
+    runs = result.runs
+    search = runs[(runs["labels"] == "24") & (runs["start"] == "final")]
+    for arm in ("pretrained", "scratch"):
+        mine = search[search["arm"] == arm].groupby(["lr", "dropout"])["validation_accuracy"]
+        assert mine.count().to_dict() == {(lr, d): 2 for lr in (1e-4, 3e-3) for d in (0.0, 0.3)}  # of 5 asked
+        chosen = result.recipes[arm]
+        assert (chosen["lr"], chosen["dropout"]) == mine.mean().idxmax()
+    probes = runs[runs["arm"] == "frozen"]  # no recipe search: each run chooses its C on validation
+    assert (
+        "frozen" not in result.recipes
+        and probes["lr"].isna().all()
+        and probes["probe_c"].isin([0.1, 1.0]).all()
+    )
+    assert len(probes) == 4 and probes[["epochs", "best_epoch"]].isna().all().all()
+    chosen = runs[runs["chosen"]]
+    # lr search runs of the chosen lr are the curve's runs of those seeds, not run twice
+    assert len(chosen) == len(chosen.drop_duplicates(["start", "arm", "labels", "seed"]))
+    assert set(chosen.loc[chosen["start"] == "epoch1", "seed"]) == {1, 2}
+    trained = runs[runs["arm"] != "frozen"]
+    assert (trained["best_epoch"] <= trained["epochs"]).all() and (runs["n_train"].isin([24, 96])).all()
+    assert set(result.curves["arm"]) == {"pretrained", "scratch"}  # all-label trained runs only
+
+
+def test_runs_side_by_side_give_the_numbers_of_one_process_and_reach_mlflow(workdir, monkeypatch):
+    """Each run trains on one thread whatever the number of workers, so TINYTF_WORKERS changes
+    the time a stage takes and nothing it computes; the workers' training events reach the
+    stage's callbacks (its MLflow child runs) as if the runs had trained in its process."""
+    params = FinetuneParams(label_counts=[24, 0], seeds=[1, 2], epochs=2, min_steps=6, batch_size=16,
+                            lrs=[1e-4, 3e-3], dropouts=[0.1], probe_cs=[1.0], search_labels=24, search_seeds=2,
+                            snapshot_labels=24, device="cpu", compile=False)  # fmt: skip
+    results, events = {}, {}
+    for workers in ("1", "2"):
+        monkeypatch.setenv("TINYTF_WORKERS", workers)
+        seen = events[workers] = {}
+
+        @contextlib.contextmanager
+        def callbacks_for(tags, seen=seen):
+            key = (tags["arm"], tags["labels"], tags["seed"], tags["start"])
+
+            class Seen(Callback):
+                def on_epoch(self, epoch, metrics):
+                    seen.setdefault(key, []).append((epoch, metrics["validation_accuracy"]))
+
+                def on_end(self, metrics):
+                    seen.setdefault(key, []).append(("end", metrics["test_accuracy"]))
+
+            yield [Seen()]
+
+        results[workers] = run_finetune(params, 32, workdir / "models" / "pretrained.pt", workdir,
+                                        callbacks_for=callbacks_for)  # fmt: skip
+    one, two = results["1"], results["2"]
+    assert (one.workers, two.workers) == (1, 2)
+    pd.testing.assert_frame_equal(one.runs, two.runs)
+    pd.testing.assert_frame_equal(one.curves, two.curves)
+    # every run of the study reaches the callbacks (an MLflow child run each), once
+    rows = set(zip(one.runs["arm"], one.runs["labels"], one.runs["seed"], one.runs["start"], strict=True))
+    assert events["1"] == events["2"] and set(events["1"]) == rows
+    trained = one.runs[(one.runs["labels"] == "all") & (one.runs["arm"] == "scratch")].set_index("seed")
+    for seed in (1, 2):
+        *epochs, end = events["1"][("scratch", "all", seed, "final")]
+        assert len(epochs) == 2 and end == ("end", trained.loc[seed, "test_accuracy"])
+    assert events["1"][("frozen", "all", 1, "final")] == [("end", one.runs.query(
+        "arm == 'frozen' and labels == 'all'").iloc[0]["test_accuracy"])]  # fmt: skip
+    monkeypatch.setenv("TINYTF_WORKERS", "two")
+    with pytest.raises(ParamsError, match=r"TINYTF_WORKERS='two': expected 'auto' or a whole number"):
+        run_finetune(params, 32, workdir / "models" / "pretrained.pt", workdir)
+
+
+def test_baselines_fit_on_train_choose_c_on_validation():
+    words = ["good fine great", "bad awful poor"]
+    texts = [f"{words[i % 2]} film {i}" for i in range(60)]
+    labels = np.array([i % 2 for i in range(60)])
+    split = (texts[:40], labels[:40]), (texts[40:50], labels[40:50]), (texts[50:], labels[50:])
+    scores = fit_baselines(*split, cs=[0.1, 10.0])
+    assert scores.tfidf_lr == 1.0 and scores.tfidf_lr_validation == 1.0 and scores.tfidf_lr_c == 0.1
+    assert majority_accuracy(np.array([1, 1, 0]), np.array([1, 0, 0, 0])) == 0.25
+    curve = baseline_curve({"train": split[0], "validation": split[1], "test": split[2]},
+                           [(20, [1, 2]), (ALL, [1, 2])], [1.0], (1, 1), (2, 3))  # fmt: skip
+    assert list(curve) == ["20", "all"] and curve["20"]["n_train"] == 20
+    assert len(curve["20"]["tfidf_lr"]["by_seed"]) == 2 and len(curve["all"]["tfidf_lr"]["by_seed"]) == 1
+
+
+def runs_frame() -> pd.DataFrame:
+    rows = []
+    for seed, (p, s) in enumerate([(0.70, 0.66), (0.72, 0.67), (0.71, 0.69)], start=1):
+        for labels, n, shift in (("all", 900, 0.1), ("100", 100, 0.0)):
+            rows += [{"start": "final", "tokens": 4000, "arm": "pretrained", "labels": labels, "n_train": n,
+                      "seed": seed, "test_accuracy": p + shift, "chosen": True},
+                     {"start": "final", "tokens": None, "arm": "scratch", "labels": labels, "n_train": n,
+                      "seed": seed, "test_accuracy": s + shift, "chosen": True}]  # fmt: skip
+        rows.append({"start": "epoch1", "tokens": 1000, "arm": "pretrained", "labels": "100", "n_train": 100,
+                     "seed": seed, "test_accuracy": s + 0.01, "chosen": True})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_curve_and_snapshot_summaries_pair_the_same_seeds():
+    curve = curve_summary(runs_frame(), ["pretrained", "scratch"])
+    assert list(curve) == ["100", "all"]  # by train size, whatever the run order
+    assert curve["100"]["pretrained_vs_scratch"]["mean_difference"] == pytest.approx(
+        0.11 / 3
+    )  # 0.04, 0.05, 0.02
+    assert curve["all"]["scratch"]["mean"] == pytest.approx(0.7733, abs=1e-4)
+    assert {entry[arm]["n"] for entry in curve.values() for arm in ("pretrained", "scratch")} == {3}
+    points = snapshot_curve(runs_frame(), "100")
+    assert [p["start"] for p in points] == ["scratch", "epoch1", "final"]
+    assert points[1]["mean_difference"] == pytest.approx(0.01) and points[1]["tokens"] == 1000
+
+
+def test_holm_adjusts_a_family_of_p_values_step_down():
+    # sorted 0.01, 0.02, 0.04 -> x3, x2, x1 = 0.03, 0.04, 0.04 (kept monotone); None is not counted
+    assert holm([0.04, 0.01, None, 0.02]) == pytest.approx([0.04, 0.03, None, 0.04], abs=1e-12)
+    assert holm([0.6, 0.9]) == [1.0, 1.0]  # capped at 1
+    curve = curve_summary(runs_frame(), ["pretrained", "scratch"])
+    raw = [curve[k]["pretrained_vs_scratch"]["p_value"] for k in ("100", "all")]
+    assert [curve[k]["pretrained_vs_scratch"]["p_holm"] for k in ("100", "all")] == pytest.approx(holm(raw))
+
+
+def test_the_trend_is_a_regression_of_every_seeds_gap_on_log_labels():
+    def entry(n, gaps):
+        return {"n_train": n, "pretrained": {"by_seed": {str(i): 0.6 + g for i, g in enumerate(gaps)}},
+                "scratch": {"by_seed": {str(i): 0.6 for i in range(len(gaps))}}}  # fmt: skip
+
+    shrinking = {"10": entry(10, [0.05, 0.06, 0.04]), "100": entry(100, [0.03, 0.04, 0.02]),
+                 "1000": entry(1000, [0.01, 0.02, 0.0])}  # fmt: skip
+    trend = gap_trend(shrinking)
+    assert trend["slope_per_decade"] == pytest.approx(-0.02) and trend["n"] == 9
+    assert trend["ci95"][0] < -0.02 < trend["ci95"][1] < 0 and trend["p_value"] < 0.01
+    flat = {k: entry(v["n_train"], [0.03, 0.05, 0.01]) for k, v in shrinking.items()}
+    flat_trend = gap_trend(flat)
+    assert flat_trend["slope_per_decade"] == pytest.approx(0.0, abs=1e-12) and flat_trend["p_value"] > 0.5
+    assert gap_trend({"10": shrinking["10"]}) is None  # one label count: no line to fit
+
+
+def test_a_side_that_is_one_fit_for_every_seed_is_named_a_one_sample_test():
+    paired = paired_comparison([0.70, 0.72, 0.71], [0.66, 0.67, 0.69])
+    probe = paired_comparison([0.68, 0.68, 0.68], [0.66, 0.67, 0.70])
+    assert paired["test"] == "paired t" and probe["test"].startswith("one-sample t")
+    assert "one-sample t = " in paired_text(probe) and "3 seeds against one fit" in paired_text(probe)
+    assert "paired seeds" in paired_text(paired) and "one-sample" not in paired_text(paired)
+    assert "Holm-adjusted p = 0.09" in paired_text({**paired, "p_holm": 0.09})
+
+
+def test_verdicts_and_detectable_difference():
+    # the Holm-adjusted p decides where the summary has it
+    assert (
+        verdict({"mean_difference": 0.02, "p_value": 0.01, "p_holm": 0.06}) == "made no detectable difference"
+    )
+    assert verdict({"mean_difference": 0.02, "p_value": 0.01}) == "helped"
+    assert verdict({"mean_difference": -0.02, "p_value": 0.01}) == "hurt"
+    assert verdict({"mean_difference": 0.05, "p_value": 0.2}) == "made no detectable difference"
+    # every seed the same difference: no t-test; a sign test needs 6 seeds to get below 0.05
+    same = {"mean_difference": 0.016, "std_difference": 0.0, "t": None, "p_value": None}
+    three, six = ({**same, "n": n, "sign_test_p": 2 / 2**n} for n in (3, 6))
+    assert verdict(three) == "made no detectable difference"
+    assert verdict(six) == "helped"
+    assert verdict({**six, "mean_difference": -0.016}) == "hurt"
+    assert paired_text(three) == (
+        "+1.6 pp (the same in every seed, so no t-test; a sign test gives p = 0.25, 3 paired seeds)"
+    )
+    assert "no spread: t-test undefined" in paired_text(
+        {**same, "mean_difference": 0.0, "n": 3, "sign_test_p": None}
+    )
+    # t(0.975, 8) + t(0.8, 8) = 2.306 + 0.889; times std 1 and sqrt(2/2)
+    assert detectable_difference(1.0, 2, 8) == pytest.approx(3.195, abs=1e-3)
+
+
+def test_probe_features_are_every_layers_pooled_output_the_last_through_the_final_norm(workdir):
+    import copy
+
+    from tinytf.model.transformer import pool
+    from tinytf.train.classify import SentimentData, build_classifier, classifier_config
+    from tinytf.train.linear_probe import layer_features
+
+    data = SentimentData.load(workdir)
+    pretrained = workdir / "models" / "pretrained.pt"
+    model = build_classifier("frozen", classifier_config(pretrained, 2), pretrained, 3).eval()
+    features = layer_features(model, data, 32, CPU)
+    d, n_layer, pooling = model.config.d_model, model.config.n_layer, model.config.pooling
+    assert n_layer >= 2 and {s: f.shape for s, f in features.items()} == {
+        s: (len(data.splits[s]), n_layer * d) for s in ("train", "validation", "test")
+    }
+    ids = data.splits["validation"].input_ids[2][:32]
+    x, mask = torch.tensor([ids]), torch.ones(1, len(ids), dtype=torch.long)
+    first_only = copy.deepcopy(model.base)  # the body cut after its first block, no final norm
+    first_only.blocks, first_only.ln_f = first_only.blocks[:1], None
+    with torch.no_grad():
+        first, last = first_only(x, mask), model.base(x, mask)
+    row = features["validation"][2]
+    torch.testing.assert_close(torch.from_numpy(row[:d]), pool(first, mask, pooling)[0], atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(torch.from_numpy(row[-d:]), pool(last, mask, pooling)[0], atol=1e-5, rtol=1e-4)
+
+
+def test_probe_chooses_c_on_validation_and_scores_test():
+    from tinytf.train.linear_probe import fit_probe
+
+    rng = np.random.default_rng(0)
+    labels = {s: rng.integers(0, 2, n) for s, n in (("train", 200), ("validation", 100), ("test", 100))}
+    # one informative column among 20 noise columns
+    features = {s: np.column_stack([y * 2.0 + rng.normal(0, 0.5, len(y)), rng.normal(0, 1, (len(y), 20))])
+                for s, y in labels.items()}  # fmt: skip
+    cs = [1e-4, 1e-2, 1.0]
+    fit = fit_probe(features, labels, cs)
+    alone = {c: fit_probe(features, labels, [c]).validation_accuracy for c in cs}
+    assert (
+        fit.c == min(c for c in cs if alone[c] == max(alone.values()))
+        and fit.validation_accuracy == alone[fit.c]
+    )
+    assert fit.test_accuracy > 0.9 and 0 < fit.test_loss < 0.5
+    tie = fit_probe({s: np.ones((len(y), 1)) for s, y in labels.items()}, labels, [3.0, 0.1])
+    assert tie.c == 0.1  # no C can do better than the majority: the more regularised wins the tie
+
+
+def test_baseline_sentence_says_when_the_published_numbers_are_on_the_same_test_sentences():
+    from tinytf.report.transfer import _baseline_text
+
+    curve = pd.DataFrame(
+        {"pretrained mean": [0.70, 0.85], "scratch mean": [0.6, 0.75], "tfidf_lr mean": [0.7, 0.82]}
+    )
+    [sst2] = _baseline_text(curve, "sst2")
+    assert "(pretrained, 85.0%) stands 3.0 points above TF-IDF" in sst2
+    assert "1.3 points above CNN-rand's published 83.7%" in sst2 and "the same 1,821 test sentences" in sst2
+    [other] = _baseline_text(curve.assign(**{"pretrained mean": [0.7, 0.8]}), "rt_critic_snippets")
+    assert "2.0 points below TF-IDF" in other and "3.7 points below CNN-rand" in other
+    assert "context only, another dataset" in other
