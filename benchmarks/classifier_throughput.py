@@ -1,5 +1,5 @@
 """Classifier throughput: tinytf's fine-tuning step, as the `finetune` and `grid` stages run it,
-against the seed lab's `nn.TransformerEncoder` classifier in eager fp32.
+against the course lab's `nn.TransformerEncoder` classifier in eager fp32.
 
 Both sides train the same classifier shape (params.yaml's `model:`, pooled head, dropout) on
 the same batches of sentiment texts (length-grouped and padded as the stage pads them; real

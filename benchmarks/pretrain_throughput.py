@@ -1,12 +1,12 @@
 """Pretraining throughput: tinytf's training step, as the `pretrain` stage runs it but for the
-allocator (below), against the seed lab's `nn.TransformerEncoder` model in eager fp32 (what a
-user of the seed lab has).
+allocator (below), against the course lab's `nn.TransformerEncoder` model in eager fp32 (what a
+user of the course lab has).
 
 Both sides do the same work: the same shape, dropout, batches (real corpus tokens when
 `data/tokens` exists, else uniform random ids), AdamW with the stage's weight decay and
 gradient clipping, the loss in fp32. tinytf runs `tinytf.train.loop.train_step` with the
 runtime the stage resolves from `pretrain:` (device, precision, compile; --precision and
---compile override). Shapes: params.yaml's model (default), the seed lab's (d_model 200, 2
+--compile override). Shapes: params.yaml's model (default), the course lab's (d_model 200, 2
 heads, d_ff 200) and, for GPUs, 6x384 (6 layers x 384 wide, d_ff 1536, block 256, batch 64) and
 gpu (the GPU preset's model and pretrain sections and vocabulary, read from presets/gpu.yaml).
 Rounds alternate between the sides; figures are medians, the speedup a ratio of medians. MFU is
@@ -16,9 +16,9 @@ headline: `speedup: <ratio>x ...` at the default shape.
 `--nanogpt` adds a third side to the same rounds: a nanoGPT-style step (benchmarks/nanogpt_peer.py)
 on tinytf's runtime, the peer of the speed issue's GPU target, and prints tinytf's ratio to it.
 
-By default both sides run on the C library's allocator, as a user of the seed lab has it. The
+By default both sides run on the C library's allocator, as a user of the course lab has it. The
 stages keep freed memory instead (tinytf/process/allocator.py): a process-wide setting, which speeds the
-seed lab's eager loop far more than tinytf's compiled step (the loop's fp32 8000-way logits and
+course lab's eager loop far more than tinytf's compiled step (the loop's fp32 8000-way logits and
 their gradient are faulted in anew every step). `--allocator keep` gives both sides the stages'
 setting, the comparison for a seed-lab user who sets it too.
 
@@ -124,8 +124,8 @@ def tinytf_step(model_params, p, vocab, tokens, steps_per_epoch, precision, comp
     return model, runtime, lambda: train_step(model, optimizer, source, loss_fn, cfg, runtime)
 
 
-def seed_lab_step(model_params, p, vocab, tokens, device):
-    """The seed lab's loop: nn.TransformerEncoder model, eager fp32, torch's default AdamW."""
+def course_lab_step(model_params, p, vocab, tokens, device):
+    """The course lab's loop: nn.TransformerEncoder model, eager fp32, torch's default AdamW."""
     seed_everything(0)
     lab = dataclasses.replace(model_params, arch="torch_encoder")
     model = TinyTransformer(model_config(lab, vocab, "causal", 0)).to(device).train()
@@ -221,12 +221,12 @@ def main() -> None:
 
 def build_sides(model_params, p, setup: dict, args) -> tuple[TinyTransformer, Runtime, dict, dict]:
     """(tinytf's model, its runtime, each side's step, each side's training FLOPs a token) at one
-    shape: tinytf, the seed lab and, with --nanogpt, the nanoGPT-style peer."""
+    shape: tinytf, the course lab and, with --nanogpt, the nanoGPT-style peer."""
     vocab, tokens, block = setup["vocab"], setup["tokens"], model_params.block_size
     ours, runtime, ours_step = tinytf_step(
         model_params, p, vocab, tokens, setup["steps_per_epoch"], args.precision, setup["compile_mode"]
     )
-    steps = {"tinytf": ours_step, "lab": seed_lab_step(model_params, p, vocab, tokens, runtime.device)}
+    steps = {"tinytf": ours_step, "lab": course_lab_step(model_params, p, vocab, tokens, runtime.device)}
     flops = dict.fromkeys(steps, train_flops_per_token(ours, ours.lm_head, block))  # the same matmuls
     if args.nanogpt:
         source = batches(tokens, vocab, block, p.batch_size)

@@ -43,7 +43,7 @@ def main() -> None:
              "steps_per_epoch": steps_per_epoch, "compile_mode": p.compile}  # fmt: skip
     sides = argparse.Namespace(nanogpt=True, precision=args.precision)
     _, runtime, steps, _ = build_sides(model_params, p, setup, sides)
-    steps.pop("lab")  # the eager fp32 seed lab is not the peer a profile compares with
+    steps.pop("lab")  # the eager fp32 course lab is not the peer a profile compares with
     warm_up(steps, 3, runtime.device)
     cuda = runtime.device.type == "cuda"
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])

@@ -1,6 +1,6 @@
 """Stage `checks`: everything the report shows that needs a model built or run, so the report
-itself reads files only. Parameter counts of our model and the seed lab's (closed form and
-counted from the built module), the seed reports' parameter arithmetic, the seed claims that
+itself reads files only. Parameter counts of our model and the course lab's (closed form and
+counted from the built module), the course reports' parameter arithmetic, the course claims that
 PyTorch settles (each measured on a small seeded model), and where each head of the pretrained
 model looks on a sample sentence (its attention weights, for the report's maps).
 """

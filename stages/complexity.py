@@ -1,4 +1,4 @@
-"""Stage `complexity` (seed 003): time and memory of encoder self-, decoder self- and cross
+"""Stage `complexity` (course report 003): time and memory of encoder self-, decoder self- and cross
 attention over sequence lengths and hidden sizes, and their log-log exponents.
 """
 

@@ -1,6 +1,6 @@
 """Stage `pretrain`: train the transformer as a causal (or masked) language model on the
 tokenized corpus; evaluate loss and perplexity per split every epoch (word-level perplexity on
-PTB), score the sample sentences (seed 004's table), and write the model for the fine-tuning
+PTB), score the sample sentences (course report 004's table), and write the model for the fine-tuning
 stages, plus a snapshot after each epoch but the last (the pretraining-tokens curve starts there).
 A killed run started again resumes from --state, which also holds the snapshots taken so far; the
 outputs are written to temporaries and put in place together at the end, so after a kill at any

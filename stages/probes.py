@@ -1,4 +1,4 @@
-"""Stage `probes` (seed 004 §1): construct queries and keys that make attention select one
+"""Stage `probes` (course report 004 §1): construct queries and keys that make attention select one
 value or average several, in closed form, and verify each against its target weights.
 """
 

@@ -1,4 +1,4 @@
-"""Stage `variants` (one cell of a DVC matrix): seed 004's study of positional encoding x head
+"""Stage `variants` (one cell of a DVC matrix): course report 004's study of positional encoding x head
 merge. Each cell is a short pretraining with the study's budget (variants.steps, lr, batch size,
 eval batches) and the cell's encoding, merge and seed; it writes that cell's final losses,
 perplexities and sample-sentence perplexities. `variants_table` summarizes the cells.

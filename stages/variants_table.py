@@ -1,4 +1,4 @@
-"""Stage `variants_table`: seed 004's perplexity table from the cells of `variants`, mean ± std
+"""Stage `variants_table`: course report 004's perplexity table from the cells of `variants`, mean ± std
 over seeds per positional encoding x head merge (only the cells the current params define), and
 summary.json: what the design detects and one verdict per main effect.
 """

@@ -13,7 +13,7 @@ from tinytf.data.tokenizer import encode_stream, train_tokenizer
 from tinytf.io import write_npy
 from tinytf.params.config import ModelParams, PretrainParams, TokenizeParams, load_params
 
-# the sample sentences of params.yaml (seed 004's normal / weird / long): one source of truth
+# the sample sentences of params.yaml (course report 004's normal / weird / long): one source of truth
 SAMPLES = load_params(REPO / "params.yaml").pretrain.samples
 WORDS = "the a cat dog sat ran on under mat log big small red blue and then".split()
 

@@ -18,7 +18,7 @@ def small(**kw) -> ModelConfig:
         dropout=0.0,
         norm_first=False,
         activation="relu",
-    )  # the seed lab's post-LN choices
+    )  # the course lab's post-LN choices
     return ModelConfig(**{**base, **kw})
 
 

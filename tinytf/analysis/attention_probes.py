@@ -1,10 +1,10 @@
-"""Attention as selection and averaging (seed 004 §1), built in closed form and checked numerically.
+"""Attention as selection and averaging (course report 004 §1), built in closed form and checked numerically.
 
 One query q against n keys K (n, d) and values V (n, d) gives weights w = softmax(scale * q K^T) and
 output w V. The seed does not scale the scores, so `scale` defaults to 1; pass 1/sqrt(d) for the
 scaled dot product (a construction then only needs a sqrt(d)-times longer query).
 
-Why not the seed's method (`torch.linalg.lstsq` for q K^T = a target score vector with k=100)? A
+Why not the course report's method (`torch.linalg.lstsq` for q K^T = a target score vector with k=100)? A
 target like (100, 0, 0, 0) asks for n equations in d unknowns; with n > d it is generally
 infeasible and least squares silently returns something else. But softmax only sees score
 *differences*, so we ask for exactly what we need instead:
@@ -13,7 +13,7 @@ infeasible and least squares silently returns something else. But softmax only s
     every other key scores at least m below it,                    via u.(k_s0 - k_l) >= 1,
 
 and set q = m * u / scale. These are n - 1 linear conditions on u. When they are linearly
-independent (n - 1 <= d, the seed's 4 keys in R^3) the pseudo-inverse solves them with equality;
+independent (n - 1 <= d, the course report's 4 keys in R^3) the pseudo-inverse solves them with equality;
 otherwise a small LP finds a u if one exists. None exists when a key to be selected lies inside
 the convex hull of the others: no query can select it, and the probe says so instead of passing.
 
@@ -121,7 +121,7 @@ def average_query(K, V, idx: list[int], tol: float = 1e-3, scale: float = 1.0, n
     n, m = len(K), margin_for(len(K), tol)
     target = _uniform(n, idx)
     if len(idx) == n:
-        # every score equal: q = 0 gives exactly 1/n each (the seed's answer), no tolerance needed
+        # every score equal: q = 0 gives exactly 1/n each (the course report's answer), no tolerance needed
         q, how = torch.zeros(K.shape[1], dtype=K.dtype), "q = 0 (closed form)"
     else:
         u, how = _direction(K, idx)
@@ -166,7 +166,7 @@ def unit_key_to_select(K, V, q: Tensor, tol: float = 1e-3, scale: float = 1.0) -
     Among unit keys, k2 = q/|q| gives the largest possible score, |q| (Cauchy-Schwarz). Its lead over
     the other keys is g = |q| - max_j q.k_j, and softmax needs a lead of m: when g > 0 lengthening q
     by alpha = m / (scale g) selects v2 -- the direction stays, only the length grows. This is the
-    seed's point: a unit key cannot out-score long keys, so the query must be long and aligned. If
+    course report's point: a unit key cannot out-score long keys, so the query must be long and aligned. If
     g <= 0 (the other keys project further along q than 1), we turn q away from all other keys:
     u with u.k_j <= -1/|w| < 0 for every j != 2 (a `_direction` problem), k2 = u, q = alpha u.
     """
@@ -203,7 +203,7 @@ def _fmt(w: Tensor | None) -> str:
 
 
 def run_probes(seed: int = 0, n: int = 4, d: int = 3, scale: float = 1.0, tol: float = 1e-3) -> pd.DataFrame:
-    """All six exercises of seed 004 §1 on one seeded key/value set; one row per exercise.
+    """All six exercises of course report 004 §1 on one seeded key/value set; one row per exercise.
 
     Columns: exercise, method (construction used), query_norm (‖q‖; the longest row for the identity
     Q), weights and target (rounded; the diagonal for the identity), weight_err and output_err (max

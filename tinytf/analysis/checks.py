@@ -1,5 +1,5 @@
 """Checks that build and run models: parameter counts (closed form against a built module), the
-seed reports' arithmetic, the seed claims PyTorch settles, and where the pretrained model's
+course reports' arithmetic, the course claims PyTorch settles, and where the pretrained model's
 heads look. The `checks` stage writes their tables; the report only reads them.
 """
 
@@ -16,14 +16,14 @@ from torch import nn
 
 from tinytf.io import write_json
 from tinytf.model.architecture import ModelConfig
-from tinytf.model.param_count import SEED_CLAIMS, analytic_counts, count_parameters, seed_lab_config
+from tinytf.model.param_count import COURSE_CLAIMS, analytic_counts, count_parameters, course_lab_config
 from tinytf.model.transformer import TinyTransformer
 
 # ------------------------------------------------------------------------------------ parameters
 
 
 def parameter_table(ours: ModelConfig, lab: ModelConfig) -> pd.DataFrame:
-    """Per component: closed form and counted from a built model, for our model and the seed lab's."""
+    """Per component: closed form and counted from a built model, for our model and the course lab's."""
     ours_a, ours_c = analytic_counts(ours), count_parameters(TinyTransformer(ours))
     lab_a, lab_c = analytic_counts(lab), count_parameters(TinyTransformer(lab))
     return pd.DataFrame(
@@ -40,12 +40,12 @@ def claim_verdict(claim) -> str:
     return "right" if claim.note.startswith("correct") else "right number, wrong reasoning"
 
 
-def seed_claims_table() -> pd.DataFrame:
+def course_claims_table() -> pd.DataFrame:
     return pd.DataFrame(
         {"seed": c.report, "quantity": c.quantity, "expression as written": c.expression,
          "evaluates to": c.as_written, "claimed": c.claimed, "PyTorch": c.true, "claimed - PyTorch": c.difference,
          "verdict": claim_verdict(c), "note": c.note}
-        for c in SEED_CLAIMS
+        for c in COURSE_CLAIMS
     )  # fmt: skip
 
 
@@ -76,7 +76,7 @@ def _tiny(**kw) -> ModelConfig:
 
 
 def pytorch_checks() -> pd.DataFrame:
-    """Seed claims that PyTorch settles, each measured on a small seeded model (CPU, deterministic).
+    """Course claims that PyTorch settles, each measured on a small seeded model (CPU, deterministic).
     The caller's random state is left as it was."""
     with torch.random.fork_rng(), torch.no_grad():
         torch.manual_seed(0)
@@ -85,7 +85,7 @@ def pytorch_checks() -> pd.DataFrame:
 
 def _checks() -> list[tuple[str, ...]]:
     rows = []
-    # seed 000: "nn.TransformerEncoder ... doesn't allow peeking ahead"
+    # course report 000: "nn.TransformerEncoder ... doesn't allow peeking ahead"
     layer = nn.TransformerEncoderLayer(16, 2, 16, dropout=0.0, batch_first=True)
     enc = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False).eval()
     x = torch.randn(1, 6, 16)
@@ -99,7 +99,7 @@ def _checks() -> list[tuple[str, ...]]:
                  f"no mask: {free:.3g}; with generate_square_subsequent_mask: {masked:.3g}",
                  "wrong: the module is bidirectional; causality comes only from the mask passed in"
                  if free > 0 and masked == 0 else "inconclusive"))  # fmt: skip
-    # seed 004: shuffle / shift merges test whether heads are "experts"
+    # course report 004: shuffle / shift merges test whether heads are "experts"
     shift = TinyTransformer(_tiny(head_merge="shift")).eval()
     concat = TinyTransformer(_tiny(head_merge="concat")).eval()
     state = {k: v.clone() for k, v in shift.state_dict().items() if not k.endswith("head_order")}
@@ -117,7 +117,7 @@ def _checks() -> list[tuple[str, ...]]:
                  "shift model vs concat model with the output projection's column blocks permuted: max |Δ logits|",
                  f"{gap:.2g} (float32 rounding)",
                  "wrong: a fixed permutation is a reparametrisation of concat, the same functions relabelled"))  # fmt: skip
-    # seed 004: re-weighting by each head's matrix norm; ours is per token
+    # course report 004: re-weighting by each head's matrix norm; ours is per token
     reweight = TinyTransformer(_tiny(head_merge="reweight")).eval()
     ids2 = ids.clone()
     ids2[:, -1] = (ids[:, -1] + 1 - 5) % 45 + 5
@@ -126,7 +126,7 @@ def _checks() -> list[tuple[str, ...]]:
     y2 = y.clone()
     y2[:, :, -1] *= 3.0
 
-    def seq_w(t):  # the seed's weights: each head's norm over all positions and features
+    def seq_w(t):  # the course report's weights: each head's norm over all positions and features
         norms = t.flatten(2).norm(dim=-1)
         return norms / norms.sum(1, keepdim=True)
 
@@ -149,9 +149,9 @@ def write_checks(
     vocab, classes = ours.vocab_size, ours.n_classes
     tables = {
         "counts.json": {"vocab": vocab, "classes": classes, "ours": analytic_counts(ours),
-                        "lab100": analytic_counts(seed_lab_config(100))},
-        "parameters.json": _table(parameter_table(ours, seed_lab_config(vocab, classes))),
-        "seed_claims.json": _table(seed_claims_table()),
+                        "lab100": analytic_counts(course_lab_config(100))},
+        "parameters.json": _table(parameter_table(ours, course_lab_config(vocab, classes))),
+        "seed_claims.json": _table(course_claims_table()),
         "pytorch_checks.json": _table(pytorch_checks()),
         "attention.json": attention_record(model, tokenizer, samples),
     }  # fmt: skip

@@ -1,4 +1,4 @@
-"""The cost of attention (seed 003), measured: time and memory against sequence length and width.
+"""The cost of attention (course report 003), measured: time and memory against sequence length and width.
 
 For a source of length M and a target of length N, with hidden size D:
 

@@ -10,7 +10,7 @@ def bootstrap_interval(correct: np.ndarray, resamples: int = 1000, seed: int = 0
     """Percentile bootstrap of the mean of a 0/1 vector: (low, high), by scipy.stats.bootstrap.
 
     Percentile rather than scipy's default BCa: BCa is undefined when every answer is right
-    (or wrong), which a tiny preset's test set can be, and percentile is what seed 004 used."""
+    (or wrong), which a tiny preset's test set can be, and percentile is what course report 004 used."""
     from scipy import stats
 
     correct = np.asarray(correct, dtype=float)
@@ -106,7 +106,7 @@ def holm(p_values: list[float | None]) -> list[float | None]:
 
 def gap_trend(curve: dict, arm: str = "pretrained", against: str = "scratch") -> dict | None:
     """Does `arm` − `against` change with the labels? An ordinary least-squares line of every
-    seed's paired difference on log10 of its label count: slope per tenfold labels, its 95 %
+    course report's paired difference on log10 of its label count: slope per tenfold labels, its 95 %
     interval and the two-sided p of slope 0. None without two label counts to fit."""
     from scipy import stats
 

@@ -52,16 +52,18 @@ def build_parser() -> argparse.ArgumentParser:
     count = sub.add_parser(
         "count-params",
         help="print parameter counts (per component, counted and analytic)",
-        description="Parameter counts of the model in params.yaml (or the seed lab's), counted from "
-        "the module and from the closed-form formula, plus the seed reports' claims checked.",
+        description="Parameter counts of the model in params.yaml (or the course lab's), counted from "
+        "the module and from the closed-form formula, plus the course reports' claims checked.",
     )
     count.add_argument("--params", default="params.yaml", help="params file (default: params.yaml)")
     count.add_argument("--vocab-size", type=int, help="vocabulary size (default: the trained tokenizer's)")
     count.add_argument(
-        "--seed-lab",
+        "--course-lab",
+        "--seed-lab",  # its earlier name
+        dest="course_lab",
         action="store_true",
-        help="the seed lab's model (nn.TransformerEncoder, nhid=200, 4 layers, 2 heads) "
-        "for vocabularies 100 and 50,001, and the seed reports' claims",
+        help="the course lab's model (nn.TransformerEncoder, nhid=200, 4 layers, 2 heads) "
+        "for vocabularies 100 and 50,001, and the course reports' claims",
     )
     score = sub.add_parser(
         "score",
@@ -222,7 +224,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "count-params":
         from tinytf.cli.tools import count_params_command
 
-        return guarded(lambda: count_params_command(args.params, args.vocab_size, args.seed_lab))
+        return guarded(lambda: count_params_command(args.params, args.vocab_size, args.course_lab))
     if args.command == "score":
         return guarded(lambda: score(args))
     if args.command == "predict":

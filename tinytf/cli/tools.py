@@ -7,16 +7,16 @@ from pathlib import Path
 from tinytf.errors import DataError
 
 
-def count_params_command(params_file: str, vocab_size: int | None, seed_lab: bool) -> None:
-    from tinytf.model.param_count import format_counts, format_seed_claims, seed_lab_config
+def count_params_command(params_file: str, vocab_size: int | None, course_lab: bool) -> None:
+    from tinytf.model.param_count import course_lab_config, format_counts, format_course_claims
 
-    if seed_lab:
+    if course_lab:
         for vocab in (100, 50_001):
             print(f"## seed lab model, vocabulary {vocab:,}\n")
-            print(format_counts(seed_lab_config(vocab)))
+            print(format_counts(course_lab_config(vocab)))
             print()
         print("## the seed reports' claims, checked\n")
-        print(format_seed_claims())
+        print(format_course_claims())
         return
     from tinytf.model.architecture import model_config
     from tinytf.params.config import load_params

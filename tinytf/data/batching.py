@@ -1,6 +1,6 @@
 """Batches for training: padded classification batches and language-model blocks.
 
-Classification (the seed 004 questions on padding / truncation / max_length / attention
+Classification (the course report 004 questions on padding / truncation / max_length / attention
 mask / DataLoader arguments): texts are stored as untruncated id lists; `PadCollate`
 truncates each to `max_length`, right-pads to the longest sequence in the batch (not to
 `max_length`: short batches stay short and fast) and returns

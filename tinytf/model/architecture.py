@@ -3,8 +3,8 @@ defaults and allowed values.
 
 `tinytf.params.config.ModelParams` (the `model:` section of params.yaml) is generated from the fields
 listed in `PARAM_FIELDS`, with the same types, defaults and limits, so the two cannot disagree.
-The defaults are the pipeline's CPU-sized model; the seed lab's model is
-`tinytf.model.param_count.seed_lab_config`. This module imports no torch, so validating
+The defaults are the pipeline's CPU-sized model; the course lab's model is
+`tinytf.model.param_count.course_lab_config`. This module imports no torch, so validating
 params stays cheap.
 """
 
@@ -90,7 +90,7 @@ class ModelConfig:
         return cls(**data)
 
 
-# What `arch: torch_encoder` cannot change: nn.TransformerEncoder is the seed lab's post-LN model.
+# What `arch: torch_encoder` cannot change: nn.TransformerEncoder is the course lab's post-LN model.
 TORCH_ENCODER_FIXED = {"head_merge": "concat", "pos_encoding": "sinusoidal", "norm_first": False}
 
 # The fields a user sets in params.yaml's `model:` section; the rest come from the data

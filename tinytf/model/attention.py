@@ -1,4 +1,4 @@
-"""Multi-head self-attention written out, its masks, and the head-merge variants of seed 004.
+"""Multi-head self-attention written out, its masks, and the head-merge variants of course report 004.
 
 Shapes: B batch, L sequence length, D = d_model, H heads, hd = D // H (head size).
 

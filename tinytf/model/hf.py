@@ -15,7 +15,7 @@ A checkpoint is named three ways (`hf.checkpoint`):
 
 The checkpoint's own tokenizer encodes the texts: its special tokens ([CLS] ... [SEP] for BERT,
 <s> ... </s> for RoBERTa) are added, each text is truncated to `max_length` tokens *including*
-them, and batches are right-padded with its pad id under an attention mask (seed 004 Q1-Q2).
+them, and batches are right-padded with its pad id under an attention mask (course report 004 Q1-Q2).
 A saved fine-tuned model carries that tokenizer (its tokenizer.json) in the JSON beside the
 weights, so evaluate and the served champion encode exactly as training did.
 

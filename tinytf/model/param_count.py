@@ -1,9 +1,9 @@
 """Parameter counts: counted from a built model, derived in closed form, and checked against the seeds.
 
-Seed lab question 3 asks for the trainable parameters of the base, the classifier head and the LM
+Course lab question 3 asks for the trainable parameters of the base, the classifier head and the LM
 head. `count_parameters` reads them off a module, `analytic_counts` derives them from a
-`ModelConfig`, `format_counts` prints both side by side, and `SEED_CLAIMS` records every number
-the seed reports state, re-computed, with where each report's arithmetic departs from PyTorch.
+`ModelConfig`, `format_counts` prints both side by side, and `COURSE_CLAIMS` records every number
+the course reports state, re-computed, with where each report's arithmetic departs from PyTorch.
 
 Closed form, with D = d_model, F = d_ff, V = vocab_size, C = n_classes, N = n_layer, b = 1 if bias:
     embedding     V*D
@@ -25,7 +25,7 @@ from tinytf.model.transformer import ModelConfig, TinyTransformer
 
 BASE_PARTS = ("embedding", "positional", "attention", "feed_forward", "norms")
 HEADS = ("lm_head", "cls_head")
-# module-name segment -> component, for both bases (tinytf's names and the seed lab's)
+# module-name segment -> component, for both bases (tinytf's names and the course lab's)
 _SEGMENTS = {
     "tok_emb": "embedding",
     "encoder": "embedding",  # the lab calls its token embedding `encoder`
@@ -55,7 +55,7 @@ def component_of(name: str) -> str:
 
 
 def _totals(parts: dict[str, int]) -> dict[str, int]:
-    """Add the subtotals the seed reports quote: base, base + one head, and everything."""
+    """Add the subtotals the course reports quote: base, base + one head, and everything."""
     base = sum(parts[k] for k in BASE_PARTS)
     return {
         **{k: parts[k] for k in BASE_PARTS},
@@ -104,11 +104,11 @@ def format_counts(cfg: ModelConfig) -> str:
     return "\n".join(lines)
 
 
-# ------------------------------------------------------------------------- the seed reports' numbers
+# ------------------------------------------------------------------------- the course reports' numbers
 
 
-def seed_lab_config(vocab_size: int, n_classes: int = 2) -> ModelConfig:
-    """The seed lab's model: nn.TransformerEncoder, nhid=200, nlayers=4, nhead=2, dim_feedforward=nhid."""
+def course_lab_config(vocab_size: int, n_classes: int = 2) -> ModelConfig:
+    """The course lab's model: nn.TransformerEncoder, nhid=200, nlayers=4, nhead=2, dim_feedforward=nhid."""
     return ModelConfig(
         arch="torch_encoder",
         vocab_size=vocab_size,
@@ -125,8 +125,8 @@ def seed_lab_config(vocab_size: int, n_classes: int = 2) -> ModelConfig:
 
 
 @dataclass(frozen=True)
-class SeedClaim:
-    """One number a seed report states. `as_written` is the report's own expression evaluated at the
+class CourseClaim:
+    """One number a course report states. `as_written` is the report's own expression evaluated at the
     lab's values, so a wrong result is told apart from a wrong formula; `true` is PyTorch's count."""
 
     report: str
@@ -142,9 +142,9 @@ class SeedClaim:
         return self.claimed - self.true
 
 
-def seed_claims() -> list[SeedClaim]:
-    """Every count stated in seeds 000 (vocab 100) and 002 (vocab 50,001), re-derived."""
-    small, large = analytic_counts(seed_lab_config(100)), analytic_counts(seed_lab_config(50_001))
+def course_claims() -> list[CourseClaim]:
+    """Every count stated in course reports 000 (vocab 100) and 002 (vocab 50,001), re-derived."""
+    small, large = analytic_counts(course_lab_config(100)), analytic_counts(course_lab_config(50_001))
     ntok, nhid, nlay, nhead, ncls = 100, 200, 4, 2, 2
     layers_small = small["attention"] + small["feed_forward"] + small["norms"]
     layers_large = large["attention"] + large["feed_forward"] + large["norms"]
@@ -196,13 +196,13 @@ def seed_claims() -> list[SeedClaim]:
          "the base's 10,968,200, which also holds the 10,000,200-parameter embedding"),
     ]
     # fmt: on
-    return [SeedClaim(*row) for row in rows]
+    return [CourseClaim(*row) for row in rows]
 
 
-SEED_CLAIMS: list[SeedClaim] = seed_claims()
+COURSE_CLAIMS: list[CourseClaim] = course_claims()
 
 
-def format_seed_claims(claims: list[SeedClaim] = SEED_CLAIMS) -> str:
+def format_course_claims(claims: list[CourseClaim] = COURSE_CLAIMS) -> str:
     """seed | quantity | claimed | report's expression evaluated | true (PyTorch) | claimed - true | note"""
     head = f"{'seed':<5} {'quantity':<34} {'claimed':>11} {'as written':>11} {'true':>11} {'diff':>11}  note"
     lines = [head]

@@ -1,4 +1,4 @@
-"""The seed lab's model body, `nn.TransformerEncoder` with its sinusoidal `PositionalEncoding`,
+"""The course lab's model body, `nn.TransformerEncoder` with its sinusoidal `PositionalEncoding`,
 kept for faithful reproduction (`model.arch: torch_encoder`) and as the reference the tests and
 `benchmarks/` check tinytf's written-out blocks against. Shapes: B batch, L length, D = d_model.
 """
@@ -28,7 +28,7 @@ def sinusoidal_table(max_len: int, d_model: int) -> Tensor:
 
 
 class PositionalEncoding(nn.Module):
-    """The seed lab's PositionalEncoding (batch-first): x + PE[:L], then dropout. No parameters."""
+    """The course lab's PositionalEncoding (batch-first): x + PE[:L], then dropout. No parameters."""
 
     def __init__(self, d_model: int, dropout: float = 0.1, max_len: int = 5000):
         super().__init__()
@@ -40,7 +40,7 @@ class PositionalEncoding(nn.Module):
 
 
 class TorchEncoderBase(nn.Module):
-    """arch="torch_encoder": the seed lab's TransformerModel. Attribute names are the lab's, so a lab
+    """arch="torch_encoder": the course lab's TransformerModel. Attribute names are the lab's, so a lab
     checkpoint's `base.*` keys load as they are (its stored `pos_encoder.pe` table is skipped)."""
 
     def __init__(self, cfg: ModelConfig):

@@ -3,16 +3,16 @@
 One config (`ModelConfig`), two interchangeable bodies ("bases") and two heads on top:
 
     arch="tinytf"         blocks written out here (attention in `tinytf.model.attention`); pre-LN by
-                          default (GPT-2); `norm_first=False` makes it the seed lab's model with every
+                          default (GPT-2); `norm_first=False` makes it the course lab's model with every
                           operation visible
-    arch="torch_encoder"  the seed lab's `nn.TransformerEncoder` model (`tinytf.model.reference`), kept for faithful
+    arch="torch_encoder"  the course lab's `nn.TransformerEncoder` model (`tinytf.model.reference`), kept for faithful
                           reproduction and as a reference the tests check "tinytf" against
 
     lm_head   Linear(D, vocab), optionally tied to the token embedding (causal LM or masked LM)
     cls_head  Linear(D, n_classes) on a pooled token (sentiment classification)
 
 Heads live outside `base`, so a classifier is initialised from a pretrained LM by copying
-`base_state_dict()` and nothing else (seed lab question 2: swap the head, keep the body).
+`base_state_dict()` and nothing else (course lab question 2: swap the head, keep the body).
 Shapes: B batch, L sequence length, D = d_model, V = vocab_size, H = n_head.
 """
 
@@ -163,7 +163,7 @@ def pool(hidden: Tensor, attention_mask: Tensor | None, pooling: str) -> Tensor:
     """(B, L, D) -> (B, D): one vector per sequence for the classifier.
 
     last   the last non-padding token: under causal attention the only one that has seen the whole
-           text (seed 002: "only the vector representing the last token"); works with left or right padding
+           text (course report 002: "only the vector representing the last token"); works with left or right padding
     mean   the average over non-padding tokens
     first  the first non-padding token (a [CLS]-like slot; sensible only with bidirectional attention)
     """

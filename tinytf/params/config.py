@@ -106,13 +106,13 @@ class PretrainParams:
     # what dvc.yaml runs the stage with: python, or e.g. "torchrun --nproc_per_node=8" (DDP);
     # a param, not an environment variable, because with dropout it changes the numbers
     launcher: str = "python"
-    # sentences scored after training (seed 004: normal / weird / long); params.yaml lists them
+    # sentences scored after training (course report 004: normal / weird / long); params.yaml lists them
     samples: list[SampleText] = bounded([])
 
 
 @dataclass
 class VariantsParams:
-    """Seed 004's grid: every positional encoding x head merge x seed, one short pretraining each."""
+    """Course report 004's grid: every positional encoding x head merge x seed, one short pretraining each."""
 
     pos_encodings: list[PosEncoding] = bounded(["learned", "sinusoidal"])
     head_merges: list[HeadMerge] = bounded(list(HEAD_MERGES))
@@ -152,7 +152,7 @@ class FinetuneParams:
     # grows with the labels
     probe_cs: list[float] = bounded([0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0], gt=0)
     search_labels: int = bounded(1000, ge=0)  # the subset every start's recipe is chosen on
-    # on its first few seeds, by mean validation accuracy: one seed's validation split decides
+    # on its first few seeds, by mean validation accuracy: one course report's validation split decides
     # between recipes by a handful of texts
     search_seeds: int = bounded(3, ge=1)
     # fine-tune from the pretraining snapshots at this many labels: the pretraining-tokens curve
@@ -254,7 +254,7 @@ class EvaluateParams:
 
 @dataclass
 class ProbesParams:
-    """Seed 004 §1: queries and keys that make attention select or average (closed form)."""
+    """Course report 004 §1: queries and keys that make attention select or average (closed form)."""
 
     seed: int = bounded(0, ge=0)
     n: int = bounded(4, ge=2)  # keys and values
@@ -265,7 +265,7 @@ class ProbesParams:
 
 @dataclass
 class ComplexityParams:
-    """Seed 003: time and memory of attention over lengths and hidden sizes, fitted in log-log."""
+    """Course report 003: time and memory of attention over lengths and hidden sizes, fitted in log-log."""
 
     lengths: list[int] = bounded([768, 1024, 1280, 1536], ge=2)
     hidden_sizes: list[int] = bounded([64, 256, 1024], ge=1)

@@ -68,7 +68,7 @@ def _lab_transfer(r: ReportView) -> list[str]:
 
 
 def _discussion(r: ReportView) -> list[str]:
-    """Seed 003: positions, heads, complexity, encoder against decoder, pretrained LMs."""
+    """Course report 003: positions, heads, complexity, encoder against decoder, pretrained LMs."""
     f = r.f
     out = []
     out.append("- **Positional encoding**: see Q1 above; `model.pos_encoding: none` (add it to "
@@ -118,7 +118,7 @@ def _discussion(r: ReportView) -> list[str]:
 
 
 def _attention_and_data(r: ReportView) -> list[str]:
-    """Seed 004 §1–§2 and Q1–Q2: the probes, the LM baseline, the dataset, a batch's shapes."""
+    """Course report 004 §1–§2 and Q1–Q2: the probes, the LM baseline, the dataset, a batch's shapes."""
     f, p = r.f, r.params
     stats = f.variants
     out = []
@@ -162,7 +162,7 @@ def _attention_and_data(r: ReportView) -> list[str]:
 
 
 def _fine_tuning(r: ReportView) -> list[str]:
-    """Seed 004 Q4–Q5: the curves, the optimizer grid, the best cell's test accuracy."""
+    """Course report 004 Q4–Q5: the curves, the optimizer grid, the best cell's test accuracy."""
     f = r.f
     first = rt.first_epoch(f.curves)
     out = []

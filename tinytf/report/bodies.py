@@ -137,7 +137,7 @@ def bodies_section(report) -> None:
         if f.finetune and f.finetune.get("hf_checkpoint")
         else None
     )
-    f.external = external  # seed 004 Q1 for its tokenizer (report text)
+    f.external = external  # course report 004 Q1 for its tokenizer (report text)
     shown = table.assign(**{
         "parameters": [f"{p / 1e6:.2f}M" if pd.notna(p) else "" for p in table["parameters"]],
         "fine-tune seconds": [f"{s:,.0f}" if pd.notna(s) else "" for s in table["fine-tune seconds"]],

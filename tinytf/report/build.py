@@ -84,7 +84,7 @@ class _Report:
                            "the built module.", table)  # fmt: skip
         claims = self.inputs.split("checks_seed_claims")
         if claims is not None:
-            self.f.seed_claims = claims
+            self.f.course_claims = claims
             self.table("seed_claims", "Seed parameter arithmetic", "Every count seeds 000 (vocab 100) and 002 "
                        "(vocab 50,001) state, their own expression evaluated, and PyTorch's count.", claims)  # fmt: skip
         checks = self.inputs.split("checks_pytorch_checks")  # fmt: skip
@@ -133,7 +133,9 @@ class _Report:
             "dev",
             *(x.name for x in self.params.pretrain.samples if x.name in cells),
         ]
-        cells = cells[first + [c for c in cells.columns if c not in first]]  # seed 004's column order
+        cells = cells[
+            first + [c for c in cells.columns if c not in first]
+        ]  # course report 004's column order
         stats = rt.variants_stats(cells)
         self.f.variants = stats
         self.f.variants_summary = self.inputs.json(

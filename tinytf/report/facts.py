@@ -18,9 +18,9 @@ class Facts:
     majority_val: float | None = None
     counts: dict[str, int] | None = None  # closed-form parameter counts of our model (checks)
     vocab: int | None = None
-    lab100: dict[str, int] | None = None  # the seed lab's model at vocabulary 100
-    seed_claims: pd.DataFrame | None = None  # the seed reports' parameter arithmetic (checks)
-    checks: pd.DataFrame | None = None  # seed claims checked in PyTorch
+    lab100: dict[str, int] | None = None  # the course lab's model at vocabulary 100
+    course_claims: pd.DataFrame | None = None  # the course reports' parameter arithmetic (checks)
+    checks: pd.DataFrame | None = None  # course claims checked in PyTorch
     objective: str = "causal"
     pretrain: dict | None = None  # reports/pretrain/metrics.json
     variants: pd.DataFrame | None = None  # mean ± std per positional encoding x head merge

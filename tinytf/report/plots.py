@@ -33,7 +33,7 @@ def _band(ax, frame: pd.DataFrame, x: str, y: str, label: str) -> None:
 
 
 def plot_finetune_curves(curves: pd.DataFrame, path: str | Path) -> Path:
-    """Seed 000's figure: accuracy and loss vs epoch per initialisation, train dashed, validation solid."""
+    """Course report 000's figure: accuracy and loss per epoch per start; train dashed, validation solid."""
     fig, (acc_ax, loss_ax) = plt.subplots(1, 2, figsize=(11, 4))
     for arm, frame in curves.groupby("arm", sort=False):
         _band(acc_ax, frame, "epoch", "validation_accuracy", f"{arm} (validation)")
@@ -67,7 +67,7 @@ def plot_pretrain_curves(steps: pd.DataFrame, epochs: pd.DataFrame, path: str | 
 
 
 def plot_optimizer_curves(curves: pd.DataFrame, lr: float, batch_size: int, path: str | Path) -> Path:
-    """Seed 004's optimizer comparison: same lr and batch size, one line per optimizer."""
+    """Course report 004's optimizer comparison: same lr and batch size, one line per optimizer."""
     chosen = curves[(curves["lr"] == lr) & (curves["batch_size"] == batch_size)]
     chosen = chosen[chosen["epochs"] == chosen["epochs"].max()]
     fig, (loss_ax, acc_ax) = plt.subplots(1, 2, figsize=(11, 4))

@@ -133,7 +133,7 @@ def data_card_table(stats: dict, path: Path | str = "reports/data.json") -> pd.D
 
 
 def pretrain_table(metrics: dict, order: list[str] = ()) -> pd.DataFrame:
-    """Loss and perplexity per split and per sample sentence (seed 004's baseline table, transposed)."""
+    """Loss and perplexity per split and sample sentence (course report 004's baseline table, transposed)."""
     rows = []
     for split, label in (("train", "train"), ("validation", "dev"), ("test", "test")):
         if f"{split}_loss" in metrics:

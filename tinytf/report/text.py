@@ -1,4 +1,4 @@
-"""The README text of the report: headline numbers, where the seed reports went wrong, and
+"""The README text of the report: headline numbers, where the course reports went wrong, and
 answers to the seed questions, each sentence built from the measured numbers in the report's typed `Facts`."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from tinytf.report.bodies import lm_corpus
 from tinytf.report.facts import ReportView
 from tinytf.report.transfer import transfer_text
 
-SEED_004_GRID = (
+COURSE_004_GRID = (
     "-S 'grid.optimizers=[Adagrad]' -S 'grid.lrs=[0.0001,5e-05,1e-05]' -S 'grid.batch_sizes=[64,128,256]'"
 )
 
@@ -73,7 +73,7 @@ def _wrong_arithmetic(f) -> list[str]:
     out = []
     out.append("- **Parameter arithmetic (seeds 000, 002)**, every claim in [tables/seed_claims.md]"
                "(tables/seed_claims.md):")  # fmt: skip
-    for _, c in (f.seed_claims if f.seed_claims is not None else pd.DataFrame()).iterrows():
+    for _, c in (f.course_claims if f.course_claims is not None else pd.DataFrame()).iterrows():
         if c["verdict"] != "right":
             out.append(f"  - seed {c['seed']}, {c['quantity']}: claimed {c['claimed']:,}, PyTorch {c['PyTorch']:,} "
                        f"({c['verdict']}); {c['note']}.")  # fmt: skip
@@ -154,7 +154,7 @@ def variants_verdict(f, key: str) -> str:
 
 
 def _positions(f) -> list[str]:
-    """Seed 004's 'sinusoidal hurts' (one run each) next to our cells and the study's verdict."""
+    """Course report 004's 'sinusoidal hurts' (one run each) next to our cells and the study's verdict."""
     stats = f.variants
     if stats is None or stats["pos_encoding"].nunique() < 2:
         return []
@@ -190,7 +190,7 @@ def _grid_note(r: ReportView) -> str:
             f"has {total:,} parameters ({125e6 / total:.0f}× fewer), {trained}, so it needs lr ~1e-3 and few "
             "epochs.")  # fmt: skip
     if f.grid is None:
-        return text + f" (Grid not run; the seed's grid on our model: `dvc exp run {SEED_004_GRID}`.)"
+        return text + f" (Grid not run; the seed's grid on our model: `dvc exp run {COURSE_004_GRID}`.)"
     g = f.grid
     by_lr = g.groupby("lr")["validation_accuracy"].max()
     text += " Our grid, best validation accuracy per lr: " + ", ".join(
@@ -208,7 +208,7 @@ def _grid_note(r: ReportView) -> str:
     smallest = g["lr"].min()
     where = (f"the seed's largest lr, 1e-4, is {smallest / 1e-4:g}× below our smallest" if smallest > 1e-4
              else "our grid reaches the seed's range")  # fmt: skip
-    return text + f". {where.capitalize()}; the seed's grid on our model: `dvc exp run {SEED_004_GRID}`."
+    return text + f". {where.capitalize()}; the seed's grid on our model: `dvc exp run {COURSE_004_GRID}`."
 
 
 def render_readme(r: ReportView) -> str:

@@ -1,13 +1,13 @@
 """Sentiment classification on top of the transformer: build, initialise, train, evaluate.
 
-Three initialisations of the same classifier (seeds 000/002):
+Three initialisations of the same classifier (course reports 000/002):
     pretrained  base weights from the pretrained LM, a new classification head, all trained
     scratch     the same architecture from a random init
     frozen      the pretrained base frozen (and in eval mode, so no dropout), only the head
                 trained (the grid's `frozen` init; the finetune study's frozen start is the
                 logistic-regression probe of `tinytf.train.linear_probe`)
 Training reuses `tinytf.train.loop.run_loop`; the train loss/accuracy of an epoch are running
-averages over its batches (what the seed reports plot), validation is a separate pass.
+averages over its batches (what the course reports plot), validation is a separate pass.
 """
 
 from __future__ import annotations

@@ -87,7 +87,7 @@ def check_label_counts(params: FinetuneParams, data_dir: str | Path) -> None:
 
 
 def subset(data: SentimentData, count: int, seed: int) -> tuple[SentimentData, np.ndarray]:
-    """The data with train cut to the seed's `count` labels, and the train rows kept."""
+    """The data with train cut to the course report's `count` labels, and the train rows kept."""
     train = data.splits["train"]
     rows = label_subset(np.asarray(train.labels), count, seed)
     splits = dict(data.splits, train=SentimentDataset([train.input_ids[i] for i in rows],
@@ -208,7 +208,7 @@ class Runner:
         self.parameters: dict[str, int] = {}
 
     def probe(self, spec: RunSpec) -> dict:
-        """The frozen start's run: the probe fitted on the seed's train rows."""
+        """The frozen start's run: the probe fitted on the course report's train rows."""
         began = time.perf_counter()
         model, _, _ = self.trainer.build(spec.arm, spec.start, spec.seed, 0.0)  # features: eval mode
         self.parameters[spec.arm] = sum(t.numel() for t in model.parameters())
@@ -216,7 +216,10 @@ class Runner:
         if spec.start_name not in self.features:
             self.features[spec.start_name] = layer_features(model, self.data, self.max_length, self.runtime)
         start_features = self.features[spec.start_name]
-        key = (spec.start_name, rows.tobytes())  # every seed's "all labels" is the same rows: one fit
+        key = (
+            spec.start_name,
+            rows.tobytes(),
+        )  # every course report's "all labels" is the same rows: one fit
         if key not in self.probe_fits:
             features = dict(start_features, train=start_features["train"][rows])
             labels = {s: np.asarray(self.data.splits[s].labels) for s in ("validation", "test")}

@@ -3,7 +3,7 @@ x batch size x epochs cell, then the best cell by validation accuracy (ties: low
 
 Cells are a DVC matrix: each writes `data/grid/<key>.result.json` (curves and final
 validation metrics) and `data/grid/<key>.pt` + `.json` (the trained classifier), so adding a value to a list runs
-only the new cells. The same cells give seed 004's optimizer comparison: fix lr and batch
+only the new cells. The same cells give course report 004's optimizer comparison: fix lr and batch
 size and read the curves per optimizer.
 """
 

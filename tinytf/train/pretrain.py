@@ -3,7 +3,7 @@
 Per epoch it evaluates loss and perplexity on train (the first validation-sized slice, so
 the number is comparable and cheap), validation and test, plus word-level perplexity when
 the corpus is PTB (total NLL over the words, end-of-sentence included, that the literature
-divides by), and scores the sample sentences of params (seed 004's normal / weird / long).
+divides by), and scores the sample sentences of params (course report 004's normal / weird / long).
 """
 
 from __future__ import annotations
@@ -219,7 +219,7 @@ def write_snapshots(folder: Path, config, snapshots: dict[int, dict], epochs: in
 
 
 def sample_table(final: dict, samples: list[dict]) -> str:
-    """Seed 004's table: rows Loss and Perplexity; columns train, dev and the samples."""
+    """Course report 004's table: rows Loss and Perplexity; columns train, dev and the samples."""
     columns = ["train", "dev"] + [s["name"] for s in samples]
     loss = [final["train_loss"], final["validation_loss"]] + [s["loss"] for s in samples]
     ppl = [final["train_perplexity"], final["validation_perplexity"]] + [s["perplexity"] for s in samples]

@@ -1,8 +1,8 @@
-"""Seed 004's architecture study: positional encoding x head merge, each cell a short pretraining.
+"""Course report 004's architecture study: positional encoding x head merge, each cell a short pretraining.
 
 Every cell gets the same optimizer-step budget and the same data order for a given seed, so
 differences come from the architecture, and the seeds give the spread. `summarize` turns the
-cell results into the seed's perplexity table (train, dev, normal, weird, long) as mean ± std.
+cell results into the course report's perplexity table (train, dev, normal, weird, long) as mean ± std.
 """
 
 from __future__ import annotations

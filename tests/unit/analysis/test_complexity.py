@@ -1,4 +1,4 @@
-"""Cost-of-attention measurements (seed 003). No timing exponent is asserted: timing is noisy."""
+"""Cost-of-attention measurements (course report 003). No timing exponent is asserted: timing is noisy."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Seed 004 §1 probes: every construction meets its tolerance, deterministically."""
+"""Course report 004 §1 probes: every construction meets its tolerance, deterministically."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ TOL = 1e-3
 
 @pytest.mark.parametrize("seed", range(8))
 @pytest.mark.parametrize("scale", [1.0, 3**-0.5])
-def test_every_exercise_passes_on_seed_shapes(seed, scale):
+def test_every_exercise_passes_on_course_shapes(seed, scale):
     df = run_probes(seed=seed, n=4, d=3, scale=scale, tol=TOL)
     assert len(df) == 6
     assert df["pass"].all(), df.to_string()

@@ -174,12 +174,14 @@ def test_preset_export_copies_the_report_only_when_params_hold_the_presets_value
     assert main(export[:3] + ["--params", str(tmp_path / "none.yaml"), "--presets-dir", str(presets)]) == 2
 
 
-def test_count_params_prints_the_seed_lab_figures(capsys):
-    assert main(["count-params", "--seed-lab"]) == 0
+def test_count_params_prints_the_course_lab_figures(capsys):
+    assert main(["count-params", "--course-lab"]) == 0
     out = capsys.readouterr().out
     for figure in ("988,000", "10,968,200", "402", "20,100", "10,050,201"):
         assert figure in out
     assert "the report equates it with the base's 10,968,200" in out
+    assert main(["count-params", "--seed-lab"]) == 0  # the option's earlier name
+    assert capsys.readouterr().out == out
 
 
 def test_score_names_a_missing_checkpoint(tmp_path, capsys):

@@ -219,7 +219,7 @@ def test_lm_loss_upcasts_and_ignores():
     assert perplexity(1e4) == float("inf")
 
 
-# ----------------------------------------------------------------- the seed lab's torch_encoder model
+# ----------------------------------------------------------------- the course lab's torch_encoder model
 
 
 def encoder_to_tinytf(sd: dict) -> dict:
@@ -257,7 +257,7 @@ def test_written_out_model_reproduces_torch_encoder(causal):
 
 
 class LabTransformerModel(nn.Module):
-    """The seed lab's base model, verbatim in structure (sequence-first, float square mask)."""
+    """The course lab's base model, verbatim in structure (sequence-first, float square mask)."""
 
     def __init__(self, ntoken, nhead, nhid, nlayers, dropout=0.5):
         super().__init__()
@@ -274,7 +274,7 @@ class LabTransformerModel(nn.Module):
         return self.transformer_encoder(src, src_mask)
 
 
-def test_torch_encoder_loads_a_seed_lab_checkpoint_and_runs_both_heads():
+def test_torch_encoder_loads_a_course_lab_checkpoint_and_runs_both_heads():
     torch.manual_seed(0)
     lab = LabTransformerModel(V, 2, 16, 2).eval()
     model = build(arch="torch_encoder", n_head=2, d_ff=16)  # the lab: dim_feedforward = nhid

@@ -1,15 +1,15 @@
-"""Parameter counts: module counts, the closed form, and the seed reports' numbers."""
+"""Parameter counts: module counts, the closed form, and the course reports' numbers."""
 
 import pytest
 
 from tinytf.model.param_count import (
-    SEED_CLAIMS,
+    COURSE_CLAIMS,
     analytic_counts,
     component_of,
     count_parameters,
+    course_lab_config,
     format_counts,
-    format_seed_claims,
-    seed_lab_config,
+    format_course_claims,
 )
 from tinytf.model.transformer import ModelConfig, TinyTransformer
 
@@ -59,8 +59,8 @@ def test_counted_equals_numel_sum_and_analytic(kw):
 @pytest.mark.parametrize(
     ("vocab", "base", "lm_head"), [(100, 988_000, 20_100), (50_001, 10_968_200, 10_050_201)]
 )
-def test_seed_lab_numbers_exactly(vocab, base, lm_head):
-    c = seed_lab_config(vocab)
+def test_course_lab_numbers_exactly(vocab, base, lm_head):
+    c = course_lab_config(vocab)
     for counts in (analytic_counts(c), count_parameters(TinyTransformer(c))):
         assert counts["base"] == base
         assert counts["cls_head"] == 402
@@ -69,14 +69,15 @@ def test_seed_lab_numbers_exactly(vocab, base, lm_head):
 
 
 def test_written_out_lab_model_has_the_lab_count():
-    lab = seed_lab_config(100)
+    lab = course_lab_config(100)
     mine = ModelConfig(**{**lab.to_dict(), "arch": "tinytf"})  # post-LN, no final norm: same architecture
     assert count_parameters(TinyTransformer(mine)) == analytic_counts(lab)
 
 
 def test_attention_count_does_not_depend_on_heads():
     counts = [
-        analytic_counts(ModelConfig(**{**seed_lab_config(100).to_dict(), "n_head": h})) for h in (1, 2, 4, 8)
+        analytic_counts(ModelConfig(**{**course_lab_config(100).to_dict(), "n_head": h}))
+        for h in (1, 2, 4, 8)
     ]
     assert len({c["attention"] for c in counts}) == 1
 
@@ -86,29 +87,29 @@ def test_tied_head_counts_only_its_bias():
     assert counts["lm_head"] == 31 and counts["embedding"] == 31 * 16
 
 
-def test_seed_claims_are_recomputed():
-    by = {(c.report, c.quantity): c for c in SEED_CLAIMS}
+def test_course_claims_are_recomputed():
+    by = {(c.report, c.quantity): c for c in COURSE_CLAIMS}
     emb = by[("000", "embedding (eq. 3)")]
     assert (emb.claimed, emb.as_written, emb.true, emb.difference) == (200_000, 20_000, 20_000, 180_000)
     heads = by[("000", "attention heads per layer")]
-    assert heads.true == seed_lab_config(100).n_head == 2 and heads.difference == 6
+    assert heads.true == course_lab_config(100).n_head == 2 and heads.difference == 6
     layers = by[("002", "all encoder layers")]
     assert (layers.claimed, layers.as_written, layers.true) == (10_968_200, 968_000, 968_000)
-    assert layers.difference == analytic_counts(seed_lab_config(50_001))["embedding"] == 10_000_200
-    wrong = {(c.report, c.quantity) for c in SEED_CLAIMS if c.difference}
+    assert layers.difference == analytic_counts(course_lab_config(50_001))["embedding"] == 10_000_200
+    wrong = {(c.report, c.quantity) for c in COURSE_CLAIMS if c.difference}
     assert wrong == {
         ("000", "attention heads per layer"),
         ("000", "embedding (eq. 3)"),
         ("002", "all encoder layers"),
     }
-    assert all(c.as_written == c.true for c in SEED_CLAIMS if "heads per layer" not in c.quantity)
+    assert all(c.as_written == c.true for c in COURSE_CLAIMS if "heads per layer" not in c.quantity)
 
 
 def test_formatters_print_every_row():
-    text = format_counts(seed_lab_config(50_001))
+    text = format_counts(course_lab_config(50_001))
     assert "10,968,200" in text and "10,050,201" in text and "MISMATCH" not in text
-    table = format_seed_claims()
-    assert len(table.splitlines()) == len(SEED_CLAIMS) + 1 and "+180,000" in table
+    table = format_course_claims()
+    assert len(table.splitlines()) == len(COURSE_CLAIMS) + 1 and "+180,000" in table
 
 
 def test_unknown_parameter_names_are_not_silently_skipped():

@@ -200,7 +200,7 @@ def test_readme_numbers_equal_the_inputs(built):
     variants = pd.read_csv(root / "reports/tables/variants.csv")
     concat = variants[(variants.pos_encoding == "learned") & (variants.head_merge == "concat")].iloc[0]
     assert concat["dev"] == pytest.approx(407.5) and concat["dev_std"] == pytest.approx(3.5355, abs=1e-3)
-    # issue 49: each variants verdict next to the seed's claim, with the test and what it detects
+    # issue 49: each variants verdict next to the course report's claim, with the test and what it detects
     summary = json.loads((root / "reports/variants/summary.json").read_text())
     pos = summary["verdicts"]["learned_vs_sinusoidal"]
     line = next(x for x in text.splitlines() if "'Sinusoidal positional encoding hurts'" in x)
@@ -210,10 +210,10 @@ def test_readme_numbers_equal_the_inputs(built):
     assert "2 seed(s) per cell, 40 steps" in line and "Welch t-test" in line
     line = next(x for x in text.splitlines() if "**Re-weighting heads" in x)
     assert summary["verdicts"]["reweight_vs_concat"]["sentence"] in line
-    # the seed's parameter slip is named with PyTorch's number
+    # the course report's parameter slip is named with PyTorch's number
     assert "claimed 200,000, PyTorch 20,000" in text
     assert "no masked-LM result exists" in text and "`tinytf preset masked` runs one" in text
-    assert "constructions pass" in text and "6/6" in text  # seed 004 §1, from probes.csv
+    assert "constructions pass" in text and "6/6" in text  # course report 004 §1, from probes.csv
     assert "encoder_self vs length 1.93" in text and "[reports/complexity/attention_cost.png]" in text
 
 
