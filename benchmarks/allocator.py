@@ -66,11 +66,17 @@ def measure(params_file: str, steps: int) -> dict:
         step()
     step_ms = (time.perf_counter() - started) / steps * 1e3
     return {
-        "setting": setting, "eval_s": eval_s, "eval_faults": eval_faults, "step_ms": step_ms,
-        "tokens": min(len(tokens), EVAL_TOKENS), "batch": p.batch_size, "runtime": runtime.describe(),
+        "setting": setting,
+        "eval_s": eval_s,
+        "eval_faults": eval_faults,
+        "step_ms": step_ms,
+        "tokens": min(len(tokens), EVAL_TOKENS),
+        "batch": p.batch_size,
+        "runtime": runtime.describe(),
         "device": str(runtime.device),
-        "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "threads": torch.get_num_threads(),
-    }  # fmt: skip
+        "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "threads": torch.get_num_threads(),
+    }
 
 
 def run_worker(mode: str, params_file: str, steps: int) -> dict:
@@ -97,8 +103,10 @@ def main() -> None:
                 f"round {round_ + 1} {mode}: {results[mode][-1]['eval_s']:.2f} s", file=sys.stderr, flush=True
             )
     first = results["keep"][0]
-    print(f"{first['runtime']}, {first['threads']} threads; evaluation pass over {first['tokens']:,} "
-          f"validation tokens, eager steps of batch {first['batch']} (a variants cell)")  # fmt: skip
+    print(
+        f"{first['runtime']}, {first['threads']} threads; evaluation pass over {first['tokens']:,} "
+        f"validation tokens, eager steps of batch {first['batch']} (a variants cell)"
+    )
     figures = {}
     for mode in MODES:
         rows = results[mode]
@@ -106,17 +114,26 @@ def main() -> None:
             key: median([r[key] for r in rows]) for key in ("eval_s", "eval_faults", "step_ms", "peak_mb")
         }
         f = figures[mode]
-        print(f"  {mode:8s} {rows[0]['setting']:45s} evaluation {f['eval_s']:5.2f} s "
-              f"({f['eval_faults']:>9,.0f} page faults)  step {f['step_ms']:6.1f} ms  peak {f['peak_mb']:,.0f} MB  "
-              f"(rounds " + ", ".join(f"{r['eval_s']:.2f}" for r in rows) + ")")  # fmt: skip
+        print(
+            f"  {mode:8s} {rows[0]['setting']:45s} evaluation {f['eval_s']:5.2f} s "
+            f"({f['eval_faults']:>9,.0f} page faults)  step {f['step_ms']:6.1f} ms  peak {f['peak_mb']:,.0f} MB  "
+            f"(rounds " + ", ".join(f"{r['eval_s']:.2f}" for r in rows) + ")"
+        )
     keep, default = figures["keep"], figures["default"]
     print(f"  eager step: {default['step_ms'] / keep['step_ms']:.2f}x with freed memory kept")
-    headline = (f"speedup: {default['eval_s'] / keep['eval_s']:.2f}x an LM evaluation pass with freed memory kept "
-                f"(TINYTF_ALLOCATOR=keep, the stages' setting) over the C library's default, "
-                f"{keep['eval_s']:.2f} vs {default['eval_s']:.2f} s")  # fmt: skip
+    headline = (
+        f"speedup: {default['eval_s'] / keep['eval_s']:.2f}x an LM evaluation pass with freed memory kept "
+        f"(TINYTF_ALLOCATOR=keep, the stages' setting) over the C library's default, "
+        f"{keep['eval_s']:.2f} vs {default['eval_s']:.2f} s"
+    )
     print(headline)
-    figures = {"ratio": default["eval_s"] / keep["eval_s"], "step_ratio": default["step_ms"] / keep["step_ms"],
-               "runtime": first["runtime"], "threads": first["threads"], **figures}  # fmt: skip
+    figures = {
+        "ratio": default["eval_s"] / keep["eval_s"],
+        "step_ratio": default["step_ms"] / keep["step_ms"],
+        "runtime": first["runtime"],
+        "threads": first["threads"],
+        **figures,
+    }
     record("allocator", headline, figures, args, first["device"])
 
 

@@ -107,11 +107,15 @@ def main() -> None:
         chosen = chosen_kernel(runtime.device, autograd)
         other = next(name for name in ms if name != chosen)
         figures[case] = {"written_out_ms": ms["written out"], "sdpa_ms": ms["SDPA"], "chosen": chosen}
-        print(f"{case:46s} written out {ms['written out']:7.1f} ms, SDPA {ms['SDPA']:7.1f} ms: "
-              f"{chosen} chosen, {ms[other] / ms[chosen]:.2f}x as fast as the other")  # fmt: skip
+        print(
+            f"{case:46s} written out {ms['written out']:7.1f} ms, SDPA {ms['SDPA']:7.1f} ms: "
+            f"{chosen} chosen, {ms[other] / ms[chosen]:.2f}x as fast as the other"
+        )
     ms = medians["fine-tuning step, no dropout"]
-    headline = (f"written out: {ms['SDPA'] / ms['written out']:.2f}x SDPA's speed in a fine-tuning step "
-                f"without dropout on {runtime.device} ({device_name(runtime.device)})")  # fmt: skip
+    headline = (
+        f"written out: {ms['SDPA'] / ms['written out']:.2f}x SDPA's speed in a fine-tuning step "
+        f"without dropout on {runtime.device} ({device_name(runtime.device)})"
+    )
     print(headline)
     figures = {"ratio": ms["SDPA"] / ms["written out"], "runtime": runtime.describe(), **figures}
     record("attention_paths", headline, figures, args, runtime.device)

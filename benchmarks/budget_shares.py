@@ -73,14 +73,22 @@ def spends(params, reports: Path) -> dict[str, Spend]:
     out["finetune"] = spend(len(runs), train, evaluated, cls_token)
 
     cells = pd.read_csv(reports / "evaluate" / "grid.csv")
-    out["grid"] = spend(len(cells), cells.data_epochs.sum() * sentiment["train"],
-                        cells.data_epochs.sum() * sentiment["validation"], cls_token)  # fmt: skip
+    out["grid"] = spend(
+        len(cells),
+        cells.data_epochs.sum() * sentiment["train"],
+        cells.data_epochs.sum() * sentiment["validation"],
+        cls_token,
+    )
 
     v = params.variants
     n_cells = len(v.pos_encodings) * len(v.head_merges) * len(v.seeds)
     # each cell evaluates eval_batches batches of train, validation and test
-    out["variants"] = spend(n_cells, n_cells * v.steps * v.batch_size * block,
-                            n_cells * 3 * v.eval_batches * v.batch_size * block, lm_token)  # fmt: skip
+    out["variants"] = spend(
+        n_cells,
+        n_cells * v.steps * v.batch_size * block,
+        n_cells * 3 * v.eval_batches * v.batch_size * block,
+        lm_token,
+    )
     return out
 
 
@@ -97,20 +105,30 @@ def main() -> None:
         table = spends(load_params(args.params), args.reports)
     except (FileNotFoundError, TinyTFError) as exc:  # a user's error: one line, exit 2, as the stages do
         missing = isinstance(exc, FileNotFoundError)
-        print(f"budget_shares: {exc.filename}: not found; run the pipeline first (`make repro`)" if missing
-              else f"budget_shares: {exc}", file=sys.stderr)  # fmt: skip
+        print(
+            f"budget_shares: {exc.filename}: not found; run the pipeline first (`make repro`)"
+            if missing
+            else f"budget_shares: {exc}",
+            file=sys.stderr,
+        )
         sys.exit(2)
     total = sum(s.flops for s in table.values())
     print(f"{'stage':<10}{'runs':>6}{'train tokens':>15}{'eval tokens':>14}{'TFLOP':>9}{'share':>8}")
     for name, s in table.items():
-        print(f"{name:<10}{s.runs:>6}{s.train_tokens / 1e6:>14.2f}M{s.eval_tokens / 1e6:>13.2f}M"
-              f"{s.flops / 1e12:>9.1f}{s.flops / total:>8.1%}")  # fmt: skip
+        print(
+            f"{name:<10}{s.runs:>6}{s.train_tokens / 1e6:>14.2f}M{s.eval_tokens / 1e6:>13.2f}M"
+            f"{s.flops / 1e12:>9.1f}{s.flops / total:>8.1%}"
+        )
     other, largest = max((s.flops, name) for name, s in table.items() if name != "pretrain")
-    headline = (f"pretraining: {table['pretrain'].flops / total:.1%} of the run's training and evaluation "
-                f"FLOPs; the largest other stage, {largest}: {other / total:.1%}")  # fmt: skip
+    headline = (
+        f"pretraining: {table['pretrain'].flops / total:.1%} of the run's training and evaluation "
+        f"FLOPs; the largest other stage, {largest}: {other / total:.1%}"
+    )
     print(headline)
-    figures = {"pretrain_share": table["pretrain"].flops / total,
-               **{name: {**asdict(s), "share": s.flops / total} for name, s in table.items()}}  # fmt: skip
+    figures = {
+        "pretrain_share": table["pretrain"].flops / total,
+        **{name: {**asdict(s), "share": s.flops / total} for name, s in table.items()},
+    }
     record("budget_shares", headline, figures, args)
 
 

@@ -55,33 +55,58 @@ def main() -> int:
         return 2
     steps = planned_steps(data, f.batch_size, 1)
     runtime = classifier_runtime(f, 0)  # as the finetune stage resolves it: every run is short
-    print(f"{len(data.splits['train']):,} train texts, batch {f.batch_size}: {steps} steps an epoch; "
-          f"{runtime.describe()} ({device_name(runtime.device)})")  # fmt: skip
+    print(
+        f"{len(data.splits['train']):,} train texts, batch {f.batch_size}: {steps} steps an epoch; "
+        f"{runtime.describe()} ({device_name(runtime.device)})"
+    )
     seconds = []
     for repeat in range(args.repeats):
         seed_everything(repeat)
         # the pretrained checkpoint's config, as the stage reads it: pretraining's objective and seed
-        config = model_config(params.model, vocabulary(params), params.pretrain.objective, params.base.seed,
-                              dropout=max(f.dropouts), n_classes=len(data.classes))  # fmt: skip
+        config = model_config(
+            params.model,
+            vocabulary(params),
+            params.pretrain.objective,
+            params.base.seed,
+            dropout=max(f.dropouts),
+            n_classes=len(data.classes),
+        )
         model = TinyTransformer(config)
         sync(runtime.device)
         began = time.perf_counter()
         with one_thread(runtime.device):  # a finetune worker's run on a CPU
-            recipe = ClassifierRecipe(init="scratch", optimizer=f.optimizer, lr=f.lrs[0], batch_size=f.batch_size,
-                                      epochs=1, max_length=params.tokenize.max_length, seed=repeat,
-                                      weight_decay=f.weight_decay, warmup_ratio=f.warmup_ratio)  # fmt: skip
+            recipe = ClassifierRecipe(
+                init="scratch",
+                optimizer=f.optimizer,
+                lr=f.lrs[0],
+                batch_size=f.batch_size,
+                epochs=1,
+                max_length=params.tokenize.max_length,
+                seed=repeat,
+                weight_decay=f.weight_decay,
+                warmup_ratio=f.warmup_ratio,
+            )
             run = train_classifier(model, data, recipe, runtime, progress=False)
         sync(runtime.device)
         seconds.append(time.perf_counter() - began)
         accuracy = run.history[-1]["validation_accuracy"]
-        print(f"  epoch {repeat + 1}: {seconds[-1]:.1f} s, {1000 * seconds[-1] / steps:.1f} ms a step "
-              f"with the validation pass; validation accuracy {accuracy:.3f}")  # fmt: skip
+        print(
+            f"  epoch {repeat + 1}: {seconds[-1]:.1f} s, {1000 * seconds[-1] / steps:.1f} ms a step "
+            f"with the validation pass; validation accuracy {accuracy:.3f}"
+        )
     later = f", then {min(seconds[1:]):.1f} s" if len(seconds) > 1 else ""
-    headline = (f"epoch: {seconds[0]:.1f} s first{later}, {steps} steps on {runtime.device} (before the speed "
-                f"issue: 24.8 s on an H100, 24.7 s on the 2-core CPU)")  # fmt: skip
+    headline = (
+        f"epoch: {seconds[0]:.1f} s first{later}, {steps} steps on {runtime.device} (before the speed "
+        f"issue: 24.8 s on an H100, 24.7 s on the 2-core CPU)"
+    )
     print(headline)
-    figures = {"first_s": seconds[0], "later_s": min(seconds[1:]) if len(seconds) > 1 else None,
-               "epochs_s": seconds, "steps": steps, "runtime": runtime.describe()}  # fmt: skip
+    figures = {
+        "first_s": seconds[0],
+        "later_s": min(seconds[1:]) if len(seconds) > 1 else None,
+        "epochs_s": seconds,
+        "steps": steps,
+        "runtime": runtime.describe(),
+    }
     record("classifier_epoch", headline, figures, args, runtime.device)
     return 0
 

@@ -108,8 +108,10 @@ def layout_round(params_path: str, workers: int, steps: int) -> float:
     """Steps/s of `workers` processes stepping at once (started fresh each round, as a stage is)."""
     context = multiprocessing.get_context("spawn")
     barrier, rates = context.Barrier(workers), context.Queue()
-    processes = [context.Process(target=layout_worker, args=(params_path, steps, barrier, rates), daemon=True)
-                 for _ in range(workers)]  # fmt: skip
+    processes = [
+        context.Process(target=layout_worker, args=(params_path, steps, barrier, rates), daemon=True)
+        for _ in range(workers)
+    ]
     for process in processes:
         process.start()
     total = 0.0
@@ -175,21 +177,30 @@ def main() -> None:
         if workers > 1:
             layout.append(layout_round(args.params, workers, args.steps))
     headline = report(rates, layout, first, names, workers, runtime.device)
-    figures = {"ratio": median(rates["tinytf"]) / median(rates["lab"]),
-               **{f"{name}_steps_per_s": median(values) for name, values in rates.items()},
-               "layout_workers": workers, "layout_steps_per_s": median(layout) if layout else None}  # fmt: skip
+    figures = {
+        "ratio": median(rates["tinytf"]) / median(rates["lab"]),
+        **{f"{name}_steps_per_s": median(values) for name, values in rates.items()},
+        "layout_workers": workers,
+        "layout_steps_per_s": median(layout) if layout else None,
+    }
     record("classifier_throughput", headline, figures, args, runtime.device)
 
 
 def report(rates: dict, layout: list, first: dict, names: dict, workers: int, device) -> str:
     """Each side's median steps/s, the layout line, and the headline last; returns the headline."""
     for name, values in rates.items():
-        print(f"{names[name]:58s} {median(values):7.1f} steps/s  {1000 / median(values):6.1f} ms/step  (rounds "
-              + ", ".join(f"{v:.1f}" for v in values) + f"; first 10 steps {first[name]:.1f} s)")  # fmt: skip
+        print(
+            f"{names[name]:58s} {median(values):7.1f} steps/s  {1000 / median(values):6.1f} ms/step  (rounds "
+            + ", ".join(f"{v:.1f}" for v in values)
+            + f"; first 10 steps {first[name]:.1f} s)"
+        )
     if layout:
-        print(f"the finetune stage's layout: {workers} processes, one thread each, {median(layout):.1f} steps/s "
-              f"together = {median(layout) / median(rates['lab']):.2f}x the seed lab's loop (rounds "
-              + ", ".join(f"{v:.1f}" for v in layout) + "; the stage's throughput, not a faster step)")  # fmt: skip
+        print(
+            f"the finetune stage's layout: {workers} processes, one thread each, {median(layout):.1f} steps/s "
+            f"together = {median(layout) / median(rates['lab']):.2f}x the seed lab's loop (rounds "
+            + ", ".join(f"{v:.1f}" for v in layout)
+            + "; the stage's throughput, not a faster step)"
+        )
     ratio = median(rates["tinytf"]) / median(rates["lab"])
     headline = (
         f"speedup: {ratio:.2f}x tinytf's classifier step over the seed lab's nn.TransformerEncoder (eager fp32), "

@@ -86,11 +86,18 @@ def main() -> None:
         )
         print(f"  {name:22s} {median(values):6.3f} s  {what}")
     pure, fast = median(seconds["pure Python"]), median(seconds["C (ruamel.yaml.clib)"])
-    headline = (f"speedup: {pure / fast:.2f}x DVC's load of {path.name} with ruamel.yaml's C parser "
-                f"({pure - fast:.2f} s less per stage run)")  # fmt: skip
+    headline = (
+        f"speedup: {pure / fast:.2f}x DVC's load of {path.name} with ruamel.yaml's C parser "
+        f"({pure - fast:.2f} s less per stage run)"
+    )
     print(headline)
-    figures = {"ratio": pure / fast, "pure_python_s": pure, "c_s": fast,
-               "round_trip_s": median(seconds["round trip"]), "lines": lines}  # fmt: skip
+    figures = {
+        "ratio": pure / fast,
+        "pure_python_s": pure,
+        "c_s": fast,
+        "round_trip_s": median(seconds["round trip"]),
+        "lines": lines,
+    }
     record("dvc_lockfile", headline, figures, args)
 
 

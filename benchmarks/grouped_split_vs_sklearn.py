@@ -50,19 +50,26 @@ def main() -> None:
     frame = frame[frame["category"] != "plot"]
     frame = frame.assign(text=frame["text"].astype(str).str.strip()).drop_duplicates("text")
     labels, groups = frame["category"].to_numpy(), frame["movie_name"].astype(str).to_numpy()
-    methods = {"tinytf": lambda s: stratified_group_split(labels, groups, 0.1, 0.1, s),
-               "sklearn": lambda s: sklearn_split(labels, groups, s)}  # fmt: skip
+    methods = {
+        "tinytf": lambda s: stratified_group_split(labels, groups, 0.1, 0.1, s),
+        "sklearn": lambda s: sklearn_split(labels, groups, s),
+    }
     print(f"{len(labels)} snippets, {len(np.unique(groups))} movies, {args.seeds} seeds")
     figures = {}
     for name, split in methods.items():
         start = time.perf_counter()
         measured = np.array([errors(split(seed), labels) for seed in range(args.seeds)])
         seconds = (time.perf_counter() - start) / args.seeds
-        line = (f"{name:8s} worst share error {measured[:, 0].max():.2f} pt, worst class-balance "
-                f"error {measured[:, 1].max():.2f} pt, {seconds * 1000:.0f} ms a split")  # fmt: skip
+        line = (
+            f"{name:8s} worst share error {measured[:, 0].max():.2f} pt, worst class-balance "
+            f"error {measured[:, 1].max():.2f} pt, {seconds * 1000:.0f} ms a split"
+        )
         print(line)
-        figures[name] = {"worst_share_error_pt": measured[:, 0].max(),
-                         "worst_balance_error_pt": measured[:, 1].max(), "ms_per_split": seconds * 1000}  # fmt: skip
+        figures[name] = {
+            "worst_share_error_pt": measured[:, 0].max(),
+            "worst_balance_error_pt": measured[:, 1].max(),
+            "ms_per_split": seconds * 1000,
+        }
     record("grouped_split_vs_sklearn", line, figures, args)  # the headline: the last line, sklearn's
 
 

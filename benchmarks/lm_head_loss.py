@@ -53,8 +53,14 @@ def side(params, vocab, tokens, steps_per_epoch, chunked: torch.nn.LinearCrossEn
 
         def step_loss(x, y):
             hidden = body(x).flatten(0, 1)
-            return F.linear_cross_entropy(hidden, head.weight, y.flatten(), linear_bias=head.bias,
-                                          ignore_index=lm.IGNORE, options=chunked)  # fmt: skip
+            return F.linear_cross_entropy(
+                hidden,
+                head.weight,
+                y.flatten(),
+                linear_bias=head.bias,
+                ignore_index=lm.IGNORE,
+                options=chunked,
+            )
 
     def loss_fn(batch):
         return step_loss(*(t.to(runtime.device, non_blocking=True) for t in batch))
@@ -64,8 +70,12 @@ def side(params, vocab, tokens, steps_per_epoch, chunked: torch.nn.LinearCrossEn
 
 def main() -> None:
     parser = benchmark_parser(__doc__, 10, "timed steps per round and side")
-    parser.add_argument("--chunk-rows", type=int, default=0,
-                        help="tokens per chunk (default 0: torch's own choice, LinearCrossEntropyOptions())")  # fmt: skip
+    parser.add_argument(
+        "--chunk-rows",
+        type=int,
+        default=0,
+        help="tokens per chunk (default 0: torch's own choice, LinearCrossEntropyOptions())",
+    )
     args = parser.parse_args()
     if not hasattr(F, "linear_cross_entropy"):
         sys.exit(f"torch {torch.__version__} has no F.linear_cross_entropy (torch 2.13 added it)")
@@ -80,8 +90,10 @@ def main() -> None:
     )
     runtime, stage_step = side(params, vocab, tokens, steps_per_epoch, None)
     _, chunked_step = side(params, vocab, tokens, steps_per_epoch, options)
-    print(f"tokens: {where}; vocab {vocab}, block {block}, batch {p.batch_size}, d_model "
-          f"{params.model.d_model}; {runtime.describe()} on {device_name(runtime.device)}")  # fmt: skip
+    print(
+        f"tokens: {where}; vocab {vocab}, block {block}, batch {p.batch_size}, d_model "
+        f"{params.model.d_model}; {runtime.describe()} on {device_name(runtime.device)}"
+    )
     steps = {"stage": stage_step, "chunked": chunked_step}
     for name, step in steps.items():  # the warm-up: compilation, the allocator, kernel choice
         losses = [step()[0] for _ in range(3)]
@@ -89,17 +101,27 @@ def main() -> None:
     per_step = {name: step_tokens(p, block) for name in steps}
     rates = timed_rounds(steps, per_step, args.steps, args.rounds, runtime.device)
     chunks = f"{args.chunk_rows} tokens a chunk" if args.chunk_rows else "torch's chunk size"
-    names = {"stage": "the stage's step (whole loss compiled)",
-             "chunked": f"body compiled + F.linear_cross_entropy ({chunks})"}  # fmt: skip
+    names = {
+        "stage": "the stage's step (whole loss compiled)",
+        "chunked": f"body compiled + F.linear_cross_entropy ({chunks})",
+    }
     for name, values in rates.items():
-        print(f"  {names[name]:62s} {median(values):9,.0f} tokens/s  (rounds "
-              + ", ".join(f"{v:,.0f}" for v in values) + ")")  # fmt: skip
+        print(
+            f"  {names[name]:62s} {median(values):9,.0f} tokens/s  (rounds "
+            + ", ".join(f"{v:,.0f}" for v in values)
+            + ")"
+        )
     ratio = median(rates["chunked"]) / median(rates["stage"])
-    headline = (f"speedup: {ratio:.2f}x torch's chunked F.linear_cross_entropy over the stage's compiled loss, "
-                f"{median(rates['chunked']):,.0f} vs {median(rates['stage']):,.0f} training tokens/s on {runtime.device}")  # fmt: skip
+    headline = (
+        f"speedup: {ratio:.2f}x torch's chunked F.linear_cross_entropy over the stage's compiled loss, "
+        f"{median(rates['chunked']):,.0f} vs {median(rates['stage']):,.0f} training tokens/s on {runtime.device}"
+    )
     print(headline)
-    figures = {"ratio": ratio, **{f"{name}_tokens_per_s": median(values) for name, values in rates.items()},
-               "runtime": runtime.describe()}  # fmt: skip
+    figures = {
+        "ratio": ratio,
+        **{f"{name}_tokens_per_s": median(values) for name, values in rates.items()},
+        "runtime": runtime.describe(),
+    }
     record("lm_head_loss", headline, figures, args, runtime.device)
 
 

@@ -44,8 +44,10 @@ class CausalSelfAttention(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         B, T, C = x.size()
-        q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
-                   for t in self.c_attn(x).split(C, dim=2))  # fmt: skip
+        q, k, v = (
+            t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+            for t in self.c_attn(x).split(C, dim=2)
+        )
         dropout = self.dropout if self.training else 0.0
         y = F.scaled_dot_product_attention(q, k, v, dropout_p=dropout, is_causal=True)
         return self.resid_dropout(self.c_proj(y.transpose(1, 2).contiguous().view(B, T, C)))
@@ -106,21 +108,30 @@ def matmul_parameters(model: NanoGPT) -> int:
 
 
 def nanogpt_step(
-    config: ModelConfig, lr: float, weight_decay: float, grad_clip: float, grad_accum: int,
-    next_batch: Callable[[], tuple[torch.Tensor, torch.Tensor]], runtime: Runtime,
-) -> tuple[NanoGPT, Callable[[], None]]:  # fmt: skip
+    config: ModelConfig,
+    lr: float,
+    weight_decay: float,
+    grad_clip: float,
+    grad_accum: int,
+    next_batch: Callable[[], tuple[torch.Tensor, torch.Tensor]],
+    runtime: Runtime,
+) -> tuple[NanoGPT, Callable[[], None]]:
     """(model, one optimizer step as nanoGPT's train.py runs it) on tinytf's runtime."""
     seed_everything(0)
     model = NanoGPT(config).to(runtime.device).train()
     params = [p for p in model.parameters() if p.requires_grad]
-    groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": weight_decay},
-              {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]  # fmt: skip
+    groups = [
+        {"params": [p for p in params if p.dim() >= 2], "weight_decay": weight_decay},
+        {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0},
+    ]
     optimizer = torch.optim.AdamW(groups, lr=lr, betas=(0.9, 0.95), fused=runtime.device.type == "cuda")
     forward = maybe_compile(model, runtime)  # tinytf's fallback: a compile that fails runs eagerly
 
     def step() -> None:
-        deterministic = (torch.are_deterministic_algorithms_enabled(),
-                         torch.is_deterministic_algorithms_warn_only_enabled())  # fmt: skip
+        deterministic = (
+            torch.are_deterministic_algorithms_enabled(),
+            torch.is_deterministic_algorithms_warn_only_enabled(),
+        )
         torch.use_deterministic_algorithms(False)
         try:
             for _ in range(grad_accum):

@@ -77,8 +77,10 @@ def preset_shape(name: str) -> tuple[dict, dict, int | None]:
     """(model fields, pretrain fields, vocabulary or None) of presets/NAME.yaml: the shape the
     preset's pretrain stage runs, read from the file so the two never drift apart."""
     values = preset_values(name, PRESETS)
-    fields = {section: {k.split(".", 1)[1]: v for k, v in values.items() if k.startswith(f"{section}.")}
-              for section in ("model", "pretrain")}  # fmt: skip
+    fields = {
+        section: {k.split(".", 1)[1]: v for k, v in values.items() if k.startswith(f"{section}.")}
+        for section in ("model", "pretrain")
+    }
     return fields["model"], fields["pretrain"], values.get("tokenize.vocab_size")
 
 
@@ -166,17 +168,28 @@ def shape_list(text: str) -> list[str]:
 
 def parse_args() -> argparse.Namespace:
     parser = benchmark_parser(__doc__, 10, "timed steps per round and side")
-    parser.add_argument("--shapes", type=shape_list, default=["seed-lab", "default"],
-                        help=f"comma list of: {', '.join(SHAPES)} (6x384: 6 layers x 384 wide, block 256, batch 64; "
-                             "gpu: presets/gpu.yaml's model, pretrain and vocabulary)")  # fmt: skip
+    parser.add_argument(
+        "--shapes",
+        type=shape_list,
+        default=["seed-lab", "default"],
+        help=f"comma list of: {', '.join(SHAPES)} (6x384: 6 layers x 384 wide, block 256, batch 64; "
+        "gpu: presets/gpu.yaml's model, pretrain and vocabulary)",
+    )
     parser.add_argument("--precision", choices=["auto", "fp32", "bf16"], help="override pretrain.precision")
     parser.add_argument("--compile", choices=["auto", "on", "off"], help="override pretrain.compile")
-    parser.add_argument("--allocator", choices=["default", "keep"], default="default",
-                        help="for both sides, default: the C library's own; keep: glibc's malloc keeps freed "
-                             "memory, as the pipeline's stages set it (tinytf/process/allocator.py; no effect without glibc)")  # fmt: skip
-    parser.add_argument("--nanogpt", action="store_true",
-                        help="also time a nanoGPT-style step (benchmarks/nanogpt_peer.py) in the same rounds, "
-                             "on tinytf's runtime, and print tinytf's ratio to it")  # fmt: skip
+    parser.add_argument(
+        "--allocator",
+        choices=["default", "keep"],
+        default="default",
+        help="for both sides, default: the C library's own; keep: glibc's malloc keeps freed "
+        "memory, as the pipeline's stages set it (tinytf/process/allocator.py; no effect without glibc)",
+    )
+    parser.add_argument(
+        "--nanogpt",
+        action="store_true",
+        help="also time a nanoGPT-style step (benchmarks/nanogpt_peer.py) in the same rounds, "
+        "on tinytf's runtime, and print tinytf's ratio to it",
+    )
     return parser.parse_args()
 
 
@@ -193,8 +206,13 @@ def main() -> None:
     print(f"allocator, both sides: {allocator}")
     kept = ", both sides keeping freed memory" if allocator.startswith("kept") else ""
     compile_mode = {"on": True, "off": False}.get(args.compile, p.compile)
-    setup = {"vocab": vocab, "tokens": tokens, "steps_per_epoch": steps_per_epoch, "compile_mode": compile_mode,
-             "peaks": {}}  # fmt: skip
+    setup = {
+        "vocab": vocab,
+        "tokens": tokens,
+        "steps_per_epoch": steps_per_epoch,
+        "compile_mode": compile_mode,
+        "peaks": {},
+    }
     headline = ""
     for shape in args.shapes:
         model_fields, pretrain_fields = SHAPES[shape]
@@ -206,9 +224,11 @@ def main() -> None:
         )
         ratio = median(rates["tinytf"]) / median(rates["lab"])
         if shape == "default" or not headline:
-            headline = (f"speedup: {ratio:.2f}x tinytf over the seed lab's nn.TransformerEncoder (eager fp32), "
-                        f"{shape} shape, {median(rates['tinytf']):,.0f} vs {median(rates['lab']):,.0f} training "
-                        f"tokens/s on {device}{kept}")  # fmt: skip
+            headline = (
+                f"speedup: {ratio:.2f}x tinytf over the seed lab's nn.TransformerEncoder (eager fp32), "
+                f"{shape} shape, {median(rates['tinytf']):,.0f} vs {median(rates['lab']):,.0f} training "
+                f"tokens/s on {device}{kept}"
+            )
     print(headline)
     # the last shape measured; the headline names its own shape
     figures = {
@@ -245,25 +265,33 @@ def measure_shape(
     peaks, block = setup["peaks"], model_params.block_size
     if not peaks:
         peaks.update({dt: matmul_peak(runtime.device, dt) for dt in (torch.float32, torch.bfloat16)})
-        print(f"matmul peak on {runtime.device} ({device_name(runtime.device)}): "
-              f"fp32 {peaks[torch.float32]:,.0f} GFLOP/s, bf16 {peaks[torch.bfloat16]:,.0f} GFLOP/s")  # fmt: skip
+        print(
+            f"matmul peak on {runtime.device} ({device_name(runtime.device)}): "
+            f"fp32 {peaks[torch.float32]:,.0f} GFLOP/s, bf16 {peaks[torch.bfloat16]:,.0f} GFLOP/s"
+        )
     first = warm_up(steps, 3, runtime.device)
     names = {  # after the warm-up: a compile that failed there turned `compile` off, and the line says so
         "tinytf": f"tinytf ({runtime.describe()})",
         "lab": "seed lab (nn.TransformerEncoder, eager fp32)",
         "nanogpt": f"nanoGPT-style ({runtime.describe()})",
     }
-    rates = timed_rounds(steps, {name: step_tokens(p, block) for name in steps}, args.steps, args.rounds,
-                         runtime.device)  # fmt: skip
+    rates = timed_rounds(
+        steps, {name: step_tokens(p, block) for name in steps}, args.steps, args.rounds, runtime.device
+    )
     c = ours.config
-    print(f"\nshape {shape}: d_model={c.d_model} n_layer={c.n_layer} n_head={c.n_head} d_ff={c.d_ff} "
-          f"block={block} batch={p.batch_size} vocab={setup['vocab']} dropout={c.dropout}; {flops['tinytf'] / 1e6:.1f} MFLOP per training token")  # fmt: skip
+    print(
+        f"\nshape {shape}: d_model={c.d_model} n_layer={c.n_layer} n_head={c.n_head} d_ff={c.d_ff} "
+        f"block={block} batch={p.batch_size} vocab={setup['vocab']} dropout={c.dropout}; {flops['tinytf'] / 1e6:.1f} MFLOP per training token"
+    )
     for name, values in rates.items():
         dtype = torch.bfloat16 if name != "lab" and runtime.precision == "bf16" else torch.float32
         mfu = median(values) * flops[name] / 1e9 / peaks[dtype]
-        print(f"  {names[name]:58s} {median(values):9,.0f} tokens/s  MFU {mfu:5.1%} of the "
-              f"{'bf16' if dtype == torch.bfloat16 else 'fp32'} peak  (rounds "
-              + ", ".join(f"{v:,.0f}" for v in values) + f"; first 3 steps {first[name]:.1f} s)")  # fmt: skip
+        print(
+            f"  {names[name]:58s} {median(values):9,.0f} tokens/s  MFU {mfu:5.1%} of the "
+            f"{'bf16' if dtype == torch.bfloat16 else 'fp32'} peak  (rounds "
+            + ", ".join(f"{v:,.0f}" for v in values)
+            + f"; first 3 steps {first[name]:.1f} s)"
+        )
     for name, peer in (("lab", "seed lab"), ("nanogpt", "nanoGPT-style")):
         if name in rates:
             print(

@@ -39,8 +39,12 @@ def main() -> None:
     model_fields, pretrain_fields = SHAPES[args.shape]
     model_params = dataclasses.replace(params.model, **model_fields)
     p = dataclasses.replace(params.pretrain, **pretrain_fields)
-    setup = {"vocab": max(vocab, SHAPE_VOCAB.get(args.shape) or 0), "tokens": tokens,
-             "steps_per_epoch": steps_per_epoch, "compile_mode": p.compile}  # fmt: skip
+    setup = {
+        "vocab": max(vocab, SHAPE_VOCAB.get(args.shape) or 0),
+        "tokens": tokens,
+        "steps_per_epoch": steps_per_epoch,
+        "compile_mode": p.compile,
+    }
     sides = argparse.Namespace(nanogpt=True, precision=args.precision)
     _, runtime, steps, _ = build_sides(model_params, p, setup, sides)
     steps.pop("lab")  # the eager fp32 course lab is not the peer a profile compares with

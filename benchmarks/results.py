@@ -53,8 +53,10 @@ def table(script: str, runs: list[dict], last: int) -> str:
     lines = [f"## {script}", "", count, "", "| date | machine | commit | headline |", "|---|---|---|---|"]
     for run in shown:
         commit = run["commit"] + ("+dirty" if run.get("dirty") else "")
-        lines.append(f"| {cell(run['date'])} | {cell(machine_cell(run['machine']))} | {cell(commit)} | "
-                     f"{cell(run['headline'])} |")  # fmt: skip
+        lines.append(
+            f"| {cell(run['date'])} | {cell(machine_cell(run['machine']))} | {cell(commit)} | "
+            f"{cell(run['headline'])} |"
+        )
     return "\n".join(lines)
 
 

@@ -90,20 +90,27 @@ def main() -> None:
                     file=sys.stderr,
                     flush=True,
                 )
-    print(f"a stage process's start and end: `import common` and the pretrain stage's imports, an MLflow "
-          f"run in a SQLite store, the first optimizer, exit; {args.rounds} rounds, each side in its own "
-          f"process, medians")  # fmt: skip
+    print(
+        f"a stage process's start and end: `import common` and the pretrain stage's imports, an MLflow "
+        f"run in a SQLite store, the first optimizer, exit; {args.rounds} rounds, each side in its own "
+        f"process, medians"
+    )
     figures = {}
     for mode in MODES:
         rows = results[mode]
         figures[mode] = f = {key: statistics.median(r[key] for r in rows) for key in rows[0]}
-        print(f"  {mode:8s} TINYTF_GC={mode:8s} imports {f['imports']:5.2f} s  MLflow run and optimizer "
-              f"{f['work']:5.2f} s  exit {f['exit']:5.2f} s  total {f['total']:5.2f} s  (rounds "
-              + ", ".join(f"{r['total']:.2f}" for r in rows) + ")")  # fmt: skip
+        print(
+            f"  {mode:8s} TINYTF_GC={mode:8s} imports {f['imports']:5.2f} s  MLflow run and optimizer "
+            f"{f['work']:5.2f} s  exit {f['exit']:5.2f} s  total {f['total']:5.2f} s  (rounds "
+            + ", ".join(f"{r['total']:.2f}" for r in rows)
+            + ")"
+        )
     pause, default = figures["pause"], figures["default"]
-    headline = (f"speedup: {default['total'] / pause['total']:.2f}x a stage process's start and end with the "
-                f"collector paused for imports and the heap frozen for exit (TINYTF_GC=pause, the stages' "
-                f"setting) over Python's default, {pause['total']:.2f} vs {default['total']:.2f} s")  # fmt: skip
+    headline = (
+        f"speedup: {default['total'] / pause['total']:.2f}x a stage process's start and end with the "
+        f"collector paused for imports and the heap frozen for exit (TINYTF_GC=pause, the stages' "
+        f"setting) over Python's default, {pause['total']:.2f} vs {default['total']:.2f} s"
+    )
     print(headline)
     record("stage_process", headline, {"ratio": default["total"] / pause["total"], **figures}, args)
 

@@ -179,8 +179,13 @@ def machine(device: torch.device | None) -> dict:
     from tinytf.train.workers import usable_cores
 
     gpu = torch.cuda.get_device_name(device) if device is not None and device.type == "cuda" else None
-    return {"cpu": cpu_model(), "cores": os.cpu_count(), "usable_cores": usable_cores(),
-            "bf16_units": bf16_units(), "gpu": gpu}  # fmt: skip
+    return {
+        "cpu": cpu_model(),
+        "cores": os.cpu_count(),
+        "usable_cores": usable_cores(),
+        "bf16_units": bf16_units(),
+        "gpu": gpu,
+    }
 
 
 def git_commit() -> dict:

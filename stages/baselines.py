@@ -40,23 +40,35 @@ def main() -> None:
         plan = finetune.curve_plan()
 
         def progress(count, seed, fit):
-            print(f"baselines {count_name(count)} labels seed {seed}: majority {fit.majority:.4f}, "
-                  f"tfidf_lr {fit.tfidf_lr:.4f} (C {fit.tfidf_lr_c:g})", file=sys.stderr)  # fmt: skip
+            print(
+                f"baselines {count_name(count)} labels seed {seed}: majority {fit.majority:.4f}, "
+                f"tfidf_lr {fit.tfidf_lr:.4f} (C {fit.tfidf_lr_c:g})",
+                file=sys.stderr,
+            )
             # each fit a child run, beside the finetune runs of the same label count and seed
             tags = {"arm": "tfidf_lr", "labels": count_name(count), "seed": seed, "c": fit.tfidf_lr_c}
             name = f"baselines-{tags['labels']}-seed{seed}"
             with stage_run("baselines", {"baselines": tags}, run_name=name, nested=True) as run:
                 run.set_tags({f"tinytf.{key}": str(value) for key, value in tags.items()})
-                run.log_metrics({"test_accuracy": fit.tfidf_lr, "validation_accuracy": fit.tfidf_lr_validation,
-                                 "majority_test_accuracy": fit.majority})  # fmt: skip
+                run.log_metrics(
+                    {
+                        "test_accuracy": fit.tfidf_lr,
+                        "validation_accuracy": fit.tfidf_lr_validation,
+                        "majority_test_accuracy": fit.majority,
+                    }
+                )
 
         curve = baseline_curve(
             splits, plan, baseline.cs, tuple(baseline.word_ngrams), tuple(baseline.char_ngrams), progress
         )
         write_json(Path(args.reports) / "summary.json", {"label_curve": curve})
         for labels, entry in curve.items():
-            tracker.log_metrics({f"majority_{labels}_labels_test_accuracy": entry["majority"]["mean"],
-                                 f"tfidf_lr_{labels}_labels_test_accuracy": entry["tfidf_lr"]["mean"]})  # fmt: skip
+            tracker.log_metrics(
+                {
+                    f"majority_{labels}_labels_test_accuracy": entry["majority"]["mean"],
+                    f"tfidf_lr_{labels}_labels_test_accuracy": entry["tfidf_lr"]["mean"],
+                }
+            )
         tracker.log_artifact(Path(args.reports) / "summary.json")
 
 

@@ -42,8 +42,11 @@ def main() -> None:
         for path in written:
             tracker.log_artifact(path)
         attention = json.loads((reports / "attention.json").read_text())
-        print(f"checks: wrote {len(written)} tables; attention maps: "
-              f"{attention.get('skipped') or attention['sample']}", file=sys.stderr)  # fmt: skip
+        print(
+            f"checks: wrote {len(written)} tables; attention maps: "
+            f"{attention.get('skipped') or attention['sample']}",
+            file=sys.stderr,
+        )
 
 
 if __name__ == "__main__":

@@ -20,9 +20,16 @@ def main() -> None:
 
     staged = common.staged_outputs(args, "complexity", into=("reports",))
     with stage_run("complexity", params.as_dict()) as tracker, staged:
-        measured = measure(lengths=tuple(c.lengths), hidden_sizes=tuple(c.hidden_sizes), batch=c.batch,
-                           heads=c.heads, repeats=c.repeats, device=c.device, fixed_length=c.fixed_length,
-                           seed=params.base.seed)  # fmt: skip
+        measured = measure(
+            lengths=tuple(c.lengths),
+            hidden_sizes=tuple(c.hidden_sizes),
+            batch=c.batch,
+            heads=c.heads,
+            repeats=c.repeats,
+            device=c.device,
+            fixed_length=c.fixed_length,
+            seed=params.base.seed,
+        )
         fits = fit_exponents(measured)
         reports = Path(args.reports)
         write_text(reports / "measurements.csv", measured.to_csv(index=False))
@@ -32,9 +39,11 @@ def main() -> None:
         self_length = fits[(fits["variable"] == "length") & (fits["kind"] == "encoder_self")]
         if not self_length.empty:
             tracker.log_metrics(
-                {"self_attention_time_exponent": float(self_length["time_exponent"].median()),
-                 "self_attention_memory_exponent": float(self_length["memory_exponent"].median())}
-            )  # fmt: skip
+                {
+                    "self_attention_time_exponent": float(self_length["time_exponent"].median()),
+                    "self_attention_memory_exponent": float(self_length["memory_exponent"].median()),
+                }
+            )
         for name in ("complexity.md", "attention_cost.png", "fits.csv"):
             tracker.log_artifact(reports / name)
 

@@ -45,9 +45,12 @@ def main() -> None:
         runtime = classifier_runtime(params.finetune)
         test = evaluate_test_split(model, data, max_length, runtime)
         report = classification_report(
-            test["predictions"], test["labels"], data.classes,
-            params.evaluate.bootstrap_resamples, params.base.seed,
-        )  # fmt: skip
+            test["predictions"],
+            test["labels"],
+            data.classes,
+            params.evaluate.bootstrap_resamples,
+            params.base.seed,
+        )
         best_values = {k: (v.item() if hasattr(v, "item") else v) for k, v in best[BEST_COLUMNS].items()}
         finetune = json.loads(Path(args.finetune).read_text())
         baselines = json.loads(Path(args.baselines).read_text())
@@ -59,14 +62,24 @@ def main() -> None:
 
         low, high = report["accuracy_ci95"]
         tracker.log_metrics(
-            {"test_accuracy": report["accuracy"], "test_accuracy_ci_low": low,
-             "test_accuracy_ci_high": high, "test_macro_f1": report["macro_f1"]}
-        )  # fmt: skip
+            {
+                "test_accuracy": report["accuracy"],
+                "test_accuracy_ci_low": low,
+                "test_accuracy_ci_high": high,
+                "test_macro_f1": report["macro_f1"],
+            }
+        )
         tracker.set_tags({"tinytf.best_cell": str(best["key"])})
         tracker.log_artifact(args.metrics)
         tracker.log_artifact(reports / "test_report.json")
-        tracker.call("register_model", register_champion, checkpoint, Path(args.data),
-                     max_length, params.evaluate.registry_name)  # fmt: skip
+        tracker.call(
+            "register_model",
+            register_champion,
+            checkpoint,
+            Path(args.data),
+            max_length,
+            params.evaluate.registry_name,
+        )
         print(
             f"evaluate: best cell {best['key']} (validation {best['validation_accuracy']:.4f}); "
             f"test accuracy {report['accuracy']:.4f} [{low:.4f}, {high:.4f}]",

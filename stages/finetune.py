@@ -31,8 +31,9 @@ def summarize(result: FinetuneResult, f, hf, with_snapshots: bool) -> dict:
     tests = {
         arm: dict(zip(g["seed"], g["test_accuracy"], strict=True)) for arm, g in everything.groupby("arm")
     }
-    summary = arm_summary({arm: tests[arm] for arm in f.arms}, sorted(tests["scratch"]), f.epochs,
-                          result.classes)  # fmt: skip
+    summary = arm_summary(
+        {arm: tests[arm] for arm in f.arms}, sorted(tests["scratch"]), f.epochs, result.classes
+    )
     curve = curve_summary(runs, f.arms)
     summary.update(
         # fixed before the results: the report prints it first
@@ -103,8 +104,13 @@ def main() -> None:
         )
         runtime = result.runtime
         summary = summarize(result, finetune_params, hf_params, bool(snapshots))
-        tracker.set_tags({"tinytf.precision": runtime.precision, "tinytf.compile": str(runtime.compile),
-                          "tinytf.workers": str(result.workers)})  # fmt: skip
+        tracker.set_tags(
+            {
+                "tinytf.precision": runtime.precision,
+                "tinytf.compile": str(runtime.compile),
+                "tinytf.workers": str(result.workers),
+            }
+        )
         reports = Path(args.reports)
         write_text(reports / "runs.csv", result.runs.to_csv(index=False))
         write_text(reports / "curves.csv", result.curves.to_csv(index=False))
@@ -117,8 +123,13 @@ def main() -> None:
             )
             line = ", ".join(f"{arm} {entry[arm]['mean']:.4f}" for arm in finetune_params.arms)
             print(f"finetune {labels} labels: {line}", file=sys.stderr)
-        tracker.log_params({f"chosen_{knob}_{arm}": recipe[knob] for arm, recipe in result.recipes.items()
-                            for knob in ("lr", "dropout")})  # fmt: skip
+        tracker.log_params(
+            {
+                f"chosen_{knob}_{arm}": recipe[knob]
+                for arm, recipe in result.recipes.items()
+                for knob in ("lr", "dropout")
+            }
+        )
         for name in ("runs.csv", "curves.csv", "summary.json", "curves.png", "timings.csv"):
             tracker.log_artifact(reports / name)
 

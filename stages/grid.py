@@ -70,8 +70,14 @@ def main() -> None:
         runtime = classifier_runtime(finetune_params, planned_steps(data, args.batch_size, args.epochs))
         tracker.set_tags({"tinytf.precision": runtime.precision, "tinytf.compile": str(runtime.compile)})
         began = time.perf_counter()
-        recipe = ClassifierRecipe(init=grid_params.init, **cell, max_length=max_length, seed=grid_params.seed,
-                                  weight_decay=grid_params.weight_decay, warmup_ratio=finetune_params.warmup_ratio)  # fmt: skip
+        recipe = ClassifierRecipe(
+            init=grid_params.init,
+            **cell,
+            max_length=max_length,
+            seed=grid_params.seed,
+            weight_decay=grid_params.weight_decay,
+            warmup_ratio=finetune_params.warmup_ratio,
+        )
         run = train_classifier(
             model, data, recipe, runtime, callbacks=[TrackerCallback(tracker)], desc=f"grid {key}"
         )

@@ -33,9 +33,12 @@ def main() -> None:
         write_text(reports / "probes.md", probes_markdown(table))
         passed = int(table["pass"].sum())
         tracker.log_metrics(
-            {"probes_passed": passed, "probes_total": len(table),
-             "max_weight_error": float(table["weight_err"].max())}
-        )  # fmt: skip
+            {
+                "probes_passed": passed,
+                "probes_total": len(table),
+                "max_weight_error": float(table["weight_err"].max()),
+            }
+        )
         tracker.log_artifact(reports / "probes.md")
         print(
             f"probes: {passed}/{len(table)} constructions within tolerance {probe_params.tolerance}",

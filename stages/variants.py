@@ -25,8 +25,7 @@ def main() -> None:
     args = parser.parse_args()
     params = common.load_params("variants", args)
 
-    model, pretrain_params = cell_params(params.model, params.pretrain, params.variants,
-                                         args.pos, args.merge)  # fmt: skip
+    model, pretrain_params = cell_params(params.model, params.pretrain, params.variants, args.pos, args.merge)
     key = cell_key(args.pos, args.merge, args.seed)
     logged = {"base": {"seed": args.seed}, "model": to_dict(model), "pretrain": to_dict(pretrain_params)}
     group = params_hash(params.as_dict())  # one MLflow parent run per matrix and its params

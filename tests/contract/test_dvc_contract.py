@@ -49,9 +49,13 @@ def test_closure_follows_imports_inside_functions(tmp_path):
     (tmp_path / "stages/s.py").write_text("import helper\nfrom tinytf.train.task import f\n")
     (tmp_path / "stages/helper.py").write_text("")
     assert {str(p) for p in closure(Path("stages/s.py"), tmp_path)} == {
-        "stages/s.py", "stages/helper.py", "tinytf/__init__.py", "tinytf/train/__init__.py",
-        "tinytf/train/task.py", "tinytf/train/loop.py",
-    }  # fmt: skip
+        "stages/s.py",
+        "stages/helper.py",
+        "tinytf/__init__.py",
+        "tinytf/train/__init__.py",
+        "tinytf/train/task.py",
+        "tinytf/train/loop.py",
+    }
 
 
 def test_declared_view_refuses_an_undeclared_key():
@@ -82,10 +86,19 @@ def test_a_stage_reading_an_undeclared_key_stops_naming_it(tmp_path):
     dvc["stages"]["probes"]["params"] = ["probes.seed"]  # the script also reads n, d, scale, tolerance
     (tmp_path / "dvc.yaml").write_text(yaml.safe_dump(dvc))
     result = subprocess.run(
-        [sys.executable, str(REPO / "stages/probes.py"), "--params", str(REPO / "params.yaml"),
-         "--reports", "out"],
-        cwd=tmp_path, capture_output=True, text=True, env={"TINYTF_TRACKING": "0", "PATH": ""},
-    )  # fmt: skip
+        [
+            sys.executable,
+            str(REPO / "stages/probes.py"),
+            "--params",
+            str(REPO / "params.yaml"),
+            "--reports",
+            "out",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={"TINYTF_TRACKING": "0", "PATH": ""},
+    )
     assert result.returncode == 2, result.stderr
     assert "stage 'probes' reads params key 'probes.n'" in result.stderr
     assert not (tmp_path / "out").exists()

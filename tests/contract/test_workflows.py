@@ -70,8 +70,13 @@ def actionlint(tmp_path_factory):
 
     def lint(paths: list[Path]) -> list[dict]:
         names = [str(p.relative_to(REPO)) if p.is_relative_to(REPO) else str(p) for p in paths]
-        result = subprocess.run([node, str(package / "lint.cjs"), str(package / "node.cjs"), *names],
-                                cwd=REPO, capture_output=True, text=True, timeout=120)  # fmt: skip
+        result = subprocess.run(
+            [node, str(package / "lint.cjs"), str(package / "node.cjs"), *names],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert result.returncode == 0, result.stderr
         return json.loads(result.stdout)
 
@@ -81,8 +86,15 @@ def actionlint(tmp_path_factory):
 def errors(findings: list[dict]) -> list[dict]:
     """The findings less "label is unknown" for our own runners' labels."""
     label = re.compile(r'label "([^"]+)" is unknown')
-    return [f for f in findings if not (f["kind"] == "runner-label" and
-            (m := label.match(f["message"])) and m.group(1) in SELF_HOSTED_LABELS)]  # fmt: skip
+    return [
+        f
+        for f in findings
+        if not (
+            f["kind"] == "runner-label"
+            and (m := label.match(f["message"]))
+            and m.group(1) in SELF_HOSTED_LABELS
+        )
+    ]
 
 
 def show(findings: list[dict]) -> str:
@@ -114,8 +126,11 @@ def test_actionlint_reports_a_broken_workflow(actionlint, tmp_path):
     )
     found = errors(actionlint([broken]))
     assert [(f["line"], f["column"], f["kind"]) for f in found] == [
-        (4, 33, "runner-label"), (6, 23, "expression"), (7, 3, "job-needs"), (11, 23, "expression")
-    ], show(found)  # fmt: skip
+        (4, 33, "runner-label"),
+        (6, 23, "expression"),
+        (7, 3, "job-needs"),
+        (11, 23, "expression"),
+    ], show(found)
     assert '"gpux"' in found[0]["message"] and "no_such_thing" in found[1]["message"], show(found)
 
 
@@ -143,15 +158,31 @@ def test_the_planning_step_lists_the_gpu_presets_54_cells(tmp_path):
     subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
     output, summary = tmp_path / "output", tmp_path / "summary"
     path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"  # tinytf, dvc, python
-    env = dict(os.environ, PRESET="gpu", CELLS_PER_JOB="6", GITHUB_OUTPUT=str(output),
-               GITHUB_STEP_SUMMARY=str(summary), PATH=path)  # fmt: skip
-    result = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
-                            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+    env = dict(
+        os.environ,
+        PRESET="gpu",
+        CELLS_PER_JOB="6",
+        GITHUB_OUTPUT=str(output),
+        GITHUB_STEP_SUMMARY=str(summary),
+        PATH=path,
+    )
+    result = subprocess.run(
+        ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     plan = dict(line.split("=", 1) for line in output.read_text().splitlines())
     grid = preset_values("gpu", REPO / "presets")
-    expected = [f"grid@{o}-{lr}-{b}-{e}" for o, lr, b, e in itertools.product(
-        *(grid[f"grid.{key}"] for key in ("optimizers", "lrs", "batch_sizes", "epochs")))]  # fmt: skip
+    expected = [
+        f"grid@{o}-{lr}-{b}-{e}"
+        for o, lr, b, e in itertools.product(
+            *(grid[f"grid.{key}"] for key in ("optimizers", "lrs", "batch_sizes", "epochs"))
+        )
+    ]
     slices = [cells.split() for cells in json.loads(plan["slices"])]
     assert len(expected) == 54 and "grid@AdamW-5e-05-64-2" in expected
     assert sorted(itertools.chain(*slices)) == sorted(expected) and {len(s) for s in slices} == {6}
@@ -179,8 +210,15 @@ def test_the_gpu_workflow_has_the_jobs_issue_16_asks_for():
     # against the last successful run into the job summary, uploads reports/, records the run
     ((final_id, final),) = [(name, job) for name, job in jobs.items() if grid_id in job.get("needs", [])]
     script = scripts(final)
-    for command in ("dvc pull --run-cache", "tinytf preset", "dvc push --run-cache", "dvc metrics diff --md",
-                    "dvc params diff --md", '>> "$GITHUB_STEP_SUMMARY"', "git push origin"):  # fmt: skip
+    for command in (
+        "dvc pull --run-cache",
+        "tinytf preset",
+        "dvc push --run-cache",
+        "dvc metrics diff --md",
+        "dvc params diff --md",
+        '>> "$GITHUB_STEP_SUMMARY"',
+        "git push origin",
+    ):
         assert command in script, f"{final_id}: no `{command}`"
     uploads = [s["with"]["path"] for s in final["steps"] if "upload-artifact" in s.get("uses", "")]
     assert "reports/" in uploads and final["permissions"] == {"contents": "write"}

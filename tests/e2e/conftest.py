@@ -20,8 +20,13 @@ def tiny_run(tmp_path_factory) -> Path:
     # the way a user switches configuration: `dvc exp run -S ...` from presets/tiny.yaml
     dvc(root, "preset", "tiny", command=(sys.executable, "-m", "tinytf.cli"))
     # a temporary experiment: the clone is untouched until the experiment is applied
-    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                            capture_output=True, text=True, check=True).stdout  # fmt: skip
+    status = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=no"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert status == "", status
     listed = dvc(root, "exp", "ls", "--name-only").stdout.splitlines()
     [experiment] = [line.strip() for line in listed if line.strip() and not line.endswith(":")]  # no baseline

@@ -22,11 +22,22 @@ from tinytf.model.checkpoint import save_model, save_training_state
 
 # the tiny preset's model and a few pretraining steps: a stage run takes seconds
 TINY = [
-    "model.d_model=16", "model.n_layer=1", "model.n_head=2", "model.d_ff=32", "model.block_size=16",
-    "pretrain.batch_size=4", "pretrain.epochs=1", "pretrain.steps_per_epoch=3", "pretrain.warmup_steps=1",
-    "pretrain.eval_batches=1", "pretrain.log_every=1", "pretrain.checkpoint_every=2",
-    "pretrain.precision=fp32", "pretrain.compile=false", "pretrain.device=cpu",
-]  # fmt: skip
+    "model.d_model=16",
+    "model.n_layer=1",
+    "model.n_head=2",
+    "model.d_ff=32",
+    "model.block_size=16",
+    "pretrain.batch_size=4",
+    "pretrain.epochs=1",
+    "pretrain.steps_per_epoch=3",
+    "pretrain.warmup_steps=1",
+    "pretrain.eval_batches=1",
+    "pretrain.log_every=1",
+    "pretrain.checkpoint_every=2",
+    "pretrain.precision=fp32",
+    "pretrain.compile=false",
+    "pretrain.device=cpu",
+]
 
 
 def one_line_exit_2(result: subprocess.CompletedProcess, *words: str) -> str:
@@ -64,9 +75,21 @@ def stage(root: Path, script: str, *args: str) -> subprocess.CompletedProcess:
 
 
 def pretrain_stage(root: Path, *extra: str) -> subprocess.CompletedProcess:
-    args = ["--data", "data", "--data-card", "reports/data.json", "--model", "data/models/pretrained.pt",
-            "--snapshots", "data/models/snapshots", "--reports", "reports/pretrain",
-            "--state", "data/checkpoints/pretrain.pt", *extra]  # fmt: skip
+    args = [
+        "--data",
+        "data",
+        "--data-card",
+        "reports/data.json",
+        "--model",
+        "data/models/pretrained.pt",
+        "--snapshots",
+        "data/models/snapshots",
+        "--reports",
+        "reports/pretrain",
+        "--state",
+        "data/checkpoints/pretrain.pt",
+        *extra,
+    ]
     return stage(root, "pretrain.py", *args, *[arg for item in TINY for arg in ("--set", item)])
 
 
@@ -133,8 +156,16 @@ def test_a_damaged_training_state_says_it_may_be_deleted(tmp_path):
 def test_a_missing_sentiment_token_file_under_finetune(tmp_path):
     root = workspace(tmp_path, sentiment=True)
     (root / "data/tokens/sentiment/train.parquet").unlink()
-    args = ["--data", "data", "--pretrained", "data/models/pretrained.pt", "--snapshots", "data/models/snapshots",
-            "--reports", "reports/finetune"]  # fmt: skip
+    args = [
+        "--data",
+        "data",
+        "--pretrained",
+        "data/models/pretrained.pt",
+        "--snapshots",
+        "data/models/snapshots",
+        "--reports",
+        "reports/finetune",
+    ]
     one_line_exit_2(
         stage(root, "finetune.py", *args), "data/tokens/sentiment/train.parquet", "dvc repro tokenize"
     )
@@ -171,9 +202,14 @@ def test_prepare_refuses_sentiment_data_with_one_class(tmp_path):
     raw.mkdir()
     (raw / "corpus.txt").write_text("\n".join(f"corpus line {i}" for i in range(50)) + "\n")
     (raw / "reviews.csv").write_text("review,label\n" + "".join(f"review {i},pos\n" for i in range(40)))
-    sets = ["prepare.corpus.source=files", "prepare.corpus.files={train: data/raw/corpus.txt}",
-            "prepare.sentiment.source=files", "prepare.sentiment.files={train: data/raw/reviews.csv}",
-            "prepare.sentiment.text_column=review", "prepare.sentiment.label_column=label"]  # fmt: skip
+    sets = [
+        "prepare.corpus.source=files",
+        "prepare.corpus.files={train: data/raw/corpus.txt}",
+        "prepare.sentiment.source=files",
+        "prepare.sentiment.files={train: data/raw/reviews.csv}",
+        "prepare.sentiment.text_column=review",
+        "prepare.sentiment.label_column=label",
+    ]
     args = ["--out", "data/prepared", "--reports", "reports", "--raw", "data/raw"]
     result = stage(root, "prepare.py", *args, *[arg for item in sets for arg in ("--set", item)])
     one_line_exit_2(result, "data/raw/reviews.csv: split 'train' holds only class 'pos'", "two classes")

@@ -36,8 +36,9 @@ def bare_env(tmp_path: Path, **extra: str) -> dict[str, str]:
 
 
 def run(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run(["bash", str(SCRIPT), *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=TIMEOUT_S)  # fmt: skip
+    return subprocess.run(
+        ["bash", str(SCRIPT), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=TIMEOUT_S
+    )
 
 
 @pytest.fixture

@@ -24,10 +24,18 @@ def test_mlflow_store_holds_one_run_per_stage_and_one_per_run_of_the_study(works
     # the whole study in MLflow: a child run for every row of runs.csv, found by its tags
     study = pd.read_csv(workspace / "reports/finetune/runs.csv")
     children = runs[runs["tags.tinytf.stage"] == "finetune"].dropna(subset=["tags.tinytf.arm"])
-    logged = sorted(zip(children["tags.tinytf.arm"], children["tags.tinytf.labels"], children["tags.tinytf.seed"],
-                        children["tags.tinytf.start"], strict=True))  # fmt: skip
-    assert logged == sorted(zip(study["arm"], study["labels"].astype(str), study["seed"].astype(str),
-                                study["start"], strict=True))  # fmt: skip
+    logged = sorted(
+        zip(
+            children["tags.tinytf.arm"],
+            children["tags.tinytf.labels"],
+            children["tags.tinytf.seed"],
+            children["tags.tinytf.start"],
+            strict=True,
+        )
+    )
+    assert logged == sorted(
+        zip(study["arm"], study["labels"].astype(str), study["seed"].astype(str), study["start"], strict=True)
+    )
     if (
         platform.libc_ver()[0] == "glibc"
     ):  # every stage process keeps freed memory (tinytf/process/allocator.py)

@@ -57,7 +57,8 @@ def test_the_tiny_preset_runs_as_a_dvc_experiment_and_writes_every_output(worksp
     assert summary["snapshot_curve"][1]["n"] == 3  # the same seeds as every other point
     assert set(summary["recipes"]) == {"pretrained", "scratch"}  # the frozen probe chooses its C in every run
     assert {(r["lr"], r["dropout"]) for r in summary["recipes"].values()} <= {
-        (lr, d) for lr in (0.001, 0.003) for d in (0.0, 0.1)}  # fmt: skip
+        (lr, d) for lr in (0.001, 0.003) for d in (0.0, 0.1)
+    }
     probes = pd.read_csv(workspace / "reports/finetune/runs.csv").query("arm == 'frozen'")
     assert len(probes) == 3 * 3 and probes["probe_c"].isin([0.1, 1]).all()  # presets/tiny.yaml: probe_cs
     assert (workspace / "data/models/snapshots/epoch1.pt").exists()

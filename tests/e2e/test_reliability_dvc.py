@@ -23,8 +23,12 @@ from tinytf.cli.presets import preset_values
 pytestmark = pytest.mark.slow
 
 STATE = "data/checkpoints/pretrain.pt"
-OUTPUTS = ["data/models/pretrained.pt", "data/models/pretrained.json", "data/models/snapshots",
-           "reports/pretrain"]  # fmt: skip
+OUTPUTS = [
+    "data/models/pretrained.pt",
+    "data/models/pretrained.json",
+    "data/models/snapshots",
+    "reports/pretrain",
+]
 # the tiny preset, with a training state every 2 steps: 2 epochs of 4 steps save it at steps
 # 2 (in epoch 1), 4 (the epoch boundary: epoch 1's snapshot in it), 6 (in the last epoch) and 8
 OVERRIDES = {"pretrain.checkpoint_every": 2}
@@ -92,8 +96,11 @@ def uninterrupted(workspace) -> dict[str, bytes]:
     return files
 
 
-@pytest.mark.parametrize("writes, step", [(1, 2), (2, 4), (3, 6), (4, 8)],
-                         ids=["in-epoch-1", "epoch-boundary", "last-epoch", "after-the-last-step"])  # fmt: skip
+@pytest.mark.parametrize(
+    "writes, step",
+    [(1, 2), (2, 4), (3, 6), (4, 8)],
+    ids=["in-epoch-1", "epoch-boundary", "last-epoch", "after-the-last-step"],
+)
 def test_a_killed_pretrain_finishes_under_dvc_as_if_never_killed(workspace, uninterrupted, writes, step):
     for name in [STATE, *OUTPUTS]:  # a first run: no state, no outputs
         path = workspace / name
@@ -103,8 +110,14 @@ def test_a_killed_pretrain_finishes_under_dvc_as_if_never_killed(workspace, unin
     paths = [str(workspace / "hook"), env.get("PYTHONPATH")]  # the hook first, then this checkout's
     env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
     env["TINYTF_TEST_KILL_AFTER"] = f"{STATE}:{writes}"
-    killed = subprocess.run([str(Path(sys.executable).parent / "dvc"), "repro", "pretrain"], cwd=workspace,
-                            env=env, capture_output=True, text=True, timeout=600)  # fmt: skip
+    killed = subprocess.run(
+        [str(Path(sys.executable).parent / "dvc"), "repro", "pretrain"],
+        cwd=workspace,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert killed.returncode != 0, killed.stdout + killed.stderr
     assert not (workspace / "data/models/pretrained.pt").exists()  # killed before the outputs
     left = {run: status for run, status in pretrain_runs(workspace).items() if run not in before}

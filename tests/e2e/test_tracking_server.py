@@ -84,8 +84,20 @@ def server(tmp_path_factory):
     artifacts = tmp_path_factory.mktemp("artifacts")
     with postgres_database() as database:
         mlflow = Path(sys.executable).parent / "mlflow"
-        command = [str(mlflow), "server", "--backend-store-uri", database, "--artifacts-destination",
-                   str(artifacts), "--host", "127.0.0.1", "--port", "{port}", "--workers", "2"]  # fmt: skip
+        command = [
+            str(mlflow),
+            "server",
+            "--backend-store-uri",
+            database,
+            "--artifacts-destination",
+            str(artifacts),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "{port}",
+            "--workers",
+            "2",
+        ]
         # the first start creates and migrates every table in PostgreSQL: give it time
         with loopback_server(command, "/health", timeout=180) as url:
             yield url, artifacts
@@ -96,8 +108,14 @@ def pipeline(server, tmp_path_factory):
     url, _ = server
     workspace = repo_copy(tmp_path_factory.mktemp("repo"))
     # in the workspace: its evaluate run is the workspace's own, so it moves @champion
-    result = dvc(workspace, "preset", "tiny", "--workspace", command=(sys.executable, "-m", "tinytf.cli"),
-                 tracking_uri=url)  # fmt: skip
+    result = dvc(
+        workspace,
+        "preset",
+        "tiny",
+        "--workspace",
+        command=(sys.executable, "-m", "tinytf.cli"),
+        tracking_uri=url,
+    )
     return workspace, result.stdout + result.stderr
 
 

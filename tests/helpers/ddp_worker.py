@@ -33,8 +33,16 @@ def run_pretrain(data: Path, state: Path, callbacks: list) -> dict:
     model = tiny_model()
     model.dropout = 0.0
     params = tiny_pretrain(steps_per_epoch=8, log_every=1, checkpoint_every=3, grad_accum=2, batch_size=6)
-    result = pretrain(model, params, seed=5, data_dir=data, stats_path=data / "none.json",
-                      state_path=state, params_hash="ddp", callbacks=callbacks)  # fmt: skip
+    result = pretrain(
+        model,
+        params,
+        seed=5,
+        data_dir=data,
+        stats_path=data / "none.json",
+        state_path=state,
+        params_hash="ddp",
+        callbacks=callbacks,
+    )
     return {"steps": result.step_log, "history": result.history}
 
 
@@ -55,8 +63,9 @@ def run_finetune(data: Path, state: Path, callbacks: list) -> dict:
     model = build_classifier("pretrained", classifier_config(pretrained, 2, dropout=0.0), pretrained, seed=1)
     runtime = Runtime(torch.device("cpu"), "fp32", False)
     # 96 train rows in batches of 13: the last batch of an epoch has 5 rows, split 3 + 2 (weights 1.2, 0.8)
-    recipe = ClassifierRecipe(init="pretrained", optimizer="AdamW", lr=3e-3, batch_size=13, epochs=2,
-                              max_length=32, seed=1)  # fmt: skip
+    recipe = ClassifierRecipe(
+        init="pretrained", optimizer="AdamW", lr=3e-3, batch_size=13, epochs=2, max_length=32, seed=1
+    )
     run = train_classifier(
         model, sentiment, recipe, runtime, callbacks=callbacks, state_path=state, params_hash="ddp"
     )

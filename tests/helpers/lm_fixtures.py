@@ -47,8 +47,17 @@ def make_sentiment_dir(root: Path, dropout: float = 0.1) -> Path:
         (root / "tokens" / "sentiment").mkdir(parents=True, exist_ok=True)
         frame.to_parquet(root / "tokens" / "sentiment" / f"{split}.parquet")
     (root / "tokens" / "sentiment" / "labels.json").write_text(json.dumps({"classes": ["neg", "pos"]}))
-    config = ModelConfig(vocab_size=tokenizer.get_vocab_size(), d_model=32, n_layer=2, n_head=2, d_ff=64,
-                         block_size=32, dropout=dropout, norm_first=False, activation="relu")  # fmt: skip
+    config = ModelConfig(
+        vocab_size=tokenizer.get_vocab_size(),
+        d_model=32,
+        n_layer=2,
+        n_head=2,
+        d_ff=64,
+        block_size=32,
+        dropout=dropout,
+        norm_first=False,
+        activation="relu",
+    )
     torch.manual_seed(0)
     save_model(root / "models" / "pretrained.pt", TinyTransformer(config))
     return root

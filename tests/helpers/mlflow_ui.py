@@ -41,8 +41,12 @@ def loopback_server(command: list[str], ready_path: str, timeout: float = 90.0, 
     # reads holds 64 KB the server blocks on its next write and stops answering
     log = tempfile.TemporaryFile(mode="w+")
     process = subprocess.Popen(
-        [part.format(port=port) for part in command], env=env, stdout=log, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+        [part.format(port=port) for part in command],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + timeout
@@ -70,8 +74,18 @@ def loopback_server(command: list[str], ready_path: str, timeout: float = 90.0, 
 def mlflow_server(store: Path, timeout: float = 90.0):
     """`mlflow server` over a SQLite store on a free loopback port; yields its base URL."""
     mlflow = Path(sys.executable).parent / "mlflow"
-    command = [str(mlflow), "server", "--backend-store-uri", f"sqlite:///{store}", "--host", "127.0.0.1",
-               "--port", "{port}", "--workers", "1"]  # fmt: skip
+    command = [
+        str(mlflow),
+        "server",
+        "--backend-store-uri",
+        f"sqlite:///{store}",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "{port}",
+        "--workers",
+        "1",
+    ]
     return loopback_server(command, "/health", timeout)
 
 
@@ -82,9 +96,19 @@ def chromium(tmp: Path):
 
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic",
-                 "--no-first-run", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--window-size=1400,1000", f"--user-data-dir={tmp}"):  # fmt: skip
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--window-size=1400,1000",
+        f"--user-data-dir={tmp}",
+    ):
         options.add_argument(flag)
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
     try:
@@ -107,14 +131,21 @@ def wait_for(driver, predicate, timeout: float = 60.0, what: str = "condition"):
 # from the npm registry instead (the CDN is not reachable from CI) and checked against pinned sums.
 VEGA_SCRIPTS = {
     "https://cdn.jsdelivr.net/npm/vega@5.20.2": (
-        "vega/-/vega-5.20.2.tgz", "d77deab01d6104b1239228720721f93003e60797d2faced7ffdd759fa70f989d", "vega.min.js"),
+        "vega/-/vega-5.20.2.tgz",
+        "d77deab01d6104b1239228720721f93003e60797d2faced7ffdd759fa70f989d",
+        "vega.min.js",
+    ),
     "https://cdn.jsdelivr.net/npm/vega-lite@5.2.0": (
-        "vega-lite/-/vega-lite-5.2.0.tgz", "f64ca4745f043447ac86b67dc9e9592ec2b85ac8b8dafc35faf970f142463e4b",
-        "vega-lite.min.js"),
+        "vega-lite/-/vega-lite-5.2.0.tgz",
+        "f64ca4745f043447ac86b67dc9e9592ec2b85ac8b8dafc35faf970f142463e4b",
+        "vega-lite.min.js",
+    ),
     "https://cdn.jsdelivr.net/npm/vega-embed@6.18.2": (
-        "vega-embed/-/vega-embed-6.18.2.tgz", "93aeee312e92077b0252ef026c0fe0ec8fa430c19825aeada6cd3a6804e68e1b",
-        "vega-embed.min.js"),
-}  # fmt: skip
+        "vega-embed/-/vega-embed-6.18.2.tgz",
+        "93aeee312e92077b0252ef026c0fe0ec8fa430c19825aeada6cd3a6804e68e1b",
+        "vega-embed.min.js",
+    ),
+}
 
 
 def local_vega_page(html: Path, cache: Path) -> Path:

@@ -16,8 +16,12 @@ def run_two_queued_experiments(workspace: Path, tracking_uri: str | None = None)
     evaluate.bootstrap_resamples 300 and 400, named boot300 / boot400) and run them at once."""
     subprocess.run([*GIT, "add", "-A"], cwd=workspace, check=True, capture_output=True)
     # the queue runs from a commit: an empty one where nothing changed since the last
-    subprocess.run([*GIT, "commit", "--allow-empty", "-qm", "tiny pipeline"], cwd=workspace, check=True,
-                   capture_output=True)  # fmt: skip
+    subprocess.run(
+        [*GIT, "commit", "--allow-empty", "-qm", "tiny pipeline"],
+        cwd=workspace,
+        check=True,
+        capture_output=True,
+    )
     for resamples in (300, 400):
         dvc(
             workspace,

@@ -73,8 +73,14 @@ def dvc(
     command = command or (str(Path(sys.executable).parent / "dvc"),)
     with open(log, "w") if log else contextlib.nullcontext() as out:
         output = {"stdout": out, "stderr": subprocess.STDOUT} if log else {"capture_output": True}
-        result = subprocess.run([*command, *args], cwd=root, env=tracked_env(tracking_uri), text=True,
-                                timeout=COMMAND_TIMEOUT_S, **output)  # fmt: skip
+        result = subprocess.run(
+            [*command, *args],
+            cwd=root,
+            env=tracked_env(tracking_uri),
+            text=True,
+            timeout=COMMAND_TIMEOUT_S,
+            **output,
+        )
     assert result.returncode == 0 or not check, log.read_text() if log else result.stdout + result.stderr
     return result
 

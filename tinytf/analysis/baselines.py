@@ -90,8 +90,14 @@ def baseline_curve(
         fits = {}
         for seed in seeds[:1] if count == ALL else seeds:
             rows = label_subset(labels, count, seed)
-            fits[seed] = fit_baselines(([texts[i] for i in rows], labels[rows]), splits["validation"],
-                                       splits["test"], cs, word_ngrams, char_ngrams)  # fmt: skip
+            fits[seed] = fit_baselines(
+                ([texts[i] for i in rows], labels[rows]),
+                splits["validation"],
+                splits["test"],
+                cs,
+                word_ngrams,
+                char_ngrams,
+            )
             if progress:
                 progress(count, seed, fits[seed])
         curve[count_name(count)] = {

@@ -27,11 +27,16 @@ def parameter_table(ours: ModelConfig, lab: ModelConfig) -> pd.DataFrame:
     ours_a, ours_c = analytic_counts(ours), count_parameters(TinyTransformer(ours))
     lab_a, lab_c = analytic_counts(lab), count_parameters(TinyTransformer(lab))
     return pd.DataFrame(
-        {"component": k, "ours analytic": ours_a[k], "ours counted": ours_c[k], "seed lab analytic": lab_a[k],
-         "seed lab counted": lab_c[k],
-         "analytic = counted": "yes" if ours_a[k] == ours_c[k] and lab_a[k] == lab_c[k] else "NO"}
+        {
+            "component": k,
+            "ours analytic": ours_a[k],
+            "ours counted": ours_c[k],
+            "seed lab analytic": lab_a[k],
+            "seed lab counted": lab_c[k],
+            "analytic = counted": "yes" if ours_a[k] == ours_c[k] and lab_a[k] == lab_c[k] else "NO",
+        }
         for k in ours_a
-    )  # fmt: skip
+    )
 
 
 def claim_verdict(claim) -> str:
@@ -42,11 +47,19 @@ def claim_verdict(claim) -> str:
 
 def course_claims_table() -> pd.DataFrame:
     return pd.DataFrame(
-        {"seed": c.report, "quantity": c.quantity, "expression as written": c.expression,
-         "evaluates to": c.as_written, "claimed": c.claimed, "PyTorch": c.true, "claimed - PyTorch": c.difference,
-         "verdict": claim_verdict(c), "note": c.note}
+        {
+            "seed": c.report,
+            "quantity": c.quantity,
+            "expression as written": c.expression,
+            "evaluates to": c.as_written,
+            "claimed": c.claimed,
+            "PyTorch": c.true,
+            "claimed - PyTorch": c.difference,
+            "verdict": claim_verdict(c),
+            "note": c.note,
+        }
         for c in COURSE_CLAIMS
-    )  # fmt: skip
+    )
 
 
 # ---------------------------------------------------------------------------------- attention
@@ -70,8 +83,17 @@ def attention_weights(
 
 
 def _tiny(**kw) -> ModelConfig:
-    base = dict(vocab_size=50, block_size=8, n_layer=2, n_head=4, d_model=16, d_ff=32, dropout=0.0,
-                norm_first=True, activation="relu")  # fmt: skip
+    base = dict(
+        vocab_size=50,
+        block_size=8,
+        n_layer=2,
+        n_head=4,
+        d_model=16,
+        d_ff=32,
+        dropout=0.0,
+        norm_first=True,
+        activation="relu",
+    )
     return ModelConfig(**{**base, **kw})
 
 
@@ -84,7 +106,13 @@ def pytorch_checks() -> pd.DataFrame:
 
 
 def _checks() -> list[tuple[str, ...]]:
-    rows = []
+    # in this order: each draws from the seeded generator
+    rows = [_encoder_mask_check()]
+    shift_row, ids = _shift_check()
+    return rows + [shift_row, _reweight_check(ids)]
+
+
+def _encoder_mask_check() -> tuple[str, ...]:
     # course report 000: "nn.TransformerEncoder ... doesn't allow peeking ahead"
     layer = nn.TransformerEncoderLayer(16, 2, 16, dropout=0.0, batch_first=True)
     enc = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False).eval()
@@ -94,11 +122,18 @@ def _checks() -> list[tuple[str, ...]]:
     mask = nn.Transformer.generate_square_subsequent_mask(6)
     free = (enc(x) - enc(x2))[0, :-1].abs().max().item()
     masked = (enc(x, mask=mask) - enc(x2, mask=mask))[0, :-1].abs().max().item()
-    rows.append(("000", "nn.TransformerEncoder itself keeps a token from peeking ahead",
-                 "change the last input; max |Δ| of the earlier positions' outputs",
-                 f"no mask: {free:.3g}; with generate_square_subsequent_mask: {masked:.3g}",
-                 "wrong: the module is bidirectional; causality comes only from the mask passed in"
-                 if free > 0 and masked == 0 else "inconclusive"))  # fmt: skip
+    return (
+        "000",
+        "nn.TransformerEncoder itself keeps a token from peeking ahead",
+        "change the last input; max |Δ| of the earlier positions' outputs",
+        f"no mask: {free:.3g}; with generate_square_subsequent_mask: {masked:.3g}",
+        "wrong: the module is bidirectional; causality comes only from the mask passed in"
+        if free > 0 and masked == 0
+        else "inconclusive",
+    )
+
+
+def _shift_check() -> tuple[tuple[str, ...], torch.Tensor]:
     # course report 004: shuffle / shift merges test whether heads are "experts"
     shift = TinyTransformer(_tiny(head_merge="shift")).eval()
     concat = TinyTransformer(_tiny(head_merge="concat")).eval()
@@ -113,10 +148,17 @@ def _checks() -> list[tuple[str, ...]]:
     concat.load_state_dict(state)
     ids = torch.randint(5, 50, (2, 8))
     gap = (shift.forward_lm(ids) - concat.forward_lm(ids)).abs().max().item()
-    rows.append(("004", "shuffle / shift head merges change what the model can learn",
-                 "shift model vs concat model with the output projection's column blocks permuted: max |Δ logits|",
-                 f"{gap:.2g} (float32 rounding)",
-                 "wrong: a fixed permutation is a reparametrisation of concat, the same functions relabelled"))  # fmt: skip
+    row = (
+        "004",
+        "shuffle / shift head merges change what the model can learn",
+        "shift model vs concat model with the output projection's column blocks permuted: max |Δ logits|",
+        f"{gap:.2g} (float32 rounding)",
+        "wrong: a fixed permutation is a reparametrisation of concat, the same functions relabelled",
+    )
+    return row, ids
+
+
+def _reweight_check(ids: torch.Tensor) -> tuple[str, ...]:
     # course report 004: re-weighting by each head's matrix norm; ours is per token
     reweight = TinyTransformer(_tiny(head_merge="reweight")).eval()
     ids2 = ids.clone()
@@ -131,12 +173,14 @@ def _checks() -> list[tuple[str, ...]]:
         return norms / norms.sum(1, keepdim=True)
 
     leak = (seq_w(y) - seq_w(y2)).abs().max().item()
-    rows.append(("004", "re-weight heads by their output matrix norm",
-                 "change the last token; max |Δ| at earlier positions: our per-token weights vs a norm over "
-                 "the whole (L × head size) output",
-                 f"ours: {ours:.3g}; whole-sequence norm: head weights change by {leak:.3g}",
-                 "a norm over the sequence lets position t see later tokens (a causal leak); ours is causal"))  # fmt: skip
-    return rows
+    return (
+        "004",
+        "re-weight heads by their output matrix norm",
+        "change the last token; max |Δ| at earlier positions: our per-token weights vs a norm over "
+        "the whole (L × head size) output",
+        f"ours: {ours:.3g}; whole-sequence norm: head weights change by {leak:.3g}",
+        "a norm over the sequence lets position t see later tokens (a causal leak); ours is causal",
+    )
 
 
 # ---------------------------------------------------------------------------------- the tables
@@ -148,13 +192,17 @@ def write_checks(
     """Every table the checks stage writes under `out` (JSON the report reads back); their paths."""
     vocab, classes = ours.vocab_size, ours.n_classes
     tables = {
-        "counts.json": {"vocab": vocab, "classes": classes, "ours": analytic_counts(ours),
-                        "lab100": analytic_counts(course_lab_config(100))},
+        "counts.json": {
+            "vocab": vocab,
+            "classes": classes,
+            "ours": analytic_counts(ours),
+            "lab100": analytic_counts(course_lab_config(100)),
+        },
         "parameters.json": _table(parameter_table(ours, course_lab_config(vocab, classes))),
         "seed_claims.json": _table(course_claims_table()),
         "pytorch_checks.json": _table(pytorch_checks()),
         "attention.json": attention_record(model, tokenizer, samples),
-    }  # fmt: skip
+    }
     for name, data in tables.items():
         write_json(out / name, data)
     return [out / name for name in tables]
@@ -171,8 +219,13 @@ def attention_record(model, tokenizer, samples: dict[str, str]) -> dict:
     if not weights:
         return {"skipped": f"the '{name}' sample is under two tokens long"}
     # float32 values as JSON numbers round-trip exactly: the report reads back the same weights
-    return {"sample": name, "text": samples[name], "tokens": tokens, "causal": model.config.causal,
-            "weights": [w.tolist() for w in weights]}  # fmt: skip
+    return {
+        "sample": name,
+        "text": samples[name],
+        "tokens": tokens,
+        "causal": model.config.causal,
+        "weights": [w.tolist() for w in weights],
+    }
 
 
 def _table(frame) -> dict:

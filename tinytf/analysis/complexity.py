@@ -295,6 +295,8 @@ def complexity_markdown(df: pd.DataFrame, fits: pd.DataFrame) -> str:
         "(∝ L² D) but not the L²-sized work (writing fresh score and weight tensors, the softmax) nor "
         "the score tensor itself: the time exponent in D is at most 1 and the memory exponent near 0."
     )
-    cols = ("kind variable hidden length_q length_k points time_exponent expected_time time_r2 "
-            "memory_exponent expected_memory memory_r2").split()  # fmt: skip
+    cols = (
+        "kind variable hidden length_q length_k points time_exponent expected_time time_r2 "
+        "memory_exponent expected_memory memory_r2"
+    ).split()
     return note + "\n\n" + t[cols].to_markdown(index=False, floatfmt=".3g") + "\n"

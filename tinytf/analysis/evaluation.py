@@ -16,8 +16,15 @@ def bootstrap_interval(correct: np.ndarray, resamples: int = 1000, seed: int = 0
     correct = np.asarray(correct, dtype=float)
     if correct.min() == correct.max():  # every resample has the same mean
         return float(correct[0]), float(correct[0])
-    result = stats.bootstrap((correct,), np.mean, n_resamples=resamples, confidence_level=level,
-                             method="percentile", vectorized=True, random_state=seed)  # fmt: skip
+    result = stats.bootstrap(
+        (correct,),
+        np.mean,
+        n_resamples=resamples,
+        confidence_level=level,
+        method="percentile",
+        vectorized=True,
+        random_state=seed,
+    )
     return float(result.confidence_interval.low), float(result.confidence_interval.high)
 
 
@@ -120,9 +127,14 @@ def gap_trend(curve: dict, arm: str = "pretrained", against: str = "scratch") ->
         return None
     fit = stats.linregress(x, y)
     half = float(stats.t.ppf(0.975, len(x) - 2) * fit.stderr)
-    return {"slope_per_decade": float(fit.slope), "ci95": [float(fit.slope) - half, float(fit.slope) + half],
-            "p_value": float(fit.pvalue), "intercept": float(fit.intercept), "n": len(x),
-            "model": f"{arm} - {against} ~ log10(labels), OLS over every (label count, seed)"}  # fmt: skip
+    return {
+        "slope_per_decade": float(fit.slope),
+        "ci95": [float(fit.slope) - half, float(fit.slope) + half],
+        "p_value": float(fit.pvalue),
+        "intercept": float(fit.intercept),
+        "n": len(x),
+        "model": f"{arm} - {against} ~ log10(labels), OLS over every (label count, seed)",
+    }
 
 
 def headline_metrics(report: dict, best: dict, finetune: dict, baselines: dict) -> dict:
@@ -170,7 +182,7 @@ def arm_summary(
                 "test_accuracy_by_seed": {str(s): a for s, a in acc.items()},
             }
             for arm, acc in tests.items()
-        },  # fmt: skip
+        },
         "seeds": list(seeds),
         "epochs": epochs,
         "classes": classes,
@@ -231,14 +243,28 @@ def snapshot_curve(runs, labels: str) -> list[dict]:
         )
     )
     pretrained = at[at["arm"] == "pretrained"]
-    points = [{"start": "scratch", "tokens": 0, "mean_difference": 0.0, "std_difference": 0.0, "n": len(scratch),
-               "accuracy_mean": float(np.mean(list(scratch.values())))}]  # fmt: skip
+    points = [
+        {
+            "start": "scratch",
+            "tokens": 0,
+            "mean_difference": 0.0,
+            "std_difference": 0.0,
+            "n": len(scratch),
+            "accuracy_mean": float(np.mean(list(scratch.values()))),
+        }
+    ]
     snapshot_seeds = sorted(set(pretrained.loc[pretrained["start"] != "final", "seed"]))
     for start, group in pretrained.groupby("start", sort=False):
         group = group[group["seed"].isin(snapshot_seeds)] if snapshot_seeds else group
         seeds = sorted(group["seed"])
         accuracy = dict(zip(group["seed"], group["test_accuracy"], strict=True))
         point = paired_comparison([accuracy[s] for s in seeds], [scratch[s] for s in seeds])
-        points.append({"start": start, "tokens": int(group["tokens"].iloc[0]), **point,
-                       "accuracy_mean": float(np.mean(list(accuracy.values())))})  # fmt: skip
+        points.append(
+            {
+                "start": start,
+                "tokens": int(group["tokens"].iloc[0]),
+                **point,
+                "accuracy_mean": float(np.mean(list(accuracy.values()))),
+            }
+        )
     return sorted(points, key=lambda p: p["tokens"])

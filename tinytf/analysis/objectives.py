@@ -26,8 +26,10 @@ def objective_comparison(causal_runs: pd.DataFrame, masked_runs: pd.DataFrame) -
         c = causal[labels]
         seeds = list(m["pretrained"]["by_seed"])
         if seeds != list(c["pretrained"]["by_seed"]):
-            raise DataError(f"at {labels} labels the runs' seeds differ: causal "
-                            f"{list(c['pretrained']['by_seed'])}, masked {seeds}")  # fmt: skip
+            raise DataError(
+                f"at {labels} labels the runs' seeds differ: causal "
+                f"{list(c['pretrained']['by_seed'])}, masked {seeds}"
+            )
         curve[str(labels)] = {
             "n_train": m["n_train"],
             "causal": c["pretrained"]["mean"],
@@ -59,19 +61,25 @@ def verdict(labels: str, entry: dict, alpha: float = 0.05) -> str:
     if p is None:
         return f"{labels} labels: masked − causal {diff:+.1f} points, every seed alike (no t-test)"
     found = p_holm is not None and p_holm < alpha
-    text = (f"masked − causal {diff:+.1f} ± {100 * test['ci95']:.1f} points (95 % CI), p = {p:.3g}, "
-            f"Holm p = {p_holm:.3g}")  # fmt: skip
+    text = (
+        f"masked − causal {diff:+.1f} ± {100 * test['ci95']:.1f} points (95 % CI), p = {p:.3g}, "
+        f"Holm p = {p_holm:.3g}"
+    )
     return f"{labels} labels: {text}" + ("" if found else ": no difference detected")
 
 
 def table(comparison: dict) -> str:
     """The label-curve table: both pretrained starts and scratch, the paired difference and tests."""
-    lines = ["| labels | causal pretrained | masked pretrained | scratch | masked − causal (points) | p | Holm p |",
-             "|---|---|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        "| labels | causal pretrained | masked pretrained | scratch | masked − causal (points) | p | Holm p |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for labels, e in comparison["label_curve"].items():
         t = e["masked_vs_causal"]
         p = "–" if t["p_value"] is None else f"{t['p_value']:.3g}"
         ph = "–" if t.get("p_holm") is None else f"{t['p_holm']:.3g}"
-        lines.append(f"| {labels} ({e['n_train']}) | {100 * e['causal']:.1f} % | {100 * e['masked']:.1f} % | "
-                     f"{100 * e['scratch']:.1f} % | {100 * t['mean_difference']:+.1f} | {p} | {ph} |")  # fmt: skip
+        lines.append(
+            f"| {labels} ({e['n_train']}) | {100 * e['causal']:.1f} % | {100 * e['masked']:.1f} % | "
+            f"{100 * e['scratch']:.1f} % | {100 * t['mean_difference']:+.1f} | {p} | {ph} |"
+        )
     return "\n".join(lines) + "\n"

@@ -70,8 +70,10 @@ def sentence(entry: dict, factor: str, detectable: float | None) -> str:
         return f"{said} dev perplexity by {abs(d):,.1f} ± {ci:,.1f} (95 % CI), p = {p:.3g}"
     bound = f"larger than {detectable:,.1f} " if detectable is not None else ""
     shown = f"p = {p:.3g}" if p is not None else "no spread"
-    return (f"no difference {bound}detected between {pair.format(a, b)} "
-            f"({a} − {b}: {d:+,.1f} ± {ci:,.1f}, {shown})")  # fmt: skip
+    return (
+        f"no difference {bound}detected between {pair.format(a, b)} "
+        f"({a} − {b}: {d:+,.1f} ± {ci:,.1f}, {shown})"
+    )
 
 
 def comparisons(cells: pd.DataFrame) -> list[tuple[str, str, str]]:
@@ -89,9 +91,17 @@ def variants_verdicts(cells: pd.DataFrame, metric: str = "dev") -> dict:
     std, df = pooled_seed_std(cells, metric)
     mean = float(cells[metric].mean())
     seeds = int(cells.groupby(["pos_encoding", "head_merge"])[metric].count().min())
-    out = {"metric": f"{metric} perplexity", "test": TEST, "alpha": ALPHA, "power": POWER,
-           "seeds_per_cell": seeds, "mean_perplexity": mean, "pooled_seed_std": std if df else None,
-           "pooled_df": df, "verdicts": {}}  # fmt: skip
+    out = {
+        "metric": f"{metric} perplexity",
+        "test": TEST,
+        "alpha": ALPHA,
+        "power": POWER,
+        "seeds_per_cell": seeds,
+        "mean_perplexity": mean,
+        "pooled_seed_std": std if df else None,
+        "pooled_df": df,
+        "verdicts": {},
+    }
     # the main effect's arms hold seeds x (levels of the other factor) runs each
     arms = [len(cells) // cells[f].nunique() for f, _, _ in comparisons(cells)] or [seeds]
     detectable = detectable_difference(std, min(arms), df) if df >= 1 else None
@@ -103,8 +113,11 @@ def variants_verdicts(cells: pd.DataFrame, metric: str = "dev") -> dict:
     for factor, level, reference in comparisons(cells):
         a = cells.loc[cells[factor] == level, metric].to_numpy(float)
         b = cells.loc[cells[factor] == reference, metric].to_numpy(float)
-        entry = welch(a, b) if min(len(a), len(b)) > 1 else {"difference": float(a.mean() - b.mean()),
-                                                            "ci95": None, "p_value": None}  # fmt: skip
+        entry = (
+            welch(a, b)
+            if min(len(a), len(b)) > 1
+            else {"difference": float(a.mean() - b.mean()), "ci95": None, "p_value": None}
+        )
         mde = detectable_difference(std, min(len(a), len(b)), df) if df >= 1 else None
         entry.update(factor=factor, level=level, reference=reference, n=[len(a), len(b)], detectable=mde)
         entry["sentence"] = sentence(entry, factor, mde)

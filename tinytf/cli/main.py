@@ -33,6 +33,12 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for add in (_add_run, _add_count_params, _add_text_tools, _add_presets):
+        add(sub)
+    return parser
+
+
+def _add_run(sub) -> None:
     run = sub.add_parser(
         "run",
         help="run one pipeline stage without DVC (its command from dvc.yaml; every cell of a matrix)",
@@ -49,6 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="passed on to the stage script, e.g. --set tokenize.vocab_size=4000",
     )
+
+
+def _add_count_params(sub) -> None:
     count = sub.add_parser(
         "count-params",
         help="print parameter counts (per component, counted and analytic)",
@@ -65,6 +74,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="the course lab's model (nn.TransformerEncoder, nhid=200, 4 layers, 2 heads) "
         "for vocabularies 100 and 50,001, and the course reports' claims",
     )
+
+
+def _add_text_tools(sub) -> None:
+    """`score` and `predict`: texts from arguments or files."""
     score = sub.add_parser(
         "score",
         help="loss and perplexity of text under a pretrained model",
@@ -89,6 +102,10 @@ def build_parser() -> argparse.ArgumentParser:
         default="models:/tinytf-sentiment@champion",
         help="an MLflow model URI (default: %(default)s)",
     )
+
+
+def _add_presets(sub) -> None:
+    """`compare` and `preset`: experiments, the DVC way."""
     sub.add_parser(
         "compare",
         help="experiments side by side: headline metrics and the params that differ (at most 30 columns)",
@@ -123,7 +140,6 @@ def build_parser() -> argparse.ArgumentParser:
         "--params", default="params.yaml", help="params file checked against (default: params.yaml)"
     )
     preset.add_argument("--presets-dir", default="presets", help="folder of presets (default: presets)")
-    return parser
 
 
 def stage_commands(

@@ -105,9 +105,15 @@ def run_preset(
 
 # what a preset's committed report holds: the generated README, its tables and plots (the README
 # links them), the headline metrics, the finetune and baselines summaries and the variants verdicts
-EXPORTED = {"README.md": "README.md", "metrics.json": "metrics.json", "tables": "tables", "plots": "plots",
-            "finetune/summary.json": "summary.json", "baselines/summary.json": "baselines.json",
-            "variants/summary.json": "variants.json"}  # fmt: skip
+EXPORTED = {
+    "README.md": "README.md",
+    "metrics.json": "metrics.json",
+    "tables": "tables",
+    "plots": "plots",
+    "finetune/summary.json": "summary.json",
+    "baselines/summary.json": "baselines.json",
+    "variants/summary.json": "variants.json",
+}
 
 
 def export_report(
@@ -126,8 +132,10 @@ def export_report(
     for key, value in values.items():
         here = params.get(key)
         if not _same(here, value):
-            raise ParamsError(f"{params_file}: {key} is {here!r}, preset '{name}' sets {value!r}: apply the "
-                              f"preset's run first (dvc exp apply EXP) so the report is the preset's")  # fmt: skip
+            raise ParamsError(
+                f"{params_file}: {key} is {here!r}, preset '{name}' sets {value!r}: apply the "
+                f"preset's run first (dvc exp apply EXP) so the report is the preset's"
+            )
     reports = Path(reports)
     missing = [src for src in EXPORTED if not (reports / src).exists()]
     if missing:
@@ -176,8 +184,10 @@ def compare_objectives(
         k for k in head.keys() | here.keys() if k not in values and not _same(here.get(k), head.get(k))
     )
     if other or head.get("pretrain.objective") != "causal":
-        raise ParamsError(f"{params_file}: HEAD's run is not this preset's causal twin (differs in "
-                          f"{', '.join(other) or 'pretrain.objective'}): commit the causal run first")  # fmt: skip
+        raise ParamsError(
+            f"{params_file}: HEAD's run is not this preset's causal twin (differs in "
+            f"{', '.join(other) or 'pretrain.objective'}): commit the causal run first"
+        )
     runs = reports / "finetune" / "runs.csv"
     causal = pd.read_csv(io.StringIO(_at_head(runs)))
     comparison = objectives.objective_comparison(causal, pd.read_csv(runs))
@@ -185,13 +195,20 @@ def compare_objectives(
     write_json(folder / "objectives.json", {"objectives": comparison, "causal_run": commit})
     table = objectives.table(comparison)
     write_text(folder / "tables" / "objectives.md", table)
-    lines = ["", "## Masked vs causal pretraining on the label curve", "",
-             "Added by the export from `objectives.json`: this run's masked-LM start against the causal start "
-             "of the committed default run it differs from only in `pretrain.objective`, paired over the same "
-             "seeds (subset, head init and batch order), Holm across the label counts.", "",
-             "The course's claim (seed 000): a causal LM's unidirectionality \"could harm the results even with "
-             "fine tuning\", while BERT's masked objective \"allows the model to generalize better\". Here:", "",
-             *(f"- {objectives.verdict(labels, entry)}" for labels, entry in comparison["label_curve"].items()),
-             "", table]  # fmt: skip
+    lines = [
+        "",
+        "## Masked vs causal pretraining on the label curve",
+        "",
+        "Added by the export from `objectives.json`: this run's masked-LM start against the causal start "
+        "of the committed default run it differs from only in `pretrain.objective`, paired over the same "
+        "seeds (subset, head init and batch order), Holm across the label counts.",
+        "",
+        "The course's claim (seed 000): a causal LM's unidirectionality \"could harm the results even with "
+        'fine tuning", while BERT\'s masked objective "allows the model to generalize better". Here:',
+        "",
+        *(f"- {objectives.verdict(labels, entry)}" for labels, entry in comparison["label_curve"].items()),
+        "",
+        table,
+    ]
     with open(folder / "README.md", "a", encoding="utf-8") as readme:
         readme.write("\n".join(lines))

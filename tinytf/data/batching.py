@@ -77,8 +77,11 @@ class PadCollate:
             input_ids[row, : len(seq)] = seq
         attention_mask = (np.arange(width) < lengths[:, None]).astype(np.int64)
         labels = torch.tensor([label for _, label in batch], dtype=torch.long)
-        return {"input_ids": torch.from_numpy(input_ids), "attention_mask": torch.from_numpy(attention_mask),
-                "labels": labels}  # fmt: skip
+        return {
+            "input_ids": torch.from_numpy(input_ids),
+            "attention_mask": torch.from_numpy(attention_mask),
+            "labels": labels,
+        }
 
 
 class LengthGroupedBatches(Sampler[list[int]]):

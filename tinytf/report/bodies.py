@@ -80,27 +80,33 @@ def bodies_table(
             mine = timings[(timings["arm"] == arm) & (timings["labels"].astype(str) == "all")]
             seconds = float(mine["seconds"].mean()) if len(mine) else None
         n = len(entry.get("test_accuracy_by_seed", {}))
-        rows.append({
-            "start": arm,
-            "pretrained by / on": pretraining_of(hf_source) if arm == "hf" and hf_source else bodies.get(arm, arm),
-            "parameters": size(arm, (finetune.get("parameters") or {}).get(arm)),
-            "fine-tune seconds": seconds,
-            "test accuracy": 100 * entry["test_accuracy_mean"],
-            "spread": f"± {100 * entry['test_accuracy_std']:.1f} (std, {n} seeds)",
-            "measured by": "finetune stage: all labels, lr and dropout chosen on validation, best validation epoch",
-        })  # fmt: skip
+        rows.append(
+            {
+                "start": arm,
+                "pretrained by / on": pretraining_of(hf_source)
+                if arm == "hf" and hf_source
+                else bodies.get(arm, arm),
+                "parameters": size(arm, (finetune.get("parameters") or {}).get(arm)),
+                "fine-tune seconds": seconds,
+                "test accuracy": 100 * entry["test_accuracy_mean"],
+                "spread": f"± {100 * entry['test_accuracy_std']:.1f} (std, {n} seeds)",
+                "measured by": "finetune stage: all labels, lr and dropout chosen on validation, best validation epoch",
+            }
+        )
     if metrics is not None and best_result is not None:
         low, high = metrics["test_accuracy_ci95"]
         source = ((best_model or {}).get("hf") or {}).get("source")
-        rows.append({
-            "start": f"grid best cell ({grid_init})",
-            "pretrained by / on": pretraining_of(source) if source else bodies.get(grid_init, grid_init),
-            "parameters": size(grid_init, best_result.get("parameters")),
-            "fine-tune seconds": best_result.get("train_seconds"),
-            "test accuracy": 100 * metrics["test_accuracy"],
-            "spread": f"95% interval {100 * low:.1f}–{100 * high:.1f} (bootstrap, 1 seed)",
-            "measured by": "grid + evaluate: best cell on validation, scored once on test",
-        })  # fmt: skip
+        rows.append(
+            {
+                "start": f"grid best cell ({grid_init})",
+                "pretrained by / on": pretraining_of(source) if source else bodies.get(grid_init, grid_init),
+                "parameters": size(grid_init, best_result.get("parameters")),
+                "fine-tune seconds": best_result.get("train_seconds"),
+                "test accuracy": 100 * metrics["test_accuracy"],
+                "spread": f"95% interval {100 * low:.1f}–{100 * high:.1f} (bootstrap, 1 seed)",
+                "measured by": "grid + evaluate: best cell on validation, scored once on test",
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -127,8 +133,17 @@ def bodies_section(report) -> None:
     pretrained_meta = json.loads(meta.read_text(encoding="utf-8")) if meta.exists() else None
     corpus = lm_corpus(f.data, report.params.prepare.corpus.source)
     ours = (f.counts or {}).get("base+cls_head")
-    table = bodies_table(f.finetune, timings, f.metrics, best_result, best_model, report.params.grid.init,
-                         pretrained_meta, corpus, ours)  # fmt: skip
+    table = bodies_table(
+        f.finetune,
+        timings,
+        f.metrics,
+        best_result,
+        best_model,
+        report.params.grid.init,
+        pretrained_meta,
+        corpus,
+        ours,
+    )
     if table.empty:
         return
     f.bodies = table
@@ -138,12 +153,20 @@ def bodies_section(report) -> None:
         else None
     )
     f.external = external  # course report 004 Q1 for its tokenizer (report text)
-    shown = table.assign(**{
-        "parameters": [f"{p / 1e6:.2f}M" if pd.notna(p) else "" for p in table["parameters"]],
-        "fine-tune seconds": [f"{s:,.0f}" if pd.notna(s) else "" for s in table["fine-tune seconds"]],
-        "test accuracy": [f"{a:.1f} %" for a in table["test accuracy"]],
-    })  # fmt: skip
-    report.table("bodies", "Who pretrained the body", "The same sentiment splits, classified from bodies "
-                 "nobody pretrained, our own language model pretrained, and an external encoder pretrained "
-                 "at scale (the `hf` start): size, pretraining data, wall time of one fine-tuning run on "
-                 "this machine, test accuracy.", table, shown)  # fmt: skip
+    shown = table.assign(
+        **{
+            "parameters": [f"{p / 1e6:.2f}M" if pd.notna(p) else "" for p in table["parameters"]],
+            "fine-tune seconds": [f"{s:,.0f}" if pd.notna(s) else "" for s in table["fine-tune seconds"]],
+            "test accuracy": [f"{a:.1f} %" for a in table["test accuracy"]],
+        }
+    )
+    report.table(
+        "bodies",
+        "Who pretrained the body",
+        "The same sentiment splits, classified from bodies "
+        "nobody pretrained, our own language model pretrained, and an external encoder pretrained "
+        "at scale (the `hf` start): size, pretraining data, wall time of one fine-tuning run on "
+        "this machine, test accuracy.",
+        table,
+        shown,
+    )

@@ -24,6 +24,7 @@ from tinytf.params.config import Params
 from tinytf.report import tables as rt
 from tinytf.report.bodies import bodies_section
 from tinytf.report.facts import UPSTREAM, Facts
+from tinytf.report.grid import grid_section
 from tinytf.report.text import render_readme
 from tinytf.report.transfer import transfer_section
 
@@ -39,8 +40,15 @@ class _Report:
         self.f = Facts()  # what the README quotes
 
     # ------------------------------------------------------------------------------ writing
-    def table(self, name: str, title: str, sentence: str, frame: pd.DataFrame, md: pd.DataFrame | None = None,
-              floatfmt: str | tuple[str, ...] = ".4g") -> None:  # fmt: skip
+    def table(
+        self,
+        name: str,
+        title: str,
+        sentence: str,
+        frame: pd.DataFrame,
+        md: pd.DataFrame | None = None,
+        floatfmt: str | tuple[str, ...] = ".4g",
+    ) -> None:
         shown = (frame if md is None else md).map(
             lambda v: v.replace("|", "\\|") if isinstance(v, str) else v
         )
@@ -65,52 +73,78 @@ class _Report:
         if stats is None:
             return
         self.f.data = stats
-        self.table("data_card", "Data card", "Rows, words and label balance of every split the pipeline "
-                   "trained and evaluated on (from `reports/data.json`).", rt.data_card_table(stats))  # fmt: skip
+        self.table(
+            "data_card",
+            "Data card",
+            "Rows, words and label balance of every split the pipeline "
+            "trained and evaluated on (from `reports/data.json`).",
+            rt.data_card_table(stats),
+        )
         self.f.majority_test = rt.majority_share(stats, "test")
         self.f.majority_val = rt.majority_share(stats, "validation")
 
     def parameters(self) -> None:
-        counts = self.inputs.json("checks_counts",
-                                  keys=("vocab", "classes", "ours", "lab100"))  # fmt: skip
+        counts = self.inputs.json("checks_counts", keys=("vocab", "classes", "ours", "lab100"))
         if counts is not None:
             vocab, classes = counts["vocab"], counts["classes"]
             self.f.counts, self.f.vocab, self.f.lab100 = counts["ours"], vocab, counts["lab100"]
             table = self.inputs.split("checks_parameters")
             if table is not None:
-                self.table("parameters", "Parameter counts", f"Trainable parameters per component of our model "
-                           f"(`params.yaml: model`, vocabulary {vocab:,}, {classes} classes) and of the seed lab's "
-                           "nn.TransformerEncoder model at the same vocabulary, in closed form and counted from "
-                           "the built module.", table)  # fmt: skip
+                self.table(
+                    "parameters",
+                    "Parameter counts",
+                    f"Trainable parameters per component of our model "
+                    f"(`params.yaml: model`, vocabulary {vocab:,}, {classes} classes) and of the seed lab's "
+                    "nn.TransformerEncoder model at the same vocabulary, in closed form and counted from "
+                    "the built module.",
+                    table,
+                )
         claims = self.inputs.split("checks_seed_claims")
         if claims is not None:
             self.f.course_claims = claims
-            self.table("seed_claims", "Seed parameter arithmetic", "Every count seeds 000 (vocab 100) and 002 "
-                       "(vocab 50,001) state, their own expression evaluated, and PyTorch's count.", claims)  # fmt: skip
-        checks = self.inputs.split("checks_pytorch_checks")  # fmt: skip
+            self.table(
+                "seed_claims",
+                "Seed parameter arithmetic",
+                "Every count seeds 000 (vocab 100) and 002 "
+                "(vocab 50,001) state, their own expression evaluated, and PyTorch's count.",
+                claims,
+            )
+        checks = self.inputs.split("checks_pytorch_checks")
         if checks is not None:
             self.f.checks = checks
-            self.table("pytorch_checks", "Seed claims checked in PyTorch", "Claims about modules and head "
-                       "merges, each measured on a small seeded model.", checks)  # fmt: skip
+            self.table(
+                "pytorch_checks",
+                "Seed claims checked in PyTorch",
+                "Claims about modules and head merges, each measured on a small seeded model.",
+                checks,
+            )
 
     def pretrain(self) -> None:
         from tinytf.report.plots import plot_pretrain_curves
 
-        m = self.inputs.json("pretrain_metrics",
-                             keys=("validation_loss", "validation_perplexity", "steps"))  # fmt: skip
+        m = self.inputs.json("pretrain_metrics", keys=("validation_loss", "validation_perplexity", "steps"))
         self.f.objective = self.objective()
         if m is not None:
             self.f.pretrain = m
-            self.table("pretrain", "Pretraining loss and perplexity", f"The {self.f.objective} language model "
-                       f"after {m['steps']} steps: loss and perplexity per split and per sample sentence "
-                       "(seed 004's baseline table).", rt.pretrain_table(m, [x.name for x in self.params.pretrain.samples]), floatfmt=("", ".3f", ",.1f", ",.1f"))  # fmt: skip
-        steps = self.inputs.csv("pretrain_steps",
-                                ("step", "train_loss"))  # fmt: skip
-        epochs = self.inputs.csv("pretrain_epochs",
-                                 ("step", "validation_loss"))  # fmt: skip
+            self.table(
+                "pretrain",
+                "Pretraining loss and perplexity",
+                f"The {self.f.objective} language model "
+                f"after {m['steps']} steps: loss and perplexity per split and per sample sentence "
+                "(seed 004's baseline table).",
+                rt.pretrain_table(m, [x.name for x in self.params.pretrain.samples]),
+                floatfmt=("", ".3f", ",.1f", ",.1f"),
+            )
+        steps = self.inputs.csv("pretrain_steps", ("step", "train_loss"))
+        epochs = self.inputs.csv("pretrain_epochs", ("step", "validation_loss"))
         if steps is not None and epochs is not None:
-            self.plot("pretrain_loss", "Pretraining loss: train per logged step, validation per epoch.",
-                      plot_pretrain_curves, steps, epochs)  # fmt: skip
+            self.plot(
+                "pretrain_loss",
+                "Pretraining loss: train per logged step, validation per epoch.",
+                plot_pretrain_curves,
+                steps,
+                epochs,
+            )
 
     def objective(self) -> str:
         meta = self.root / UPSTREAM["models_pretrained"].path
@@ -124,7 +158,7 @@ class _Report:
         return self.params.pretrain.objective
 
     def variants(self) -> None:
-        cells = self.inputs.csv("variants_cells", rt.ID_COLUMNS + ("train", "dev"))  # fmt: skip
+        cells = self.inputs.csv("variants_cells", rt.ID_COLUMNS + ("train", "dev"))
         if cells is None:
             return
         first = [
@@ -141,16 +175,20 @@ class _Report:
         self.f.variants_summary = self.inputs.json(
             "variants_summary", ("detectable_difference_pct", "verdicts")
         )
-        self.table("variants", "Positional encoding × head merge", f"Perplexity per BPE token after "
-                   f"{self.params.variants.steps} pretraining steps, mean ± std over seeds "
-                   f"{sorted(cells['seed'].unique().tolist())} (seed 004 §2.2). {variants_resolution(cells)}",
-                   stats, rt.variants_markdown_frame(stats))  # fmt: skip
+        self.table(
+            "variants",
+            "Positional encoding × head merge",
+            f"Perplexity per BPE token after "
+            f"{self.params.variants.steps} pretraining steps, mean ± std over seeds "
+            f"{sorted(cells['seed'].unique().tolist())} (seed 004 §2.2). {variants_resolution(cells)}",
+            stats,
+            rt.variants_markdown_frame(stats),
+        )
 
     def finetune(self) -> None:
         from tinytf.report.plots import plot_finetune_curves
 
-        s = self.inputs.json("finetune_summary",
-                             keys=("arms",))  # fmt: skip
+        s = self.inputs.json("finetune_summary", keys=("arms",))
         if s is not None:
             arms = self.params.finetune.arms
             order = [a for a in arms if a in s["arms"]] + sorted(set(s["arms"]) - set(arms))
@@ -160,10 +198,15 @@ class _Report:
             }  # params order, not the file's sorted keys
             self.f.finetune = s
             path = self.root / UPSTREAM["finetune_summary"].path
-            self.table("finetune", "Pretrained vs scratch vs frozen", f"Test accuracy of the same classifier from "
-                       f"three starts with all labels, at least {s.get('epochs', '?')} epoch(s), best validation "
-                       "epoch kept (the frozen probe: a logistic regression, C chosen on validation), per seed "
-                       "and mean ± std.", rt.finetune_table(s, path))  # fmt: skip
+            self.table(
+                "finetune",
+                "Pretrained vs scratch vs frozen",
+                f"Test accuracy of the same classifier from "
+                f"three starts with all labels, at least {s.get('epochs', '?')} epoch(s), best validation "
+                "epoch kept (the frozen probe: a logistic regression, C chosen on validation), per seed "
+                "and mean ± std.",
+                rt.finetune_table(s, path),
+            )
             self.table(
                 "finetune_tests",
                 "Paired tests",
@@ -171,92 +214,39 @@ class _Report:
                 "scratch (same seed = same head init and batch order).",
                 rt.paired_tests_table(s, path),
             )
-        curves = self.inputs.csv("finetune_curves",
-                                 ("arm", "seed", "epoch", "train_accuracy", "validation_accuracy", "train_loss",
-                                  "validation_loss"))  # fmt: skip
+        curves = self.inputs.csv(
+            "finetune_curves",
+            (
+                "arm",
+                "seed",
+                "epoch",
+                "train_accuracy",
+                "validation_accuracy",
+                "train_loss",
+                "validation_loss",
+            ),
+        )
         if curves is not None:
             self.f.curves = curves
-            self.plot("finetune_curves", "Accuracy and loss per epoch for each start with all labels (mean ± std "
-                      "over seeds; seed 000's figure).", plot_finetune_curves, curves)  # fmt: skip
+            self.plot(
+                "finetune_curves",
+                "Accuracy and loss per epoch for each start with all labels (mean ± std "
+                "over seeds; seed 000's figure).",
+                plot_finetune_curves,
+                curves,
+            )
         transfer_section(self)
 
     # ~65 lines: the grid's three inputs (cells, headline metrics, test report) are checked together,
     # since the best cell named in one must be among the others.
     def grid(self) -> None:
-        from tinytf.report.plots import plot_grid_heatmaps, plot_optimizer_curves
-        from tinytf.train.grid import MissingCell, best_cell, cell_key, load_cells, load_curves
-
-        grid_dir = self.inputs.exists("grid")
-        metrics = self.inputs.json("metrics",
-                                   keys=("test_accuracy", "test_accuracy_ci95", "test_macro_f1", "best.optimizer",
-                                         "best.lr", "best.batch_size", "best.epochs", "best.validation_accuracy",
-                                         "best.validation_loss"))  # fmt: skip
-        report = self.inputs.json("evaluate_test_report",
-                                  keys=("accuracy", "per_class", "confusion_matrix", "classes", "n"))  # fmt: skip
-        if metrics is not None:
-            self.f.metrics = metrics
-            self.table("best", "Best grid cell on test", "The cell with the highest validation accuracy and its "
-                       "test metrics, with the 95% percentile-bootstrap interval of test accuracy.",
-                       rt.best_table(metrics), rt.best_table(metrics).assign(
-                           value=lambda t: [rt.fmt_num(v, 4) for v in t["value"]]))  # fmt: skip
-        if report is not None:
-            self.f.test_report = report
-            path = self.root / UPSTREAM["evaluate_test_report"].path
-            self.table("per_class", "Per-class test metrics", "Precision, recall, F1 and support of the best "
-                       "cell on the test split.", rt.per_class_table(report, path))  # fmt: skip
-            self.table("confusion", "Confusion matrix", "Test counts of the best cell: rows the true class, "
-                       "columns the predicted one.", rt.confusion_table(report, path))  # fmt: skip
-        if grid_dir is None:
-            return
-        for path in sorted(grid_dir.glob("*.result.json")):  # the cell results (not the model configs)
-            try:
-                result = json.loads(path.read_text(encoding="utf-8"))
-            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                raise DataError(f"{path}: not valid JSON ({exc})") from None
-            if isinstance(result, dict) and "cell" in result:
-                rt.require(
-                    result,
-                    path,
-                    "history",
-                    "final",
-                    "checkpoint",
-                    *(f"final.{k}" for k in rt.GRID_COLUMNS[4:]),
-                )
-        try:
-            cells, curves = load_cells(self.params.grid, grid_dir), load_curves(self.params.grid, grid_dir)
-        except MissingCell as exc:  # a cell of the current params has no result yet
-            self.inputs.missing.append(
-                ("grid cell", f"{UPSTREAM['grid'].path}/{exc.key}.result.json", "dvc repro grid")
-            )
-            return
-        except KeyError as exc:
-            raise DataError(f"{grid_dir}: a grid cell result lacks {exc}") from None
-        if metrics is not None:
-            b = metrics["best"]
-            best = {k: b[k] for k in ("optimizer", "lr", "batch_size", "epochs")}
-        else:
-            best = best_cell(cells)[["optimizer", "lr", "batch_size", "epochs"]].to_dict()
-        best_key = cell_key(**best)
-        if best_key not in set(cells["key"]):
-            self.notes.append(f"`reports/metrics.json` names best cell {best_key}, which is not in the current grid: "
-                              "re-run `dvc repro evaluate`.")  # fmt: skip
-        self.f.grid, self.f.best = cells, best
-        self.table("grid", "Optimizer × learning rate × batch size × epochs", "Final train and validation "
-                   f"metrics of every grid cell (init `{self.params.grid.init}`, seed {self.params.grid.seed}); "
-                   f"the best by validation accuracy is marked.{grid_resolution(self.f.finetune)}",
-                   rt.grid_table(cells, best_key))  # fmt: skip
-        self.plot("grid_heatmaps", "Validation accuracy over learning rate × batch size, one panel per optimizer.",
-                  plot_grid_heatmaps, cells)  # fmt: skip
-        self.plot("optimizer_curves", f"Loss and accuracy per epoch of every optimizer at the best cell's lr "
-                  f"{best['lr']:g} and batch size {best['batch_size']} (seed 004's optimizer figures).",
-                  plot_optimizer_curves, curves, best["lr"], best["batch_size"])  # fmt: skip
+        grid_section(self)
 
     def bodies(self) -> None:
         bodies_section(self)
 
     def extras(self) -> None:
-        probes = self.inputs.csv("probes_probes",
-                                 ("exercise", "weight_err", "pass"))  # fmt: skip
+        probes = self.inputs.csv("probes_probes", ("exercise", "weight_err", "pass"))
         if probes is not None:
             self.f.probes = probes
             self.table(
@@ -267,13 +257,18 @@ class _Report:
                 probes,
                 floatfmt=".3g",
             )
-        fits = self.inputs.csv("complexity_fits",
-                               ("kind", "variable", "time_exponent"))  # fmt: skip
+        fits = self.inputs.csv("complexity_fits", ("kind", "variable", "time_exponent"))
         if fits is not None:
             self.f.fits = fits
-            self.table("complexity", "Cost of attention", "Fitted log-log exponents of attention time and memory "
-                       "against sequence length and width (seed 003 Q3), beside the operation-count "
-                       "prediction.", rt.complexity_table(fits), floatfmt=".3g")  # fmt: skip
+            self.table(
+                "complexity",
+                "Cost of attention",
+                "Fitted log-log exponents of attention time and memory "
+                "against sequence length and width (seed 003 Q3), beside the operation-count "
+                "prediction.",
+                rt.complexity_table(fits),
+                floatfmt=".3g",
+            )
 
     def dvc_views(self) -> None:
         """reports/headline.json (the declared metrics) and reports/dvc/*.csv (plot data): see dvc_views."""
@@ -324,8 +319,14 @@ class _Report:
             floatfmt=".3f",
         )
         for layer, w in enumerate(weights):
-            self.plot(f"attention_layer{layer}", f"Pretrained model, layer {layer}: attention weights of every "
-                      f"head on the '{name}' sample.", plot_attention_maps, w, att["tokens"], layer)  # fmt: skip
+            self.plot(
+                f"attention_layer{layer}",
+                f"Pretrained model, layer {layer}: attention weights of every head on the '{name}' sample.",
+                plot_attention_maps,
+                w,
+                att["tokens"],
+                layer,
+            )
 
 
 def variants_resolution(cells: pd.DataFrame) -> str:
@@ -334,21 +335,11 @@ def variants_resolution(cells: pd.DataFrame) -> str:
     if df < 1:
         return "One seed per cell: no seed spread, so no difference between cells can be called detected."
     n = int(cells.groupby(["pos_encoding", "head_merge"])["dev"].count().min())
-    return (f"Seeds move dev perplexity by {std:.1f} (pooled std), so with {n} seeds per cell this budget "
-            f"detects differences of about {detectable_difference(std, n, df):.0f} or more between two cells "
-            "(two-sided t-test, α 0.05, power 0.8); closer cells are ties at this budget.")  # fmt: skip
-
-
-def grid_resolution(finetune: dict | None) -> str:
-    """What one seed per grid cell can tell apart, from the seed spread of the all-label runs."""
-    arm = (finetune or {}).get("arms", {}).get("pretrained")
-    if not arm or len(arm.get("test_accuracy_by_seed", {})) < 2:
-        return ""
-    n = len(arm["test_accuracy_by_seed"])
-    std = arm["test_accuracy_std"]
-    return (f" Each cell is one seed; the same recipe's accuracy moves by {100 * std:.1f} points over {n} seeds "
-            f"(finetune stage), so cells less than about {100 * detectable_difference(std, 1, n - 1):.0f} points "
-            "apart are not told apart by this budget.")  # fmt: skip
+    return (
+        f"Seeds move dev perplexity by {std:.1f} (pooled std), so with {n} seeds per cell this budget "
+        f"detects differences of about {detectable_difference(std, n, df):.0f} or more between two cells "
+        "(two-sided t-test, α 0.05, power 0.8); closer cells are ties at this budget."
+    )
 
 
 def build_report(params: Params, root: str | Path = ".", out_dir: str | Path = "reports") -> list[Path]:
@@ -357,8 +348,18 @@ def build_report(params: Params, root: str | Path = ".", out_dir: str | Path = "
     out = Path(out_dir) if Path(out_dir).is_absolute() else root / out_dir
     report = _Report(params, root, out)
     # read and check every input first: a malformed file stops the build before anything is written
-    for section in (report.data, report.parameters, report.pretrain, report.variants, report.finetune,
-                    report.grid, report.bodies, report.extras, report.attention, report.dvc_views):  # fmt: skip
+    for section in (
+        report.data,
+        report.parameters,
+        report.pretrain,
+        report.variants,
+        report.finetune,
+        report.grid,
+        report.bodies,
+        report.extras,
+        report.attention,
+        report.dvc_views,
+    ):
         section()
     report.pending.append((out / "README.md", write_text, (render_readme(report),)))
     # written beside `out`, then put in place together (tinytf.io.staged): a failure leaves the last

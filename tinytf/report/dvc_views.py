@@ -21,8 +21,12 @@ def headline(f: Facts) -> dict:
     out: dict = {}
     if f.metrics:
         low, high = f.metrics["test_accuracy_ci95"]
-        out["test"] = {"accuracy": f.metrics["test_accuracy"], "ci95_low": low, "ci95_high": high,
-                       "macro_f1": f.metrics["test_macro_f1"]}  # fmt: skip
+        out["test"] = {
+            "accuracy": f.metrics["test_accuracy"],
+            "ci95_low": low,
+            "ci95_high": high,
+            "macro_f1": f.metrics["test_macro_f1"],
+        }
     if f.finetune and "pretrained_vs_scratch" in f.finetune:
         paired = f.finetune["pretrained_vs_scratch"]
         out["pretrained_minus_scratch"] = {"mean": paired["mean_difference"], "p_value": paired["p_value"]}

@@ -28,8 +28,13 @@ def _band(ax, frame: pd.DataFrame, x: str, y: str, label: str) -> None:
     stats = frame.groupby(x)[y].agg(["mean", "std"]).reset_index()
     line = ax.plot(stats[x], stats["mean"], marker="o", label=label)[0]
     if stats["std"].notna().any():
-        ax.fill_between(stats[x], stats["mean"] - stats["std"].fillna(0), stats["mean"] + stats["std"].fillna(0),
-                        color=line.get_color(), alpha=0.2)  # fmt: skip
+        ax.fill_between(
+            stats[x],
+            stats["mean"] - stats["std"].fillna(0),
+            stats["mean"] + stats["std"].fillna(0),
+            color=line.get_color(),
+            alpha=0.2,
+        )
 
 
 def plot_finetune_curves(curves: pd.DataFrame, path: str | Path) -> Path:
@@ -45,8 +50,11 @@ def plot_finetune_curves(curves: pd.DataFrame, path: str | Path) -> Path:
         acc_ax.plot(means.index, means["train_accuracy"], linestyle="--", alpha=0.7, label=f"{arm} (train)")
         loss_ax.plot(means.index, means["train_loss"], linestyle="--", alpha=0.7, label=f"{arm} (train)")
     n_seeds = curves["seed"].nunique()
-    acc_ax.set(title=f"Accuracy per epoch (mean ± std over {n_seeds} seeds)", xlabel="epoch",
-               ylabel="accuracy (fraction correct)")  # fmt: skip
+    acc_ax.set(
+        title=f"Accuracy per epoch (mean ± std over {n_seeds} seeds)",
+        xlabel="epoch",
+        ylabel="accuracy (fraction correct)",
+    )
     loss_ax.set(title="Cross-entropy loss per epoch", xlabel="epoch", ylabel="loss (nats per text)")
     for ax in (acc_ax, loss_ax):
         ax.legend(fontsize=8)
@@ -73,16 +81,39 @@ def plot_optimizer_curves(curves: pd.DataFrame, lr: float, batch_size: int, path
     fig, (loss_ax, acc_ax) = plt.subplots(1, 2, figsize=(11, 4))
     for optimizer, frame in chosen.groupby("optimizer", sort=False):
         line = loss_ax.plot(frame["epoch"], frame["train_loss"], marker="o", label=f"{optimizer} train")[0]
-        loss_ax.plot(frame["epoch"], frame["validation_loss"], marker="s", linestyle="--",
-                     color=line.get_color(), label=f"{optimizer} validation")  # fmt: skip
-        acc_ax.plot(frame["epoch"], frame["train_accuracy"], marker="o", color=line.get_color(),
-                    label=f"{optimizer} train")  # fmt: skip
-        acc_ax.plot(frame["epoch"], frame["validation_accuracy"], marker="s", linestyle="--",
-                    color=line.get_color(), label=f"{optimizer} validation")  # fmt: skip
-    loss_ax.set(title=f"Loss by optimizer (lr={lr:g}, batch {batch_size})", xlabel="epoch",
-                ylabel="cross-entropy (nats per text)")  # fmt: skip
-    acc_ax.set(title=f"Accuracy by optimizer (lr={lr:g}, batch {batch_size})", xlabel="epoch",
-               ylabel="accuracy (fraction correct)")  # fmt: skip
+        loss_ax.plot(
+            frame["epoch"],
+            frame["validation_loss"],
+            marker="s",
+            linestyle="--",
+            color=line.get_color(),
+            label=f"{optimizer} validation",
+        )
+        acc_ax.plot(
+            frame["epoch"],
+            frame["train_accuracy"],
+            marker="o",
+            color=line.get_color(),
+            label=f"{optimizer} train",
+        )
+        acc_ax.plot(
+            frame["epoch"],
+            frame["validation_accuracy"],
+            marker="s",
+            linestyle="--",
+            color=line.get_color(),
+            label=f"{optimizer} validation",
+        )
+    loss_ax.set(
+        title=f"Loss by optimizer (lr={lr:g}, batch {batch_size})",
+        xlabel="epoch",
+        ylabel="cross-entropy (nats per text)",
+    )
+    acc_ax.set(
+        title=f"Accuracy by optimizer (lr={lr:g}, batch {batch_size})",
+        xlabel="epoch",
+        ylabel="accuracy (fraction correct)",
+    )
     for ax in (loss_ax, acc_ax):
         ax.legend(fontsize=8)
         ax.grid(alpha=0.3)
@@ -99,8 +130,13 @@ def plot_grid_heatmaps(table: pd.DataFrame, path: str | Path) -> Path:
         pivot = frame.pivot_table(
             index="batch_size", columns="lr", values="validation_accuracy", aggfunc="max"
         )
-        image = ax.imshow(pivot.to_numpy(), cmap="viridis", vmin=table["validation_accuracy"].min(),
-                          vmax=table["validation_accuracy"].max(), aspect="auto")  # fmt: skip
+        image = ax.imshow(
+            pivot.to_numpy(),
+            cmap="viridis",
+            vmin=table["validation_accuracy"].min(),
+            vmax=table["validation_accuracy"].max(),
+            aspect="auto",
+        )
         ax.set_xticks(range(len(pivot.columns)), [f"{v:g}" for v in pivot.columns])
         ax.set_yticks(range(len(pivot.index)), [str(v) for v in pivot.index])
         for (i, j), value in np.ndenumerate(pivot.to_numpy()):
@@ -139,11 +175,20 @@ def plot_label_curve(curve: pd.DataFrame, path: str | Path) -> Path:
     for name, style in (("tfidf_lr", "--"), ("majority", ":")):
         if f"{name} mean" in curve:
             label = "TF-IDF + logistic regression" if name == "tfidf_lr" else "majority class"
-            ax.plot(x, curve[f"{name} mean"], linestyle=style, color="gray" if name == "majority" else "black",
-                    marker=".", label=label)  # fmt: skip
+            ax.plot(
+                x,
+                curve[f"{name} mean"],
+                linestyle=style,
+                color="gray" if name == "majority" else "black",
+                marker=".",
+                label=label,
+            )
     ax.set_xscale("log")
-    ax.set(title="Test accuracy against labelled examples (mean ± std over seeds)",
-           xlabel="train labels (log scale)", ylabel="test accuracy (fraction correct)")  # fmt: skip
+    ax.set(
+        title="Test accuracy against labelled examples (mean ± std over seeds)",
+        xlabel="train labels (log scale)",
+        ylabel="test accuracy (fraction correct)",
+    )
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3, which="both")
     return _save(fig, path)
@@ -152,11 +197,20 @@ def plot_label_curve(curve: pd.DataFrame, path: str | Path) -> Path:
 def plot_snapshot_curve(points: pd.DataFrame, labels: str, path: str | Path) -> Path:
     """Pretrained − scratch at a fixed label count against the pretraining tokens of the start."""
     fig, ax = plt.subplots(figsize=(7, 4))
-    ax.errorbar(points["tokens"] / 1e6, 100 * points["mean_difference"], yerr=100 * points["std_difference"],
-                marker="o", capsize=3, label=f"pretrained − scratch, {labels} labels (± std over seeds)")  # fmt: skip
+    ax.errorbar(
+        points["tokens"] / 1e6,
+        100 * points["mean_difference"],
+        yerr=100 * points["std_difference"],
+        marker="o",
+        capsize=3,
+        label=f"pretrained − scratch, {labels} labels (± std over seeds)",
+    )
     ax.axhline(0, color="gray", linewidth=0.8)
-    ax.set(title="Transfer gain against pretraining tokens", xlabel="pretraining tokens (millions)",
-           ylabel="test accuracy gain (percentage points)")  # fmt: skip
+    ax.set(
+        title="Transfer gain against pretraining tokens",
+        xlabel="pretraining tokens (millions)",
+        ylabel="test accuracy gain (percentage points)",
+    )
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     return _save(fig, path)

@@ -120,12 +120,20 @@ def data_card_table(stats: dict, path: Path | str = "reports/data.json") -> pd.D
                 set(counts) - set(entry.get("classes", []))
             )
             labels = ", ".join(f"{k} {counts[k]:,} ({counts[k] / total:.1%})" for k in names)
-            rows.append({
-                "dataset": name, "source": entry["source"], "split": split, "rows": s["rows"],
-                "words": s["words"], "words/text p50": s["words_per_text"]["p50"],
-                "p99": s["words_per_text"]["p99"], "max": s["words_per_text"]["p100"],
-                "duplicate texts": s.get("duplicate_texts", ""), "labels": labels,
-            })  # fmt: skip
+            rows.append(
+                {
+                    "dataset": name,
+                    "source": entry["source"],
+                    "split": split,
+                    "rows": s["rows"],
+                    "words": s["words"],
+                    "words/text p50": s["words_per_text"]["p50"],
+                    "p99": s["words_per_text"]["p99"],
+                    "max": s["words_per_text"]["p100"],
+                    "duplicate texts": s.get("duplicate_texts", ""),
+                    "labels": labels,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -137,14 +145,25 @@ def pretrain_table(metrics: dict, order: list[str] = ()) -> pd.DataFrame:
     rows = []
     for split, label in (("train", "train"), ("validation", "dev"), ("test", "test")):
         if f"{split}_loss" in metrics:
-            rows.append({"text": label, "loss (nats/token)": metrics[f"{split}_loss"],
-                         "perplexity (per token)": metrics[f"{split}_perplexity"],
-                         "perplexity (per word)": metrics.get(f"{split}_word_perplexity", np.nan)})  # fmt: skip
+            rows.append(
+                {
+                    "text": label,
+                    "loss (nats/token)": metrics[f"{split}_loss"],
+                    "perplexity (per token)": metrics[f"{split}_perplexity"],
+                    "perplexity (per word)": metrics.get(f"{split}_word_perplexity", np.nan),
+                }
+            )
     samples = metrics.get("samples", {})
     for name in [n for n in order if n in samples] + sorted(set(samples) - set(order)):
         s = samples[name]
-        rows.append({"text": f"sample: {name}", "loss (nats/token)": s["loss"],
-                     "perplexity (per token)": s["perplexity"], "perplexity (per word)": np.nan})  # fmt: skip
+        rows.append(
+            {
+                "text": f"sample: {name}",
+                "loss (nats/token)": s["loss"],
+                "perplexity (per token)": s["perplexity"],
+                "perplexity (per word)": np.nan,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -176,8 +195,12 @@ def finetune_table(summary: dict, path: Path | str) -> pd.DataFrame:
     rows = []
     for arm, a in summary["arms"].items():
         require(a, f"{path} (arm {arm})", "test_accuracy_mean", "test_accuracy_std", "test_accuracy_by_seed")
-        row = {"arm": arm, "test accuracy mean": a["test_accuracy_mean"], "std": a["test_accuracy_std"],
-               "seeds": len(a["test_accuracy_by_seed"])}  # fmt: skip
+        row = {
+            "arm": arm,
+            "test accuracy mean": a["test_accuracy_mean"],
+            "std": a["test_accuracy_std"],
+            "seeds": len(a["test_accuracy_by_seed"]),
+        }
         row.update({f"seed {s}": v for s, v in a["test_accuracy_by_seed"].items()})
         rows.append(row)
     return pd.DataFrame(rows)
@@ -188,16 +211,31 @@ def paired_tests_table(summary: dict, path: Path | str) -> pd.DataFrame:
     for key, test in summary.items():
         if key.endswith("_vs_scratch") and isinstance(test, dict):
             require(test, f"{path} ({key})", "mean_difference", "n")
-            rows.append({"comparison": key.replace("_vs_", " − "), "mean difference": test["mean_difference"],
-                         "t": test.get("t"), "p value": test.get("p_value"), "paired seeds": test["n"]})  # fmt: skip
+            rows.append(
+                {
+                    "comparison": key.replace("_vs_", " − "),
+                    "mean difference": test["mean_difference"],
+                    "t": test.get("t"),
+                    "p value": test.get("p_value"),
+                    "paired seeds": test["n"],
+                }
+            )
     return pd.DataFrame(rows, columns=["comparison", "mean difference", "t", "p value", "paired seeds"])
 
 
 # ------------------------------------------------------------------------------- grid, evaluation
 
 
-GRID_COLUMNS = ("optimizer", "lr", "batch_size", "epochs", "train_loss", "train_accuracy",
-                "validation_loss", "validation_accuracy")  # fmt: skip
+GRID_COLUMNS = (
+    "optimizer",
+    "lr",
+    "batch_size",
+    "epochs",
+    "train_loss",
+    "train_accuracy",
+    "validation_loss",
+    "validation_accuracy",
+)
 
 
 def grid_table(cells: pd.DataFrame, best_key: str) -> pd.DataFrame:
@@ -208,11 +246,18 @@ def grid_table(cells: pd.DataFrame, best_key: str) -> pd.DataFrame:
 
 def best_table(metrics: dict) -> pd.DataFrame:
     b, (low, high) = metrics["best"], metrics["test_accuracy_ci95"]
-    rows = [("optimizer", b["optimizer"]), ("learning rate", b["lr"]), ("batch size", b["batch_size"]),
-            ("epochs", b["epochs"]), ("validation accuracy", b["validation_accuracy"]),
-            ("validation loss", b["validation_loss"]), ("test accuracy", metrics["test_accuracy"]),
-            ("test accuracy 95% CI low", low), ("test accuracy 95% CI high", high),
-            ("test macro F1", metrics["test_macro_f1"])]  # fmt: skip
+    rows = [
+        ("optimizer", b["optimizer"]),
+        ("learning rate", b["lr"]),
+        ("batch size", b["batch_size"]),
+        ("epochs", b["epochs"]),
+        ("validation accuracy", b["validation_accuracy"]),
+        ("validation loss", b["validation_loss"]),
+        ("test accuracy", metrics["test_accuracy"]),
+        ("test accuracy 95% CI low", low),
+        ("test accuracy 95% CI high", high),
+        ("test macro F1", metrics["test_macro_f1"]),
+    ]
     return pd.DataFrame(rows, columns=["quantity", "value"]).astype({"value": object})
 
 
@@ -244,16 +289,28 @@ def attention_head_table(weights: list[np.ndarray], causal: bool) -> pd.DataFram
         q = np.arange(1, w.shape[-1])
         uniform = float(np.mean(1.0 / (q + 1))) if causal else 1.0 / w.shape[-1]
         for h in range(w.shape[0]):
-            rows.append({"layer": layer, "head": h, "self": w[h, q, q].mean(), "previous token": w[h, q, q - 1].mean(),
-                         "first token": w[h, q, 0].mean(), "max weight": w[h, q].max(-1).mean(), "uniform": uniform})  # fmt: skip
+            rows.append(
+                {
+                    "layer": layer,
+                    "head": h,
+                    "self": w[h, q, q].mean(),
+                    "previous token": w[h, q, q - 1].mean(),
+                    "first token": w[h, q, 0].mean(),
+                    "max weight": w[h, q].max(-1).mean(),
+                    "uniform": uniform,
+                }
+            )
     return pd.DataFrame(rows)
 
 
 def complexity_table(fits: pd.DataFrame) -> pd.DataFrame:
     expected = {"length": "2", "length_k": "1", "length_q": "1", "hidden": "≤1"}
     out = fits.copy()
-    out.insert(out.columns.get_loc("time_exponent") + 1, "expected time exponent",
-               out["variable"].map(expected).fillna(""))  # fmt: skip
+    out.insert(
+        out.columns.get_loc("time_exponent") + 1,
+        "expected time exponent",
+        out["variable"].map(expected).fillna(""),
+    )
     return out
 
 
@@ -270,8 +327,10 @@ def pp(x: float) -> str:
 
 def arms_text(summary: dict) -> str:
     arms = summary["arms"]
-    return ", ".join(f"{arm} {pct(a['test_accuracy_mean'])} ± {a['test_accuracy_std'] * 100:.1f} pp"
-                     for arm, a in arms.items())  # fmt: skip
+    return ", ".join(
+        f"{arm} {pct(a['test_accuracy_mean'])} ± {a['test_accuracy_std'] * 100:.1f} pp"
+        for arm, a in arms.items()
+    )
 
 
 def paired_text(test: dict) -> str:
@@ -329,8 +388,10 @@ def spread_text(stats: pd.DataFrame, pairs: list[tuple[str, str]], col: str = "d
     gap, sd = max(gaps), max(stds)
     if gap <= 2 * sd:
         return f"largest gap to concat {gap:,.1f}, within twice the largest seed std ({sd:,.1f}): seed noise"
-    return (f"largest gap to concat {gap:,.1f}, beyond twice the largest seed std ({sd:,.1f}); since the merge "
-            "expresses the same functions, that is optimisation noise the seeds do not average out")  # fmt: skip
+    return (
+        f"largest gap to concat {gap:,.1f}, beyond twice the largest seed std ({sd:,.1f}); since the merge "
+        "expresses the same functions, that is optimisation noise the seeds do not average out"
+    )
 
 
 def variants_text(stats: pd.DataFrame, merges: tuple[str, ...], col: str = "dev") -> str:

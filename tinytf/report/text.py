@@ -25,17 +25,24 @@ def _headline(r: ReportView) -> list[str]:
     if f.metrics is not None:
         m, n = f.metrics, (f.test_report or {}).get("n")
         b, (lo, hi) = m["best"], m["test_accuracy_ci95"]
-        out.append(f"- **Test accuracy {rt.pct(m['test_accuracy'])}** (95% bootstrap CI {rt.pct(lo)} – {rt.pct(hi)}"
-                   + (f", {n:,} test texts" if n else "") + f"), macro F1 {m['test_macro_f1']:.3f}, from the best "
-                   f"grid cell: {b['optimizer']}, lr {b['lr']:g}, batch {b['batch_size']}, {b['epochs']} epoch(s), "
-                   f"validation accuracy {rt.pct(b['validation_accuracy'])}.")  # fmt: skip
+        out.append(
+            f"- **Test accuracy {rt.pct(m['test_accuracy'])}** (95% bootstrap CI {rt.pct(lo)} – {rt.pct(hi)}"
+            + (f", {n:,} test texts" if n else "")
+            + f"), macro F1 {m['test_macro_f1']:.3f}, from the best "
+            f"grid cell: {b['optimizer']}, lr {b['lr']:g}, batch {b['batch_size']}, {b['epochs']} epoch(s), "
+            f"validation accuracy {rt.pct(b['validation_accuracy'])}."
+        )
     if f.majority_test is not None:
-        out.append(f"- Majority-class baseline (always predict the most frequent class): {rt.pct(f.majority_test)} "
-                   "of test.")  # fmt: skip
+        out.append(
+            f"- Majority-class baseline (always predict the most frequent class): {rt.pct(f.majority_test)} "
+            "of test."
+        )
     if f.baselines is not None and "all" in f.baselines.get("label_curve", {}):
         tfidf = f.baselines["label_curve"]["all"]["tfidf_lr"]
-        out.append(f"- TF-IDF (word 1–2-grams + character 2–5-grams) + logistic regression, all labels, C chosen on "
-                   f"validation: {rt.pct(tfidf['mean'])} of test.")  # fmt: skip
+        out.append(
+            f"- TF-IDF (word 1–2-grams + character 2–5-grams) + logistic regression, all labels, C chosen on "
+            f"validation: {rt.pct(tfidf['mean'])} of test."
+        )
     if f.finetune is not None:
         s = f.finetune
         out.append(
@@ -52,12 +59,16 @@ def _headline(r: ReportView) -> list[str]:
         word = (
             f" ({m['validation_word_perplexity']:.1f} per word)" if "validation_word_perplexity" in m else ""
         )
-        out.append(f"- Pretraining ({f.objective} LM, {m['steps']} steps): validation perplexity "
-                   f"{m['validation_perplexity']:.2f} per token{word}.")  # fmt: skip
+        out.append(
+            f"- Pretraining ({f.objective} LM, {m['steps']} steps): validation perplexity "
+            f"{m['validation_perplexity']:.2f} per token{word}."
+        )
     if f.counts is not None:
         c = f.counts
-        out.append(f"- Model: {c['base+cls_head']:,} trainable parameters as a classifier ({c['base']:,} in the "
-                   f"body), vocabulary {f.vocab:,}.")  # fmt: skip
+        out.append(
+            f"- Model: {c['base+cls_head']:,} trainable parameters as a classifier ({c['base']:,} in the "
+            f"body), vocabulary {f.vocab:,}."
+        )
     return out
 
 
@@ -71,12 +82,16 @@ def _wrong(r: ReportView) -> list[str]:
 
 def _wrong_arithmetic(f) -> list[str]:
     out = []
-    out.append("- **Parameter arithmetic (seeds 000, 002)**, every claim in [tables/seed_claims.md]"
-               "(tables/seed_claims.md):")  # fmt: skip
+    out.append(
+        "- **Parameter arithmetic (seeds 000, 002)**, every claim in [tables/seed_claims.md]"
+        "(tables/seed_claims.md):"
+    )
     for _, c in (f.course_claims if f.course_claims is not None else pd.DataFrame()).iterrows():
         if c["verdict"] != "right":
-            out.append(f"  - seed {c['seed']}, {c['quantity']}: claimed {c['claimed']:,}, PyTorch {c['PyTorch']:,} "
-                       f"({c['verdict']}); {c['note']}.")  # fmt: skip
+            out.append(
+                f"  - seed {c['seed']}, {c['quantity']}: claimed {c['claimed']:,}, PyTorch {c['PyTorch']:,} "
+                f"({c['verdict']}); {c['note']}."
+            )
     return out
 
 
@@ -88,9 +103,11 @@ def _wrong_checks(f) -> list[str]:
         f"- **'{row['claim']}'** (seed 000 Q1): {row['check']}: {row['measured']}. {row['verdict'].capitalize()} "
         "(and the blocked entries are −∞, not ∞: exp(−∞) = 0 is what removes them from the softmax)."
     )
-    out.append(f"- **'We use a network that was trained on a specific classification task'** (seed 000 Q2): the body "
-               f"is pretrained as a {f.objective} language model; only the classification head "
-               f"({c['cls_head']:,} parameters) is new.")  # fmt: skip
+    out.append(
+        f"- **'We use a network that was trained on a specific classification task'** (seed 000 Q2): the body "
+        f"is pretrained as a {f.objective} language model; only the classification head "
+        f"({c['cls_head']:,} parameters) is new."
+    )
     stats = f.variants
     row = checks.iloc[1]
     line = f"- **Shuffle / shift head merges (seed 004 §2.2.3)**: {row['check']}: {row['measured']}. {row['verdict'].capitalize()}."
@@ -104,10 +121,12 @@ def _wrong_checks(f) -> list[str]:
         line += " (Variants not run: no seed spread to compare with.)"
     out.append(line)
     row = checks.iloc[2]
-    line = (f"- **Re-weighting heads (seed 004 table 5: dev 345.57 vs 380.80 baseline, normal sample 2,178,713 vs "
-            f"280.21)**: {row['check']}: {row['measured']}. Ours weighs each head per token, "
-            "w_h(t) = ‖o_h(t)‖ / Σ‖o_h'(t)‖, so it is causal; a norm over the whole sequence lets position t see "
-            "later tokens, which can flatter train/dev perplexity on full blocks.")  # fmt: skip
+    line = (
+        f"- **Re-weighting heads (seed 004 table 5: dev 345.57 vs 380.80 baseline, normal sample 2,178,713 vs "
+        f"280.21)**: {row['check']}: {row['measured']}. Ours weighs each head per token, "
+        "w_h(t) = ‖o_h(t)‖ / Σ‖o_h'(t)‖, so it is causal; a norm over the whole sequence lets position t see "
+        "later tokens, which can flatter train/dev perplexity on full blocks."
+    )
     if stats is not None and (stats["head_merge"] == "reweight").any():
         cols = [col for col in ("dev", "normal") if col in stats]
         line += (
@@ -126,16 +145,20 @@ def _wrong_training(f) -> list[str]:
     scratch = rt.first_epoch(f.curves)
     if scratch is not None and "scratch" in scratch.index and f.majority_val is not None:
         v = scratch.loc["scratch", "validation_accuracy"]
-        out.append(f"- **'The model trained from scratch starts from zero accuracy'** (seed 002 Q4): after our first "
-                   f"epoch scratch has validation accuracy {rt.pct(v)} (majority-class share {rt.pct(f.majority_val)}). "
-                   "A two-class classifier at 0% would be a perfect one with its outputs swapped; untrained, it "
-                   "sits near the majority share.")  # fmt: skip
+        out.append(
+            f"- **'The model trained from scratch starts from zero accuracy'** (seed 002 Q4): after our first "
+            f"epoch scratch has validation accuracy {rt.pct(v)} (majority-class share {rt.pct(f.majority_val)}). "
+            "A two-class classifier at 0% would be a perfect one with its outputs swapped; untrained, it "
+            "sits near the majority share."
+        )
     if f.probes is not None:
         pr = f.probes
-        out.append(f"- **Seed 004 §1 solved q Kᵀ = (100, 0, 0, 0) by least squares**: 4 equations in 3 unknowns have "
-                   "no exact solution in general, and softmax only needs score *gaps*. Our constructions "
-                   f"([tables/probes.md](tables/probes.md)) meet the tolerance in {int(pr['pass'].sum())} of "
-                   f"{len(pr)} exercises (largest weight error {pr['weight_err'].max():.2g}).")  # fmt: skip
+        out.append(
+            f"- **Seed 004 §1 solved q Kᵀ = (100, 0, 0, 0) by least squares**: 4 equations in 3 unknowns have "
+            "no exact solution in general, and softmax only needs score *gaps*. Our constructions "
+            f"([tables/probes.md](tables/probes.md)) meet the tolerance in {int(pr['pass'].sum())} of "
+            f"{len(pr)} exercises (largest weight error {pr['weight_err'].max():.2g})."
+        )
     return out
 
 
@@ -149,8 +172,10 @@ def variants_verdict(f, key: str) -> str:
     power = (
         f", detects differences of {pct:.1f} % of the cells' mean dev perplexity" if pct is not None else ""
     )
-    return (f" Verdict ({summary['test']}, {summary['seeds_per_cell']} seed(s) per cell, "
-            f"{summary['steps']} steps{power}): {entry['sentence']}.")  # fmt: skip
+    return (
+        f" Verdict ({summary['test']}, {summary['seeds_per_cell']} seed(s) per cell, "
+        f"{summary['steps']} steps{power}): {entry['sentence']}."
+    )
 
 
 def _positions(f) -> list[str]:
@@ -165,12 +190,18 @@ def _positions(f) -> list[str]:
         return []
     low = min(vals, key=lambda qv: qv[1][0])
     gap, sd = max(v[0] for _, v in vals) - low[1][0], max(v[1] for _, v in vals)
-    verdict = ("one seed only, so no spread to judge it by" if np.isnan(sd) else
-               f"{'within' if gap <= 2 * sd else 'beyond'} twice the largest seed std ({sd:,.1f})")  # fmt: skip
-    return ["- **'Sinusoidal positional encoding hurts'** (seed 004 §2.2.2, one run each: dev 485.56 vs "
-            "380.80 learned): ours with concat heads, dev perplexity " + ", ".join(
-                f"{q} {rt.pm(*v, 1)}" for q, v in vals) + f"; {low[0]} is lower by {gap:,.1f}, "
-            f"{verdict}." + variants_verdict(f, "learned_vs_sinusoidal")]  # fmt: skip
+    verdict = (
+        "one seed only, so no spread to judge it by"
+        if np.isnan(sd)
+        else f"{'within' if gap <= 2 * sd else 'beyond'} twice the largest seed std ({sd:,.1f})"
+    )
+    return [
+        "- **'Sinusoidal positional encoding hurts'** (seed 004 §2.2.2, one run each: dev 485.56 vs "
+        "380.80 learned): ours with concat heads, dev perplexity "
+        + ", ".join(f"{q} {rt.pm(*v, 1)}" for q, v in vals)
+        + f"; {low[0]} is lower by {gap:,.1f}, "
+        f"{verdict}." + variants_verdict(f, "learned_vs_sinusoidal")
+    ]
 
 
 def _grid_note(r: ReportView) -> str:
@@ -184,11 +215,13 @@ def _grid_note(r: ReportView) -> str:
             f"pretrained for {steps} optimizer steps (~{tokens:,} tokens) on "
             f"{lm_corpus(f.data, p.prepare.corpus.source)}"
         )
-    text = ("- **Seed 004's grid was chosen for roberta-base, not for a model like ours.** Batch 64/128/256, lr "
-            "1e-4/5e-5/1e-5, Adagrad (20 epochs by default, 2 or 5 in its search) fine-tunes roberta-base: 125M "
-            "parameters, already a strong pretrained encoder, where small learning rates avoid destroying it. Ours "
-            f"has {total:,} parameters ({125e6 / total:.0f}× fewer), {trained}, so it needs lr ~1e-3 and few "
-            "epochs.")  # fmt: skip
+    text = (
+        "- **Seed 004's grid was chosen for roberta-base, not for a model like ours.** Batch 64/128/256, lr "
+        "1e-4/5e-5/1e-5, Adagrad (20 epochs by default, 2 or 5 in its search) fine-tunes roberta-base: 125M "
+        "parameters, already a strong pretrained encoder, where small learning rates avoid destroying it. Ours "
+        f"has {total:,} parameters ({125e6 / total:.0f}× fewer), {trained}, so it needs lr ~1e-3 and few "
+        "epochs."
+    )
     if f.grid is None:
         return text + f" (Grid not run; the seed's grid on our model: `dvc exp run {COURSE_004_GRID}`.)"
     g = f.grid
@@ -206,16 +239,26 @@ def _grid_note(r: ReportView) -> str:
         sgd = g[g["optimizer"] == "SGD"].groupby("lr")["validation_accuracy"].max()
         text += "; SGD by lr: " + ", ".join(f"{lr:g} → {rt.pct(a)}" for lr, a in sgd.items())
     smallest = g["lr"].min()
-    where = (f"the seed's largest lr, 1e-4, is {smallest / 1e-4:g}× below our smallest" if smallest > 1e-4
-             else "our grid reaches the seed's range")  # fmt: skip
+    where = (
+        f"the seed's largest lr, 1e-4, is {smallest / 1e-4:g}× below our smallest"
+        if smallest > 1e-4
+        else "our grid reaches the seed's range"
+    )
     return text + f". {where.capitalize()}; the seed's grid on our model: `dvc exp run {COURSE_004_GRID}`."
 
 
 def render_readme(r: ReportView) -> str:
-    lines = ["# tinytf report", "",
-             "Built by `tinytf.report.build.build_report` from the pipeline's outputs (nothing is trained here); every "
-             "number is read from those files, and the same inputs give the same bytes.", "",
-             "## Headline", "", *_headline(r), ""]  # fmt: skip
+    lines = [
+        "# tinytf report",
+        "",
+        "Built by `tinytf.report.build.build_report` from the pipeline's outputs (nothing is trained here); every "
+        "number is read from those files, and the same inputs give the same bytes.",
+        "",
+        "## Headline",
+        "",
+        *_headline(r),
+        "",
+    ]
     transfer = transfer_text(r)
     if transfer:
         lines += ["## Where pretraining helps", "", *transfer, ""]
@@ -227,11 +270,21 @@ def render_readme(r: ReportView) -> str:
     lines += ["## Tables", "", "Each as markdown with a CSV twin beside it.", ""]
     lines += [f"- [{link}]({link}): {sentence}" for link, sentence in r.tables] + [""]
     lines += ["## Plots", ""] + [f"- [{link}]({link}): {sentence}" for link, sentence in r.plots]
-    upstream = [rel for rel in ("reports/data.md", "reports/pretrain/samples.md", "reports/variants/variants.md",
-                                "reports/finetune/curves.png", "reports/evaluate/test_report.json",
-                                "reports/metrics.json", "reports/probes/probes.md",
-                                "reports/complexity/complexity.md", "reports/complexity/attention_cost.png")
-                if (r.root / rel).exists()]  # fmt: skip
+    upstream = [
+        rel
+        for rel in (
+            "reports/data.md",
+            "reports/pretrain/samples.md",
+            "reports/variants/variants.md",
+            "reports/finetune/curves.png",
+            "reports/evaluate/test_report.json",
+            "reports/metrics.json",
+            "reports/probes/probes.md",
+            "reports/complexity/complexity.md",
+            "reports/complexity/attention_cost.png",
+        )
+        if (r.root / rel).exists()
+    ]
     if upstream:
         lines += [
             "",

@@ -27,17 +27,32 @@ def curve_frame(finetune: dict, baselines: dict | None, path) -> pd.DataFrame:
         row = {"labels": labels, "n_train": entry["n_train"]}
         for arm in ARMS:
             if arm in entry:
-                row.update({f"{arm} mean": entry[arm]["mean"], f"{arm} std": entry[arm]["std"],
-                            f"{arm} seeds": len(entry[arm]["by_seed"])})  # fmt: skip
+                row.update(
+                    {
+                        f"{arm} mean": entry[arm]["mean"],
+                        f"{arm} std": entry[arm]["std"],
+                        f"{arm} seeds": len(entry[arm]["by_seed"]),
+                    }
+                )
         base = (baselines or {}).get("label_curve", {}).get(labels)
         if base is not None:
-            row.update({"majority mean": base["majority"]["mean"], "tfidf_lr mean": base["tfidf_lr"]["mean"],
-                        "tfidf_lr std": base["tfidf_lr"]["std"]})  # fmt: skip
+            row.update(
+                {
+                    "majority mean": base["majority"]["mean"],
+                    "tfidf_lr mean": base["tfidf_lr"]["mean"],
+                    "tfidf_lr std": base["tfidf_lr"]["std"],
+                }
+            )
         for arm in ("pretrained", "frozen"):
             test = entry.get(f"{arm}_vs_scratch")
             if test:
-                row.update({f"{arm} − scratch": test["mean_difference"], f"{arm} − scratch p": test.get("p_value"),
-                            f"{arm} − scratch p (Holm)": test.get("p_holm")})  # fmt: skip
+                row.update(
+                    {
+                        f"{arm} − scratch": test["mean_difference"],
+                        f"{arm} − scratch p": test.get("p_value"),
+                        f"{arm} − scratch p (Holm)": test.get("p_holm"),
+                    }
+                )
         rows.append(row)
     return pd.DataFrame(rows).sort_values("n_train", kind="stable").reset_index(drop=True)
 
@@ -63,21 +78,53 @@ def transfer_section(r) -> None:
     baselines = r.inputs.json("baselines_summary", keys=("label_curve",))
     curve = curve_frame(s, baselines, path)
     r.f.label_curve, r.f.baselines = curve, baselines
-    r.table("label_curve", "Labelled-data curve", "Test accuracy against train labels: each start (mean, std, "
-            "seeds) next to the majority class and TF-IDF + logistic regression fitted on the same subsets, and "
-            f"the paired differences against scratch with their p and the Holm-adjusted p across label counts "
-            f"(Holm p < {ALPHA} is a detected difference).", curve)  # fmt: skip
-    r.plot("label_curve", "The study's headline figure: test accuracy against train labels (log scale), each start "
-           "with its seed band, the baselines dashed.", plot_label_curve, curve)  # fmt: skip
+    r.table(
+        "label_curve",
+        "Labelled-data curve",
+        "Test accuracy against train labels: each start (mean, std, "
+        "seeds) next to the majority class and TF-IDF + logistic regression fitted on the same subsets, and "
+        f"the paired differences against scratch with their p and the Holm-adjusted p across label counts "
+        f"(Holm p < {ALPHA} is a detected difference).",
+        curve,
+    )
+    r.plot(
+        "label_curve",
+        "The study's headline figure: test accuracy against train labels (log scale), each start "
+        "with its seed band, the baselines dashed.",
+        plot_label_curve,
+        curve,
+    )
     points = pd.DataFrame(s.get("snapshot_curve") or [])
     if len(points) > 1:
         r.f.snapshot_curve = points
-        r.table("snapshot_curve", "Pretraining-tokens curve", f"Pretrained − scratch at {s['snapshot_labels']} "
-                "labels, fine-tuned from snapshots taken along pretraining (0 tokens = scratch).",
-                points[[c for c in ("start", "tokens", "accuracy_mean", "mean_difference", "std_difference",
-                                    "p_value", "n") if c in points]])  # fmt: skip
-        r.plot("snapshot_curve", "Transfer gain against pretraining tokens.", plot_snapshot_curve, points,
-               s["snapshot_labels"])  # fmt: skip
+        r.table(
+            "snapshot_curve",
+            "Pretraining-tokens curve",
+            f"Pretrained − scratch at {s['snapshot_labels']} "
+            "labels, fine-tuned from snapshots taken along pretraining (0 tokens = scratch).",
+            points[
+                [
+                    c
+                    for c in (
+                        "start",
+                        "tokens",
+                        "accuracy_mean",
+                        "mean_difference",
+                        "std_difference",
+                        "p_value",
+                        "n",
+                    )
+                    if c in points
+                ]
+            ],
+        )
+        r.plot(
+            "snapshot_curve",
+            "Transfer gain against pretraining tokens.",
+            plot_snapshot_curve,
+            points,
+            s["snapshot_labels"],
+        )
     recipe_table(r, s)
 
 
@@ -86,16 +133,29 @@ def recipe_table(r, s: dict) -> None:
     recipes = s.get("recipes")
     if not recipes:
         return
-    rows = [{"arm": arm, "lr": c["lr"], "dropout": c["dropout"], "validation_accuracy": c["validation_accuracy"],
-             "seeds": c["seeds"], "chosen": (c["lr"], c["dropout"]) == (chosen["lr"], chosen["dropout"])}
-            for arm, chosen in recipes.items() for c in chosen["candidates"]]  # fmt: skip
+    rows = [
+        {
+            "arm": arm,
+            "lr": c["lr"],
+            "dropout": c["dropout"],
+            "validation_accuracy": c["validation_accuracy"],
+            "seeds": c["seeds"],
+            "chosen": (c["lr"], c["dropout"]) == (chosen["lr"], chosen["dropout"]),
+        }
+        for arm, chosen in recipes.items()
+        for c in chosen["candidates"]
+    ]
     protocol = s["protocol"]
-    r.table("recipes", "Recipe per start", f"Mean validation accuracy of every candidate lr x dropout over the "
-            f"first {len(protocol['search_seeds'])} seed(s) at "
-            f"{protocol['search_labels']} labels: the same candidates for every trained start, each using its own "
-            "best. Test accuracy is never read to choose. The frozen probe has no lr or dropout: its logistic "
-            "regression's C is chosen on validation in every run (runs.csv, `probe_c`).",
-            pd.DataFrame(rows))  # fmt: skip
+    r.table(
+        "recipes",
+        "Recipe per start",
+        f"Mean validation accuracy of every candidate lr x dropout over the "
+        f"first {len(protocol['search_seeds'])} seed(s) at "
+        f"{protocol['search_labels']} labels: the same candidates for every trained start, each using its own "
+        "best. Test accuracy is never read to choose. The frozen probe has no lr or dropout: its logistic "
+        "regression's C is chosen on validation in every run (runs.csv, `probe_c`).",
+        pd.DataFrame(rows),
+    )
 
 
 def protocol_text(s: dict) -> list[str]:
@@ -104,10 +164,12 @@ def protocol_text(s: dict) -> list[str]:
     if not p:
         return []
     hf = f" (hf: lr {p['hf_lrs']})" if p.get("hf_lrs") else ""
-    return [f"- Protocol (params.yaml `finetune:`, fixed before the results): {len(p['seeds'])} paired seeds "
-            f"({', '.join(map(str, p['seeds']))}) at every label count ({', '.join(p['label_counts'])}); every "
-            f"trained start chooses lr from {p['lrs']}{hf} and dropout from {p['dropouts']} on validation at "
-            f"{p['search_labels']} labels; {p['tests']}."]  # fmt: skip
+    return [
+        f"- Protocol (params.yaml `finetune:`, fixed before the results): {len(p['seeds'])} paired seeds "
+        f"({', '.join(map(str, p['seeds']))}) at every label count ({', '.join(p['label_counts'])}); every "
+        f"trained start chooses lr from {p['lrs']}{hf} and dropout from {p['dropouts']} on validation at "
+        f"{p['search_labels']} labels; {p['tests']}."
+    ]
 
 
 def trend_text(s: dict) -> list[str]:
@@ -117,11 +179,16 @@ def trend_text(s: dict) -> list[str]:
         return []
     low, high = trend["ci95"]
     found = trend["p_value"] < ALPHA
-    said = (f"pretraining's gain {'shrinks' if trend['slope_per_decade'] < 0 else 'grows'} as labels grow"
-            if found else "no trend of the gain with the label count detected")  # fmt: skip
-    return [f"- Trend: {said} (slope {100 * trend['slope_per_decade']:+.1f} points per tenfold labels, 95 % CI "
-            f"[{100 * low:+.1f}, {100 * high:+.1f}], p = {trend['p_value']:.3g}; {trend['model']}, "
-            f"n = {trend['n']})."]  # fmt: skip
+    said = (
+        f"pretraining's gain {'shrinks' if trend['slope_per_decade'] < 0 else 'grows'} as labels grow"
+        if found
+        else "no trend of the gain with the label count detected"
+    )
+    return [
+        f"- Trend: {said} (slope {100 * trend['slope_per_decade']:+.1f} points per tenfold labels, 95 % CI "
+        f"[{100 * low:+.1f}, {100 * high:+.1f}], p = {trend['p_value']:.3g}; {trend['model']}, "
+        f"n = {trend['n']})."
+    ]
 
 
 def transfer_text(r: ReportView) -> list[str]:
@@ -145,21 +212,28 @@ def transfer_text(r: ReportView) -> list[str]:
                     said += f": {points} pass one test but not Holm's correction across {family} label counts"
                 else:
                     said += f": {points} are within seed noise"
-            out.append(f"- {labels} labels: pretraining {said} ({rt.pct(entry['pretrained']['mean'])} vs "
-                       f"scratch {rt.pct(entry['scratch']['mean'])}; paired {rt.paired_text(test)}).")  # fmt: skip
+            out.append(
+                f"- {labels} labels: pretraining {said} ({rt.pct(entry['pretrained']['mean'])} vs "
+                f"scratch {rt.pct(entry['scratch']['mean'])}; paired {rt.paired_text(test)})."
+            )
     out += trend_text(s)
     every = s["label_curve"].get("all", {})
     if "frozen" in every and r.f.baselines:
         majority = r.f.baselines["label_curve"]["all"]["majority"]["mean"]
-        out.append(f"- Frozen linear probe with all labels (a logistic regression on every layer's pooled "
-                   f"output): {rt.pct(every['frozen']['mean'])}, {100 * (every['frozen']['mean'] - majority):+.1f} "
-                   f"points over the majority class ({rt.pct(majority)}): what pretraining put in the features "
-                   "without fine-tuning.")  # fmt: skip
+        out.append(
+            f"- Frozen linear probe with all labels (a logistic regression on every layer's pooled "
+            f"output): {rt.pct(every['frozen']['mean'])}, {100 * (every['frozen']['mean'] - majority):+.1f} "
+            f"points over the majority class ({rt.pct(majority)}): what pretraining put in the features "
+            "without fine-tuning."
+        )
     out += _baseline_text(curve, ((r.f.data or {}).get("sentiment") or {}).get("source"))
     points = getattr(r.f, "snapshot_curve", None)
     if points is not None:
-        steps = ", ".join(f"{tokens_text(p.tokens)} tokens {100 * p.mean_difference:+.1f}"
-                          for p in points.itertuples() if p.tokens)  # fmt: skip
+        steps = ", ".join(
+            f"{tokens_text(p.tokens)} tokens {100 * p.mean_difference:+.1f}"
+            for p in points.itertuples()
+            if p.tokens
+        )
         out.append(f"- Gain at {s['snapshot_labels']} labels against pretraining tokens (points): {steps}.")
     return out
 
@@ -180,8 +254,11 @@ def _baseline_text(curve: pd.DataFrame, source: str | None) -> list[str]:
     published = "; ".join(f"{name} {rt.pct(value)}" for name, value in PUBLISHED)
     # Kim's stsa.binary test file is the sst2 source's: the same sentences, though the published
     # models also trained on SST's labelled phrases
-    context = ("the same 1,821 test sentences, the published models trained on SST's phrases too"
-               if source == "sst2" else "context only, another dataset")  # fmt: skip
+    context = (
+        "the same 1,821 test sentences, the published models trained on SST's phrases too"
+        if source == "sst2"
+        else "context only, another dataset"
+    )
     return [
         f"- With all labels our best start ({best_arm}, {rt.pct(ours[best_arm])}) stands {abs(gap):.1f} points "
         f"{side(gap)} TF-IDF + logistic regression ({rt.pct(last['tfidf_lr mean'])}) and {abs(to_cnn):.1f} points "

@@ -310,11 +310,13 @@ def _left_behind(mlflow, experiment: str, stage: str, params_key: str, run_name:
     A run from another machine, or whose process is alive, is someone else's and is left alone."""
     runs = mlflow.search_runs(
         experiment_names=[experiment],
-        filter_string=(f"attributes.status = 'RUNNING' and attributes.run_name = '{run_name}' and "
-                       f"tags.`tinytf.stage` = '{stage}' and tags.`tinytf.params_hash` = '{params_key}'"),
+        filter_string=(
+            f"attributes.status = 'RUNNING' and attributes.run_name = '{run_name}' and "
+            f"tags.`tinytf.stage` = '{stage}' and tags.`tinytf.params_hash` = '{params_key}'"
+        ),
         order_by=["attributes.start_time DESC"],
         output_format="list",
-    )  # fmt: skip
+    )
     return [run.info.run_id for run in runs if _process_gone(run.data.tags)]
 
 

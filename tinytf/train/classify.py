@@ -206,8 +206,16 @@ def predict(
     """(predicted labels, true labels, mean loss) over a split, in file order."""
     was_training = model.training
     model.eval()
-    loader = sentiment_loader(dataset, batch_size, max_length, shuffle=False, seed=0, prefix_id=prefix_id,
-                              group_by_length=True, pad_id=pad_id)  # fmt: skip
+    loader = sentiment_loader(
+        dataset,
+        batch_size,
+        max_length,
+        shuffle=False,
+        seed=0,
+        prefix_id=prefix_id,
+        group_by_length=True,
+        pad_id=pad_id,
+    )
     order = [i for batch in loader.batch_sampler for i in batch]
     preds, labels, loss_sum = [], [], 0.0
     # one autocast for the whole pass: it keeps each weight's bf16 copy until it exits, where one
@@ -289,8 +297,15 @@ def train_classifier(
     short epochs, and a validation pass each would cost as much as the training."""
     r = recipe
     options = data.loader_options(model)
-    loader = sentiment_loader(data.splits["train"], r.batch_size, r.max_length, shuffle=True, seed=r.seed,
-                              group_by_length=True, **options)  # fmt: skip
+    loader = sentiment_loader(
+        data.splits["train"],
+        r.batch_size,
+        r.max_length,
+        shuffle=True,
+        seed=r.seed,
+        group_by_length=True,
+        **options,
+    )
     source = LoaderSource(loader)
     model.to(runtime.device)
     if r.init == "frozen":
@@ -323,8 +338,18 @@ def train_classifier(
             best.update(epoch * r.eval_every, metrics["validation_accuracy"])
         return metrics
 
-    loop = classifier_loop(len(loader), r.epochs, r.eval_every, r.lr, r.weight_decay, r.warmup_ratio, r.grad_clip,
-                           r.optimizer, r.schedule, desc)  # fmt: skip
+    loop = classifier_loop(
+        len(loader),
+        r.epochs,
+        r.eval_every,
+        r.lr,
+        r.weight_decay,
+        r.warmup_ratio,
+        r.grad_clip,
+        r.optimizer,
+        r.schedule,
+        desc,
+    )
     loop.progress = progress
     epochs = loop.total_steps // loop.steps_per_epoch
     out = run_loop(
@@ -352,15 +377,27 @@ def classifier_loop(
     steps_per_epoch = batches_per_epoch * eval_every
     total = steps_per_epoch * math.ceil(epochs / eval_every)
     return LoopConfig(
-        total_steps=total, steps_per_epoch=steps_per_epoch, lr=lr, weight_decay=weight_decay,
-        warmup_steps=int(warmup_ratio * total), grad_clip=grad_clip, log_every=max(steps_per_epoch // 10, 1),
-        checkpoint_every=steps_per_epoch, optimizer=optimizer, schedule=schedule, desc=desc,
-    )  # fmt: skip
+        total_steps=total,
+        steps_per_epoch=steps_per_epoch,
+        lr=lr,
+        weight_decay=weight_decay,
+        warmup_steps=int(warmup_ratio * total),
+        grad_clip=grad_clip,
+        log_every=max(steps_per_epoch // 10, 1),
+        checkpoint_every=steps_per_epoch,
+        optimizer=optimizer,
+        schedule=schedule,
+        desc=desc,
+    )
 
 
 def evaluate_test_split(model, data: SentimentData, max_length: int, runtime: Runtime) -> dict:
     preds, labels, loss = predict(
         model, data.splits["test"], 256, max_length, runtime, **data.loader_options(model)
     )
-    return {"test_accuracy": float((preds == labels).mean()), "test_loss": loss,
-            "predictions": preds.tolist(), "labels": labels.tolist()}  # fmt: skip
+    return {
+        "test_accuracy": float((preds == labels).mean()),
+        "test_loss": loss,
+        "predictions": preds.tolist(),
+        "labels": labels.tolist(),
+    }

@@ -76,8 +76,9 @@ def wrap(model: torch.nn.Module, loss_fn: Callable[[Any], torch.Tensor], device:
 
     init()
     device_ids = [device.index] if device.type == "cuda" else None
-    return DistributedDataParallel(_LossModule(model, loss_fn), device_ids=device_ids,
-                                   find_unused_parameters=True)  # fmt: skip
+    return DistributedDataParallel(
+        _LossModule(model, loss_fn), device_ids=device_ids, find_unused_parameters=True
+    )
 
 
 def no_sync(ddp, sync: bool):

@@ -90,8 +90,10 @@ def subset(data: SentimentData, count: int, seed: int) -> tuple[SentimentData, n
     """The data with train cut to the course report's `count` labels, and the train rows kept."""
     train = data.splits["train"]
     rows = label_subset(np.asarray(train.labels), count, seed)
-    splits = dict(data.splits, train=SentimentDataset([train.input_ids[i] for i in rows],
-                                                      [train.labels[i] for i in rows]))  # fmt: skip
+    splits = dict(
+        data.splits,
+        train=SentimentDataset([train.input_ids[i] for i in rows], [train.labels[i] for i in rows]),
+    )
     return SentimentData(splits, data.classes, data.cls_id), rows
 
 
@@ -116,8 +118,14 @@ class RunSpec:
 
     def tags(self) -> dict:
         """What the MLflow UI filters the study's runs by."""
-        return {"arm": self.arm, "labels": count_name(self.count), "seed": self.seed, "start": self.start_name,
-                "lr": self.lr, "dropout": self.dropout}  # fmt: skip
+        return {
+            "arm": self.arm,
+            "labels": count_name(self.count),
+            "seed": self.seed,
+            "start": self.start_name,
+            "lr": self.lr,
+            "dropout": self.dropout,
+        }
 
 
 class Trainer:
@@ -157,20 +165,39 @@ class Trainer:
             + ("" if spec.start_name == "final" else f" from {spec.start_name}")
         )
         recorder = Recorder()
-        recipe = ClassifierRecipe(init=spec.arm, optimizer=p.optimizer, lr=spec.lr, batch_size=p.batch_size,
-                                  epochs=epochs, max_length=max_length, seed=spec.seed, weight_decay=p.weight_decay,
-                                  warmup_ratio=p.warmup_ratio, eval_every=every, keep_best=True)  # fmt: skip
+        recipe = ClassifierRecipe(
+            init=spec.arm,
+            optimizer=p.optimizer,
+            lr=spec.lr,
+            batch_size=p.batch_size,
+            epochs=epochs,
+            max_length=max_length,
+            seed=spec.seed,
+            weight_decay=p.weight_decay,
+            warmup_ratio=p.warmup_ratio,
+            eval_every=every,
+            keep_best=True,
+        )
         run = train_classifier(
             model, data, recipe, self.runtime, callbacks=[recorder], desc=name, progress=False
         )
         test = evaluate_test_split(run.model, data, max_length, self.runtime)
         best = next(h for h in run.history if h["data_epochs"] == run.best_epoch)
-        row = {"n_train": len(data.splits["train"]), "epochs": epochs, "best_epoch": run.best_epoch,
-               "validation_accuracy": best["validation_accuracy"],
-               "test_accuracy": test["test_accuracy"], "test_loss": test["test_loss"]}  # fmt: skip
-        return {"row": row, "history": run.history if spec.tracked else [], "events": recorder.events,
-                "parameters": sum(t.numel() for t in model.parameters()),
-                "seconds": time.perf_counter() - began}  # fmt: skip
+        row = {
+            "n_train": len(data.splits["train"]),
+            "epochs": epochs,
+            "best_epoch": run.best_epoch,
+            "validation_accuracy": best["validation_accuracy"],
+            "test_accuracy": test["test_accuracy"],
+            "test_loss": test["test_loss"],
+        }
+        return {
+            "row": row,
+            "history": run.history if spec.tracked else [],
+            "events": recorder.events,
+            "parameters": sum(t.numel() for t in model.parameters()),
+            "seconds": time.perf_counter() - began,
+        }
 
 
 def _train(trainer: Trainer, spec: RunSpec) -> dict:
@@ -226,8 +253,13 @@ class Runner:
             labels["train"] = np.asarray(self.data.splits["train"].labels)[rows]
             self.probe_fits[key] = fit_probe(features, labels, self.params.probe_cs)
         fit = self.probe_fits[key]
-        row = {"n_train": len(rows), "probe_c": fit.c, "validation_accuracy": fit.validation_accuracy,
-               "test_accuracy": fit.test_accuracy, "test_loss": fit.test_loss}  # fmt: skip
+        row = {
+            "n_train": len(rows),
+            "probe_c": fit.c,
+            "validation_accuracy": fit.validation_accuracy,
+            "test_accuracy": fit.test_accuracy,
+            "test_loss": fit.test_loss,
+        }
         return {"row": row, "history": [], "events": [], "seconds": time.perf_counter() - began}
 
     def __call__(self, specs: list[RunSpec]) -> list[dict]:
@@ -244,9 +276,17 @@ class Runner:
         row = {
             "start": spec.start_name,
             "tokens": None if spec.arm == "hf" else read_config(spec.start).get("pretrain_tokens"),
-            "arm": spec.arm, "labels": count_name(spec.count), "n_train": None, "seed": spec.seed,
-            "lr": spec.lr, "dropout": spec.dropout, "epochs": None, "best_epoch": None, "probe_c": None, **out["row"],
-        }  # fmt: skip
+            "arm": spec.arm,
+            "labels": count_name(spec.count),
+            "n_train": None,
+            "seed": spec.seed,
+            "lr": spec.lr,
+            "dropout": spec.dropout,
+            "epochs": None,
+            "best_epoch": None,
+            "probe_c": None,
+            **out["row"],
+        }
         if "parameters" in out:
             self.parameters[spec.arm] = out["parameters"]
         track = self.callbacks_for is not None
@@ -258,8 +298,10 @@ class Runner:
                 callback.on_end({"test_accuracy": row["test_accuracy"], "test_loss": row["test_loss"]})
         self.curves += [{"arm": spec.arm, "seed": spec.seed, **h} for h in out["history"]]
         self.done[spec] = row
-        self.seconds.append({k: row[k] for k in ("start", "arm", "labels", "seed", "lr", "dropout")}
-                            | {"seconds": round(out["seconds"], 2)})  # fmt: skip
+        self.seconds.append(
+            {k: row[k] for k in ("start", "arm", "labels", "seed", "lr", "dropout")}
+            | {"seconds": round(out["seconds"], 2)}
+        )
 
 
 def chosen_recipe(rows: list[dict]) -> dict:
@@ -269,8 +311,10 @@ def chosen_recipe(rows: list[dict]) -> dict:
     for row in rows:
         by_recipe.setdefault((row["lr"], row["dropout"]), []).append(row["validation_accuracy"])
     lr, dropout = max(by_recipe, key=lambda recipe: float(np.mean(by_recipe[recipe])))
-    candidates = [{"lr": r[0], "dropout": r[1], "validation_accuracy": float(np.mean(scores)),
-                   "seeds": len(scores)} for r, scores in by_recipe.items()]  # fmt: skip
+    candidates = [
+        {"lr": r[0], "dropout": r[1], "validation_accuracy": float(np.mean(scores)), "seeds": len(scores)}
+        for r, scores in by_recipe.items()
+    ]
     return {"lr": lr, "dropout": dropout, "candidates": candidates}
 
 
@@ -295,10 +339,12 @@ def run_finetune(
     trained_arms = [a for a in params.arms if a != "frozen"]  # the probe chooses its C in every run
     with Workers(runtime.device, Trainer, (params, data_dir, max_length, hf), "finetune runs") as workers:
         run = Runner(params, data_dir, max_length, callbacks_for, workers, hf)
-        search = [RunSpec(arm, params.search_labels, seed, lr, dropout, pretrained, "final")
-                  for arm in trained_arms
-                  for lr, dropout in params.recipes(hf.lrs if arm == "hf" else None)
-                  for seed in search_seeds]  # fmt: skip
+        search = [
+            RunSpec(arm, params.search_labels, seed, lr, dropout, pretrained, "final")
+            for arm in trained_arms
+            for lr, dropout in params.recipes(hf.lrs if arm == "hf" else None)
+            for seed in search_seeds
+        ]
         search_rows = run(search)
         recipes = {arm: chosen_recipe([r for r in search_rows if r["arm"] == arm]) for arm in trained_arms}
 
@@ -308,8 +354,11 @@ def run_finetune(
 
         specs = [spec(arm, count, seed) for count, seeds in plan for arm in params.arms for seed in seeds]
         if "pretrained" in params.arms:
-            specs += [spec("pretrained", params.snapshot_labels, seed, snapshot, snapshot.stem)
-                      for snapshot in snapshots for seed in params.seeds]  # fmt: skip
+            specs += [
+                spec("pretrained", params.snapshot_labels, seed, snapshot, snapshot.stem)
+                for snapshot in snapshots
+                for seed in params.seeds
+            ]
         rows = run(specs)
     frame = pd.DataFrame(rows)
     frame["chosen"] = True
@@ -318,5 +367,14 @@ def run_finetune(
     keys = list(zip(searched["arm"], searched["lr"], searched["dropout"], strict=True))
     searched = searched[[key not in chosen for key in keys]]
     runs = pd.concat([frame, searched], ignore_index=True)
-    return FinetuneResult(runs, pd.DataFrame(run.curves), recipes, search_seeds, run.data.classes, runtime,
-                          pd.DataFrame(run.seconds), run.parameters, workers.count)  # fmt: skip
+    return FinetuneResult(
+        runs,
+        pd.DataFrame(run.curves),
+        recipes,
+        search_seeds,
+        run.data.classes,
+        runtime,
+        pd.DataFrame(run.seconds),
+        run.parameters,
+        workers.count,
+    )

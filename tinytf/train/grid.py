@@ -39,8 +39,11 @@ def cell_key(optimizer: str, lr: float, batch_size: int, epochs: int) -> str:
 def cells(params: GridParams) -> list[dict]:
     return [
         {"optimizer": o, "lr": lr, "batch_size": b, "epochs": e}
-        for o in params.optimizers for lr in params.lrs for b in params.batch_sizes for e in params.epochs
-    ]  # fmt: skip
+        for o in params.optimizers
+        for lr in params.lrs
+        for b in params.batch_sizes
+        for e in params.epochs
+    ]
 
 
 def _results(params: GridParams, grid_dir: str | Path) -> list[tuple[dict, dict]]:

@@ -52,8 +52,15 @@ def layer_features(
     features = {}
     try:
         for split in SPLITS:
-            loader = sentiment_loader(data.splits[split], 256, max_length, shuffle=False, seed=0,
-                                      prefix_id=prefix, group_by_length=True)  # fmt: skip
+            loader = sentiment_loader(
+                data.splits[split],
+                256,
+                max_length,
+                shuffle=False,
+                seed=0,
+                prefix_id=prefix,
+                group_by_length=True,
+            )
             order = torch.tensor([i for batch in loader.batch_sampler for i in batch], dtype=torch.long)
             parts = []
             for batch in loader:

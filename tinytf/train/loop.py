@@ -236,17 +236,33 @@ def run_loop(
         nonlocal last_good
         if state_path is None:
             return
-        save_training_state(state_path, {
-            "model": model.state_dict(), "optimizer": optimizer.state_dict(), "source": source.state(),
-            "rng": rng_state(), "history": history, "step_log": step_log, "step": step,
-            "params_hash": params_hash,
-            **(extra_state or {}),
-        })  # fmt: skip
+        save_training_state(
+            state_path,
+            {
+                "model": model.state_dict(),
+                "optimizer": optimizer.state_dict(),
+                "source": source.state(),
+                "rng": rng_state(),
+                "history": history,
+                "step_log": step_log,
+                "step": step,
+                "params_hash": params_hash,
+                **(extra_state or {}),
+            },
+        )
         last_good = step
 
     model.train()
-    bar = tqdm(total=cfg.total_steps, initial=step, desc=cfg.desc, unit="step", file=sys.stderr,
-               mininterval=1.0, disable=None if distributed.is_main() and cfg.progress else True, dynamic_ncols=True)  # fmt: skip
+    bar = tqdm(
+        total=cfg.total_steps,
+        initial=step,
+        desc=cfg.desc,
+        unit="step",
+        file=sys.stderr,
+        mininterval=1.0,
+        disable=None if distributed.is_main() and cfg.progress else True,
+        dynamic_ncols=True,
+    )
     window_started, window_steps = time.perf_counter(), 0
     with _StopFlag() as stop:
         while step < cfg.total_steps:

@@ -112,12 +112,19 @@ def epoch_steps(params: PretrainParams, train_tokens: int, block_size: int) -> t
 def loop_config(params: PretrainParams, steps_per_epoch: int, tokens_per_step: int) -> LoopConfig:
     """The optimizer and schedule of pretraining (the benchmark times the same step)."""
     return LoopConfig(
-        total_steps=steps_per_epoch * params.epochs, steps_per_epoch=steps_per_epoch, lr=params.lr,
-        weight_decay=params.weight_decay, warmup_steps=params.warmup_steps,
-        min_lr_ratio=params.min_lr_ratio, grad_clip=params.grad_clip, grad_accum=params.grad_accum,
-        log_every=params.log_every, checkpoint_every=params.checkpoint_every,
-        tokens_per_step=tokens_per_step, desc="pretrain",
-    )  # fmt: skip
+        total_steps=steps_per_epoch * params.epochs,
+        steps_per_epoch=steps_per_epoch,
+        lr=params.lr,
+        weight_decay=params.weight_decay,
+        warmup_steps=params.warmup_steps,
+        min_lr_ratio=params.min_lr_ratio,
+        grad_clip=params.grad_clip,
+        grad_accum=params.grad_accum,
+        log_every=params.log_every,
+        checkpoint_every=params.checkpoint_every,
+        tokens_per_step=tokens_per_step,
+        desc="pretrain",
+    )
 
 
 def words_with_eos(stats_path: Path) -> dict[str, int] | None:
@@ -189,8 +196,19 @@ def pretrain(
     loop = loop_config(params, steps_per_epoch, tokens_per_step)
     print(f"pretrain: {total_steps} steps ({steps_per_epoch}/epoch), {runtime.describe()}")
     source = BlockSource(tokens["train"], objective, block, batch, seed)
-    out = run_loop(model, source, loss_fn, loop, runtime, evaluate_all, list(callbacks), state_path,
-                   resume_key(params_hash, data_dir), params.resume, kept)  # fmt: skip
+    out = run_loop(
+        model,
+        source,
+        loss_fn,
+        loop,
+        runtime,
+        evaluate_all,
+        list(callbacks),
+        state_path,
+        resume_key(params_hash, data_dir),
+        params.resume,
+        kept,
+    )
     samples = []
     if params.objective == "causal":
         for sample in params.samples:

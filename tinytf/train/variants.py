@@ -32,11 +32,16 @@ def cell_params(
     return (
         dataclasses.replace(model, pos_encoding=pos, head_merge=merge),
         dataclasses.replace(
-            pretrain, epochs=1, steps_per_epoch=v.steps, batch_size=v.batch_size, lr=v.lr,
-            eval_batches=v.eval_batches, warmup_steps=min(pretrain.warmup_steps, v.steps // 5),
+            pretrain,
+            epochs=1,
+            steps_per_epoch=v.steps,
+            batch_size=v.batch_size,
+            lr=v.lr,
+            eval_batches=v.eval_batches,
+            warmup_steps=min(pretrain.warmup_steps, v.steps // 5),
             checkpoint_every=max(v.steps, 1),
         ),
-    )  # fmt: skip
+    )
 
 
 def write_cell(path: Path, pos: str, merge: str, seed: int, metrics: dict) -> None:
@@ -66,8 +71,10 @@ def table(cells: pd.DataFrame) -> pd.DataFrame:
     mean, std = grouped.mean(), grouped.std(ddof=1)
     out = mean.copy().astype(object)
     for column in metrics:
-        out[column] = [f"{m:.1f} ± {s:.1f}" if pd.notna(s) else f"{m:.1f}"
-                       for m, s in zip(mean[column], std[column], strict=True)]  # fmt: skip
+        out[column] = [
+            f"{m:.1f} ± {s:.1f}" if pd.notna(s) else f"{m:.1f}"
+            for m, s in zip(mean[column], std[column], strict=True)
+        ]
     return out.reset_index()
 
 

@@ -61,8 +61,14 @@ def test_small_sweep_rows(small):
 
 def test_memory_exponent_in_length_is_two_for_self_attention():
     # many heads, small D: the L^2 score tensors dominate the L*D outputs by a factor H*L/D >= 32
-    df = measure(kinds=("encoder_self", "decoder_self"), lengths=(64, 128, 256, 512), hidden_sizes=(16,),
-                 batch=1, heads=8, repeats=1)  # fmt: skip
+    df = measure(
+        kinds=("encoder_self", "decoder_self"),
+        lengths=(64, 128, 256, 512),
+        hidden_sizes=(16,),
+        batch=1,
+        heads=8,
+        repeats=1,
+    )
     fits = fit_exponents(df)
     assert len(fits) == 2 and set(fits.variable) == {"length"}
     assert np.allclose(fits.memory_exponent, 2.0, atol=0.1), fits

@@ -27,9 +27,21 @@ def runs(pretrained_shift: dict[str, float], seeds=SEEDS) -> pd.DataFrame:
                 ("scratch", 0.70 + noise),
                 ("pretrained", 0.72 + noise + pretrained_shift[labels]),
             ):
-                rows.append({"start": "final", "tokens": 100, "arm": arm, "labels": labels, "n_train": n_train,
-                             "seed": seed, "lr": 0.001, "dropout": 0.1, "validation_accuracy": acc,
-                             "test_accuracy": acc, "chosen": True})  # fmt: skip
+                rows.append(
+                    {
+                        "start": "final",
+                        "tokens": 100,
+                        "arm": arm,
+                        "labels": labels,
+                        "n_train": n_train,
+                        "seed": seed,
+                        "lr": 0.001,
+                        "dropout": 0.1,
+                        "validation_accuracy": acc,
+                        "test_accuracy": acc,
+                        "chosen": True,
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -37,7 +49,12 @@ def test_masked_minus_causal_is_paired_by_seed_and_holm_adjusted_across_label_co
     causal = runs({"250": 0.0, "1000": 0.0, "all": 0.0})
     masked = runs({"250": 0.0, "1000": 0.0, "all": 0.0})
     masked.loc[(masked["arm"] == "pretrained") & (masked["labels"] == "all"), "test_accuracy"] += [
-        0.030, 0.034, 0.026, 0.031, 0.029]  # fmt: skip
+        0.030,
+        0.034,
+        0.026,
+        0.031,
+        0.029,
+    ]
     result = objective_comparison(causal, masked)
     curve = result["label_curve"]
     assert list(curve) == ["250", "1000", "all"]

@@ -29,13 +29,28 @@ CPU = {
 }
 H100 = {**CPU, "gpu": "NVIDIA H100 80GB HBM3"}
 FIXTURE = [
-    {"date": "2026-11-20T10:00:00Z", "headline": "speedup: 1.50x old", "machine": CPU, "commit": "aaaaaaa",
-     "dirty": False},
-    {"date": "2026-11-21T10:00:00Z", "headline": "speedup: 2.00x a | b", "machine": H100, "commit": "bbbbbbb",
-     "dirty": False},
-    {"date": "2026-11-22T10:00:00Z", "headline": "speedup: 2.50x new", "machine": CPU, "commit": "ccccccc",
-     "dirty": True},
-]  # fmt: skip
+    {
+        "date": "2026-11-20T10:00:00Z",
+        "headline": "speedup: 1.50x old",
+        "machine": CPU,
+        "commit": "aaaaaaa",
+        "dirty": False,
+    },
+    {
+        "date": "2026-11-21T10:00:00Z",
+        "headline": "speedup: 2.00x a | b",
+        "machine": H100,
+        "commit": "bbbbbbb",
+        "dirty": False,
+    },
+    {
+        "date": "2026-11-22T10:00:00Z",
+        "headline": "speedup: 2.50x new",
+        "machine": CPU,
+        "commit": "ccccccc",
+        "dirty": True,
+    },
+]
 
 
 def write(folder: Path, name: str, runs: list[dict]) -> None:
@@ -46,20 +61,26 @@ def write(folder: Path, name: str, runs: list[dict]) -> None:
 def test_the_summary_shows_each_scripts_latest_runs_newest_first(tmp_path):
     write(tmp_path, "pretrain_throughput", FIXTURE)
     write(tmp_path, "dvc_lockfile", FIXTURE[:1])
-    assert results.render(tmp_path, 2, []) == "\n".join([
-        "## dvc_lockfile", "",
-        "1 run recorded, the latest 1:", "",
-        "| date | machine | commit | headline |",
-        "|---|---|---|---|",
-        "| 2026-11-20T10:00:00Z | Intel(R) Xeon(R) Processor (amx_bf16), 2 cores | aaaaaaa | speedup: 1.50x old |",
-        "",
-        "## pretrain_throughput", "",
-        "3 runs recorded, the latest 2:", "",
-        "| date | machine | commit | headline |",
-        "|---|---|---|---|",
-        "| 2026-11-22T10:00:00Z | Intel(R) Xeon(R) Processor (amx_bf16), 2 cores | ccccccc+dirty | speedup: 2.50x new |",
-        "| 2026-11-21T10:00:00Z | NVIDIA H100 80GB HBM3 | bbbbbbb | speedup: 2.00x a \\| b |",
-    ])  # fmt: skip
+    assert results.render(tmp_path, 2, []) == "\n".join(
+        [
+            "## dvc_lockfile",
+            "",
+            "1 run recorded, the latest 1:",
+            "",
+            "| date | machine | commit | headline |",
+            "|---|---|---|---|",
+            "| 2026-11-20T10:00:00Z | Intel(R) Xeon(R) Processor (amx_bf16), 2 cores | aaaaaaa | speedup: 1.50x old |",
+            "",
+            "## pretrain_throughput",
+            "",
+            "3 runs recorded, the latest 2:",
+            "",
+            "| date | machine | commit | headline |",
+            "|---|---|---|---|",
+            "| 2026-11-22T10:00:00Z | Intel(R) Xeon(R) Processor (amx_bf16), 2 cores | ccccccc+dirty | speedup: 2.50x new |",
+            "| 2026-11-21T10:00:00Z | NVIDIA H100 80GB HBM3 | bbbbbbb | speedup: 2.00x a \\| b |",
+        ]
+    )
     assert results.render(tmp_path, 5, ["dvc_lockfile"]).startswith("## dvc_lockfile")
     assert "pretrain_throughput" not in results.render(tmp_path, 5, ["dvc_lockfile"])
 
@@ -67,8 +88,13 @@ def test_the_summary_shows_each_scripts_latest_runs_newest_first(tmp_path):
 def test_the_summary_command_reads_the_folder_the_benchmarks_write(tmp_path):
     write(tmp_path, "allocator", FIXTURE)
     env = {**os.environ, "PYTHONPATH": str(REPO), "TINYTF_BENCH_RESULTS": str(tmp_path)}
-    done = subprocess.run([sys.executable, str(REPO / "benchmarks" / "results.py"), "--last", "1"],
-                          env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "results.py"), "--last", "1"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[0] == "## allocator"
     assert done.stdout.splitlines()[-1].endswith("| ccccccc+dirty | speedup: 2.50x new |")

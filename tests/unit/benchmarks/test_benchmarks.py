@@ -60,9 +60,13 @@ def run_benchmark(script: str, args: list[str], cwd: Path, env: dict | None = No
     """The script's stdout, after checking it exited 0 and recorded one run with its headline."""
     before = len(recorded(script))
     result = subprocess.run(
-        [sys.executable, str(REPO / "benchmarks" / script), *args], cwd=cwd,
-        env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})}, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+        [sys.executable, str(REPO / "benchmarks" / script), *args],
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     # a warning in a benchmark's output is one every user who runs it reads (the peers' loops
     # once turned a grad-tracking loss into a float and warned on every run)
@@ -77,8 +81,12 @@ def run_benchmark(script: str, args: list[str], cwd: Path, env: dict | None = No
 @pytest.mark.parametrize("script", ["pretrain_throughput.py", "classifier_throughput.py"])
 def test_benchmark_runs_and_ends_with_its_speedup_line(script, tiny_params):
     # two workers whatever this machine's cores: the classifier benchmark's finetune-layout line
-    out = run_benchmark(script, ["--params", str(tiny_params), "--steps", "1", "--rounds", "1"],
-                        tiny_params.parent, {"TINYTF_WORKERS": "2"})  # fmt: skip
+    out = run_benchmark(
+        script,
+        ["--params", str(tiny_params), "--steps", "1", "--rounds", "1"],
+        tiny_params.parent,
+        {"TINYTF_WORKERS": "2"},
+    )
     last = out.splitlines()[-1]
     assert re.match(r"speedup: \d+\.\d\dx tinytf", last), last
     # the figures name what they were measured on: bf16 figures differ by CPU kind (AMX or not)
@@ -96,9 +104,23 @@ def test_benchmark_runs_and_ends_with_its_speedup_line(script, tiny_params):
 @pytest.mark.slow
 def test_pretrain_benchmark_gives_both_sides_the_stages_allocator_when_asked(tiny_params):
     # an exported TINYTF_ALLOCATOR=default must not turn the flag off
-    out = run_benchmark("pretrain_throughput.py", ["--params", str(tiny_params), "--steps", "1", "--rounds", "1",
-                                                   "--shapes", "default", "--allocator", "keep"], tiny_params.parent,
-                        {"TINYTF_ALLOCATOR": "default"})  # fmt: skip
+    out = run_benchmark(
+        "pretrain_throughput.py",
+        [
+            "--params",
+            str(tiny_params),
+            "--steps",
+            "1",
+            "--rounds",
+            "1",
+            "--shapes",
+            "default",
+            "--allocator",
+            "keep",
+        ],
+        tiny_params.parent,
+        {"TINYTF_ALLOCATOR": "default"},
+    )
     if platform.libc_ver()[0] != "glibc":
         assert "allocator, both sides: default (no glibc)" in out, out
         assert not out.endswith("keeping freed memory"), out
@@ -109,8 +131,11 @@ def test_pretrain_benchmark_gives_both_sides_the_stages_allocator_when_asked(tin
 
 @pytest.mark.slow
 def test_pretrain_benchmark_times_the_nanogpt_style_peer_in_the_same_rounds(tiny_params):
-    out = run_benchmark("pretrain_throughput.py", ["--params", str(tiny_params), "--steps", "1", "--rounds", "1",
-                                                   "--shapes", "default", "--nanogpt"], tiny_params.parent)  # fmt: skip
+    out = run_benchmark(
+        "pretrain_throughput.py",
+        ["--params", str(tiny_params), "--steps", "1", "--rounds", "1", "--shapes", "default", "--nanogpt"],
+        tiny_params.parent,
+    )
     assert re.search(
         r"^  nanoGPT-style \(device=cpu precision=\w+ compile=o\w+\) +[\d,]+ tokens/s  MFU", out, re.M
     ), out
@@ -121,8 +146,12 @@ def test_pretrain_benchmark_times_the_nanogpt_style_peer_in_the_same_rounds(tiny
 def test_pretrain_benchmark_names_an_unknown_shape():
     result = subprocess.run(
         [sys.executable, str(REPO / "benchmarks" / "pretrain_throughput.py"), "--shapes", "default,6x38"],
-        cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 2, result.stderr
     assert "unknown shape '6x38'; expected a comma list of: default, seed-lab, 6x384, gpu" in result.stderr
 
@@ -149,8 +178,9 @@ def test_the_gpu_shape_is_the_gpu_presets_read_from_its_file(monkeypatch):
 
 @pytest.mark.slow
 def test_allocator_benchmark_runs_each_side_in_its_own_process_with_its_setting(tiny_params):
-    out = run_benchmark("allocator.py", ["--params", str(tiny_params), "--steps", "1", "--rounds", "1"],
-                        tiny_params.parent)  # fmt: skip
+    out = run_benchmark(
+        "allocator.py", ["--params", str(tiny_params), "--steps", "1", "--rounds", "1"], tiny_params.parent
+    )
     assert re.search(r"^  default  default \(TINYTF_ALLOCATOR=default\) +evaluation", out, re.M), out
     if platform.libc_ver()[0] == "glibc":
         assert re.search(r"^  keep     kept \(glibc: no mmap", out, re.M), out
@@ -191,8 +221,11 @@ def test_dvc_reads_yaml_with_the_c_parser():
 
 @pytest.mark.slow
 def test_attention_benchmark_times_each_case_and_ends_with_its_headline(tiny_params):
-    out = run_benchmark("attention_paths.py", ["--params", str(tiny_params), "--steps", "1", "--rounds", "1"],
-                        tiny_params.parent)  # fmt: skip
+    out = run_benchmark(
+        "attention_paths.py",
+        ["--params", str(tiny_params), "--steps", "1", "--rounds", "1"],
+        tiny_params.parent,
+    )
     assert len(re.findall(r"(written out|SDPA) chosen, \d+\.\d\dx as fast as the other$", out, re.M)) == 3, (
         out
     )
@@ -202,10 +235,15 @@ def test_attention_benchmark_times_each_case_and_ends_with_its_headline(tiny_par
 @pytest.mark.slow
 @pytest.mark.parametrize("chunk_rows", ["0", "64"])
 def test_lm_head_loss_benchmark_computes_the_same_loss_both_ways(tiny_params, chunk_rows):
-    out = run_benchmark("lm_head_loss.py", ["--params", str(tiny_params), "--steps", "1", "--rounds", "1",
-                                            "--chunk-rows", chunk_rows], tiny_params.parent)  # fmt: skip
-    losses = {name: [float(v) for v in values.split(", ")]
-              for name, values in re.findall(r"first 3 losses, (\w+) +(.+)$", out, re.M)}  # fmt: skip
+    out = run_benchmark(
+        "lm_head_loss.py",
+        ["--params", str(tiny_params), "--steps", "1", "--rounds", "1", "--chunk-rows", chunk_rows],
+        tiny_params.parent,
+    )
+    losses = {
+        name: [float(v) for v in values.split(", ")]
+        for name, values in re.findall(r"first 3 losses, (\w+) +(.+)$", out, re.M)
+    }
     assert set(losses) == {"stage", "chunked"}, out
     # the same model, batches and updates from one seed: the two losses differ only by rounding
     assert losses["chunked"] == pytest.approx(losses["stage"], rel=1e-3), out
@@ -250,8 +288,18 @@ def test_a_run_appends_one_line_with_its_figures_machine_and_provenance(results)
     out = run_benchmark("budget_shares.py", ["--reports", "reports"], REPO)
     earlier, run = (json.loads(line) for line in (results / "budget_shares.jsonl").read_text().splitlines())
     assert earlier == {"an": "earlier run"}
-    assert set(run) == {"script", "date", "headline", "figures", "machine", "torch", "python", "commit",
-                        "dirty", "args"}  # fmt: skip
+    assert set(run) == {
+        "script",
+        "date",
+        "headline",
+        "figures",
+        "machine",
+        "torch",
+        "python",
+        "commit",
+        "dirty",
+        "args",
+    }
     assert run["script"] == "budget_shares"
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", run["date"]), run["date"]
     assert run["headline"] == out.splitlines()[-1]
@@ -275,8 +323,12 @@ def test_a_run_appends_one_line_with_its_figures_machine_and_provenance(results)
 def test_budget_shares_without_reports_names_the_missing_file(tmp_path, results):
     result = subprocess.run(
         [sys.executable, str(REPO / "benchmarks" / "budget_shares.py"), "--reports", str(tmp_path)],
-        cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 2, result.stderr
     assert (
         result.stderr.strip()
@@ -304,9 +356,18 @@ def test_classifier_epoch_benchmark_times_each_epoch_from_a_fresh_model(tiny_par
 
 def test_classifier_epoch_benchmark_without_tokens_names_the_missing_file(tmp_path):
     result = subprocess.run(
-        [sys.executable, str(REPO / "benchmarks" / "classifier_epoch.py"), "--params", str(REPO / "params.yaml")],
-        cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [
+            sys.executable,
+            str(REPO / "benchmarks" / "classifier_epoch.py"),
+            "--params",
+            str(REPO / "params.yaml"),
+        ],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip() == (
         "classifier_epoch: data/tokens/sentiment/labels.json: not found; run the prepare and tokenize stages first"
@@ -316,9 +377,13 @@ def test_classifier_epoch_benchmark_without_tokens_names_the_missing_file(tmp_pa
 @pytest.mark.skipif(torch_sees_cuda(), reason="this machine has CUDA: the checks would run")
 def test_gpu_checks_stop_where_torch_sees_no_cuda(tmp_path):
     result = subprocess.run(
-        ["bash", str(REPO / "benchmarks" / "gpu_checks.sh")], cwd=REPO, capture_output=True, text=True, timeout=120,
+        ["bash", str(REPO / "benchmarks" / "gpu_checks.sh")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
         env={**os.environ, "PYTHON": sys.executable, "OUT": str(tmp_path / "out")},
-    )  # fmt: skip
+    )
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip() == (
         f"gpu_checks: torch sees no CUDA device ({sys.executable}); on a CPU, run the benchmarks themselves"
@@ -328,9 +393,13 @@ def test_gpu_checks_stop_where_torch_sees_no_cuda(tmp_path):
 
 def test_gpu_checks_name_an_unknown_check_before_anything_runs(tmp_path):
     result = subprocess.run(
-        ["bash", str(REPO / "benchmarks" / "gpu_checks.sh"), "pretrain_gpu", "pretrain_8x512"], cwd=REPO,
-        capture_output=True, text=True, timeout=120, env={**os.environ, "OUT": str(tmp_path / "out")},
-    )  # fmt: skip
+        ["bash", str(REPO / "benchmarks" / "gpu_checks.sh"), "pretrain_gpu", "pretrain_8x512"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "OUT": str(tmp_path / "out")},
+    )
     assert result.returncode == 2
     assert result.stderr.strip() == (
         "gpu_checks: no check 'pretrain_8x512'; the checks: pretrain_gpu pretrain_6x384 pretrain classifier "
@@ -341,10 +410,24 @@ def test_gpu_checks_name_an_unknown_check_before_anything_runs(tmp_path):
 
 def test_profile_lists_each_sides_top_operators_and_records_nothing(tiny_params, results):
     result = subprocess.run(
-        [sys.executable, str(REPO / "benchmarks" / "profile_step.py"), "--params", str(tiny_params), "--shape",
-         "default", "--steps", "1", "--rows", "5"], cwd=tiny_params.parent,
-        env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+        [
+            sys.executable,
+            str(REPO / "benchmarks" / "profile_step.py"),
+            "--params",
+            str(tiny_params),
+            "--shape",
+            "default",
+            "--steps",
+            "1",
+            "--rows",
+            "5",
+        ],
+        cwd=tiny_params.parent,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     for side in ("tinytf", "nanogpt"):
         assert re.search(rf"^== {side}: [\d.]+ ms of CPU time a step", result.stdout, re.M), result.stdout

@@ -27,8 +27,20 @@ def stage(tmp_path, script: str, *args: str) -> subprocess.CompletedProcess:
 
 
 def test_bad_override_exits_2_naming_the_key(tmp_path):
-    result = stage(tmp_path, "train_tokenizer.py", "--params", str(REPO / "params.yaml"),
-                   "--set", "tokenize.vocab_size=-5", "--prepared", "p", "--out", "o", "--report", "r.json")  # fmt: skip
+    result = stage(
+        tmp_path,
+        "train_tokenizer.py",
+        "--params",
+        str(REPO / "params.yaml"),
+        "--set",
+        "tokenize.vocab_size=-5",
+        "--prepared",
+        "p",
+        "--out",
+        "o",
+        "--report",
+        "r.json",
+    )
     assert result.returncode == 2
     assert "tokenize.vocab_size: must be >= 64, got -5" in result.stderr
 
@@ -37,9 +49,17 @@ def test_stage_script_exits_2_without_traceback(tmp_path):
     bad = tmp_path / "params.yaml"
     bad.write_text((REPO / "params.yaml").read_text().replace("tokenize:", "tokenise:"))
     result = stage(
-        tmp_path, "prepare.py", "--params", str(bad), "--out", "data/prepared", "--reports", "reports",
-        "--raw", "data/raw",
-    )  # fmt: skip
+        tmp_path,
+        "prepare.py",
+        "--params",
+        str(bad),
+        "--out",
+        "data/prepared",
+        "--reports",
+        "reports",
+        "--raw",
+        "data/raw",
+    )
     assert result.returncode == 2
     assert "unknown key 'tokenise' (did you mean 'tokenize'?)" in result.stderr
     assert "Traceback" not in result.stderr
@@ -193,14 +213,24 @@ def test_compare_keeps_the_headline_and_only_the_params_that_differ():
     from tinytf.cli.compare import MAX_COLUMNS, format_table, rows_from_show, table
 
     def entry(rev, name, d_model, seeds, accuracy):
-        params = {"model": {"d_model": d_model, "n_layer": 4}, "finetune": {"seeds": seeds, "lrs": [0.001]},
-                  "grid": {"seeds": [1]}, **{f"k{i}": {"x": i} for i in range(60)}}  # fmt: skip
+        params = {
+            "model": {"d_model": d_model, "n_layer": 4},
+            "finetune": {"seeds": seeds, "lrs": [0.001]},
+            "grid": {"seeds": [1]},
+            **{f"k{i}": {"x": i} for i in range(60)},
+        }
         metrics = {
             "test": {"accuracy": accuracy},
             "pretrained_minus_scratch": {"mean": 0.02, "p_value": 0.04},
         }
-        return {"rev": rev, "name": name, "data": {"params": {"params.yaml": {"data": params}},
-                                                   "metrics": {"reports/headline.json": {"data": metrics}}}}  # fmt: skip
+        return {
+            "rev": rev,
+            "name": name,
+            "data": {
+                "params": {"params.yaml": {"data": params}},
+                "metrics": {"reports/headline.json": {"data": metrics}},
+            },
+        }
 
     head = entry("workspace", None, 128, [1, 2], 0.75)
     head["experiments"] = [{"revs": [entry("a" * 40, "tiny-exp", 32, [1, 2, 3], 0.61)]}]
@@ -214,8 +244,14 @@ def test_compare_keeps_the_headline_and_only_the_params_that_differ():
     assert frame.loc[1, "test acc"] == 0.61 and left_out == []
     lines = format_table(frame, left_out).splitlines()
     assert len(frame.columns) <= MAX_COLUMNS and "…" not in "\n".join(lines) and len(lines) == 4
-    wide = [dict(e, experiments=None, data={**e["data"], "params": {"params.yaml": {"data": {f"p{i}": i + n for i in range(40)}}}})
-            for n, e in enumerate(show)]  # fmt: skip
+    wide = [
+        dict(
+            e,
+            experiments=None,
+            data={**e["data"], "params": {"params.yaml": {"data": {f"p{i}": i + n for i in range(40)}}}},
+        )
+        for n, e in enumerate(show)
+    ]
     frame, left_out = table(rows_from_show(wide))
     assert len(frame.columns) == MAX_COLUMNS and len(left_out) == 40 - (MAX_COLUMNS - 8)
     assert "more params differ, not shown: p" in format_table(frame, left_out)
@@ -263,8 +299,12 @@ def test_score_refuses_a_text_with_nothing_to_score(lm_files, tmp_path, capsys):
 
 def test_score_refuses_bytes_that_are_not_utf8_through_the_console_script(lm_files):
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    result = subprocess.run([sys.executable, "-m", "tinytf.cli", "score", *lm_files, b"\xff"],
-                            capture_output=True, text=True, env=env)  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-m", "tinytf.cli", "score", *lm_files, b"\xff"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
     assert "text 1: byte 0xff is not valid UTF-8" in result.stderr and len(result.stderr.splitlines()) == 1
 

@@ -44,8 +44,11 @@ def test_the_lm_reads_only_synopses_of_train_movies():
     data = load_sentiment(params().prepare.sentiment, seed=7)
     plots = frame[frame["category"] == "plot"].assign(text=lambda f: f["text"].astype(str).str.strip())
     movie_of = dict(zip(plots["text"], plots["movie_name"].astype(str), strict=False))
-    train_movies = set(frame.loc[frame["text"].astype(str).str.strip().isin(set(data.splits["train"]["text"])),
-                                 "movie_name"].astype(str))  # fmt: skip
+    train_movies = set(
+        frame.loc[
+            frame["text"].astype(str).str.strip().isin(set(data.splits["train"]["text"])), "movie_name"
+        ].astype(str)
+    )
     read = set(data.unlabelled)
     assert read and all(movie_of[text] in train_movies for text in read)
     held_out = data.notes["plot_rows_of_held_out_movies"]

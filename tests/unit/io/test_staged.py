@@ -125,5 +125,7 @@ def test_stage_arguments_point_at_staging_for_the_block(tmp_path, monkeypatch):
         Path(args.model).with_suffix(".json").write_text("{}")  # written beside it: goes in beside it
     assert (args.reports, args.model) == ("reports/x", "data/models/m.pt")
     assert sorted(p.as_posix() for p in Path().rglob("*") if p.is_file()) == [
-        "data/models/m.json", "data/models/m.pt", "reports/x/metrics.json",
-    ]  # fmt: skip
+        "data/models/m.json",
+        "data/models/m.pt",
+        "reports/x/metrics.json",
+    ]

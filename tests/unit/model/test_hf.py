@@ -111,11 +111,27 @@ def test_the_hf_arm_fine_tunes_beats_scratch_and_its_saved_model_serves_the_same
     vocab = load_tokenizer(sst2_dir / "tokenizer.json").get_vocab_size()
     config = ModelConfig(vocab_size=vocab, d_model=32, n_layer=2, n_head=2, d_ff=64, block_size=64)
     save_model(sst2_dir / "pretrained.pt", TinyTransformer(config))
-    params = FinetuneParams(arms=["pretrained", "scratch", "hf"], label_counts=[0], seeds=[1, 2], epochs=2,
-                            min_steps=1, batch_size=16, lrs=[1e-3], dropouts=[0.1], search_labels=0, snapshot_labels=0,
-                            precision="fp32", compile=False)  # fmt: skip
-    result = run_finetune(params, 64, sst2_dir / "pretrained.pt", sst2_dir,
-                          hf=HFParams(checkpoint=CHECKPOINT, max_length=64, lrs=[1e-4]))  # fmt: skip
+    params = FinetuneParams(
+        arms=["pretrained", "scratch", "hf"],
+        label_counts=[0],
+        seeds=[1, 2],
+        epochs=2,
+        min_steps=1,
+        batch_size=16,
+        lrs=[1e-3],
+        dropouts=[0.1],
+        search_labels=0,
+        snapshot_labels=0,
+        precision="fp32",
+        compile=False,
+    )
+    result = run_finetune(
+        params,
+        64,
+        sst2_dir / "pretrained.pt",
+        sst2_dir,
+        hf=HFParams(checkpoint=CHECKPOINT, max_length=64, lrs=[1e-4]),
+    )
     runs = result.runs[result.runs["chosen"]]
     accuracy = runs.groupby("arm")["test_accuracy"].mean()
     # 320 labels, 2 epochs: far from what the body can do (the README's SST-2 run), but far above chance

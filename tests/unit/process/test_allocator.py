@@ -39,8 +39,11 @@ def cycles(mode: str, env: dict | None = None) -> dict:
     """mode: apply (as a stage does), keep (the benchmark's flag), leave."""
     out = subprocess.run(
         [sys.executable, "-c", CYCLES, mode],
-        capture_output=True, text=True, check=True, env=env,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+    )
     return json.loads(out.stdout)
 
 

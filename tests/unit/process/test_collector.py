@@ -115,9 +115,12 @@ def test_a_stage_worker_works_with_the_collector_on(tmp_path):
         """)
     )
     out = subprocess.run(
-        [sys.executable, str(script)], cwd=REPO, capture_output=True, text=True,
+        [sys.executable, str(script)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
         env={**os.environ, "TINYTF_WORKERS": "2", "PYTHONPATH": str(REPO)},
-    )  # fmt: skip
+    )
     assert out.returncode == 0, out.stderr
     for enabled, frozen in json.loads(out.stdout):
         assert enabled is True

@@ -46,8 +46,15 @@ def registered(tmp_path_factory):
         [f"review {i} gripping dull film" for i in range(200)], TokenizeParams(vocab_size=300)
     )
     tokenizer.save(str(root / "tokenizer.json"))
-    config = ModelConfig(vocab_size=tokenizer.get_vocab_size(), d_model=16, n_head=2, d_ff=32, n_layer=1,
-                         n_classes=3, pooling="mean")  # fmt: skip
+    config = ModelConfig(
+        vocab_size=tokenizer.get_vocab_size(),
+        d_model=16,
+        n_head=2,
+        d_ff=32,
+        n_layer=1,
+        n_classes=3,
+        pooling="mean",
+    )
     save_model(root / "model.pt", TinyTransformer(config).eval())
     (root / "labels.json").write_text(json.dumps({"classes": ["bad", "mixed", "good"]}))
     store = f"sqlite:///{root / 'mlflow.db'}"
@@ -56,8 +63,14 @@ def registered(tmp_path_factory):
     mlflow.create_experiment("champion-test", artifact_location=(root / "artifacts").as_uri())
     mlflow.set_experiment("champion-test")
     with mlflow.start_run():
-        version = log_champion(root / "model.pt", root / "tokenizer.json", root / "labels.json", 16,
-                               "tinytf-sentiment", "champion")  # fmt: skip
+        version = log_champion(
+            root / "model.pt",
+            root / "tokenizer.json",
+            root / "labels.json",
+            16,
+            "tinytf-sentiment",
+            "champion",
+        )
     expected = SentimentPredictor.from_files(
         root / "model.pt", root / "tokenizer.json", root / "labels.json", 16
     )
@@ -109,8 +122,19 @@ def test_mlflow_models_serve_answers_like_the_in_process_model(registered):
 
     env = dict(os.environ, MLFLOW_TRACKING_URI=registered["store"])
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
-    command = [str(Path(sys.executable).parent / "mlflow"), "models", "serve", "-m", "models:/tinytf-sentiment@champion",
-               "--env-manager", "local", "-h", "127.0.0.1", "-p", "{port}"]  # fmt: skip
+    command = [
+        str(Path(sys.executable).parent / "mlflow"),
+        "models",
+        "serve",
+        "-m",
+        "models:/tinytf-sentiment@champion",
+        "--env-manager",
+        "local",
+        "-h",
+        "127.0.0.1",
+        "-p",
+        "{port}",
+    ]
     with loopback_server(command, "/ping", timeout=180, env=env) as url:
         body = json.dumps({"dataframe_records": [{"text": t} for t in TEXTS]}).encode()
         request = urllib.request.Request(f"{url}/invocations", body, {"Content-Type": "application/json"})
@@ -133,8 +157,9 @@ def test_mlflow_models_serve_answers_like_the_in_process_model(registered):
 
 def test_tinytf_predict_uses_the_same_model(registered):
     env = dict(os.environ, MLFLOW_TRACKING_URI=registered["store"])
-    result = subprocess.run([sys.executable, "-m", "tinytf.cli", "predict", *TEXTS[:2]], env=env,
-                            capture_output=True, text=True)  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-m", "tinytf.cli", "predict", *TEXTS[:2]], env=env, capture_output=True, text=True
+    )
     assert result.returncode == 0, result.stderr
     first = registered["expected"].iloc[0]
     assert first["label"] in result.stdout.splitlines()[1] and f"{first['p_good']:.3f}" in result.stdout
@@ -153,8 +178,15 @@ def test_tinytf_predict_without_a_registered_model_is_one_line_exit_2(tmp_path):
     result = predict()
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert f"{store}: no MLflow store here" in result.stderr and not store.exists()
-    subprocess.run([sys.executable, "-c", f"import mlflow; mlflow.MlflowClient('sqlite:///{store}').search_experiments()"],
-                   check=True, capture_output=True)  # fmt: skip
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            f"import mlflow; mlflow.MlflowClient('sqlite:///{store}').search_experiments()",
+        ],
+        check=True,
+        capture_output=True,
+    )
     for uri in (f"sqlite:///{store}", f"sqlite:///{store}?timeout=30"):  # a store without the model
         env["MLFLOW_TRACKING_URI"] = uri
         result = predict()
@@ -164,8 +196,9 @@ def test_tinytf_predict_without_a_registered_model_is_one_line_exit_2(tmp_path):
 
 def predict_cli(store: str, *args, stdin: bytes | None = None) -> subprocess.CompletedProcess:
     env = dict(os.environ, MLFLOW_TRACKING_URI=store)
-    return subprocess.run([sys.executable, "-m", "tinytf.cli", "predict", *args], env=env, input=stdin,
-                          capture_output=True)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "tinytf.cli", "predict", *args], env=env, input=stdin, capture_output=True
+    )
 
 
 def refused(result: subprocess.CompletedProcess, *words: str) -> None:
@@ -193,8 +226,9 @@ def test_tinytf_predict_refuses_bad_text_in_one_line(registered, tmp_path):
 def test_tinytf_predict_reads_long_texts_from_files_and_stdin(registered, tmp_path):
     review = tmp_path / "review.txt"
     review.write_text("\ufeff" + "a gripping film\n" * 400, encoding="utf-8")  # a BOM, as Notepad writes
-    result = predict_cli(registered["store"], TEXTS[0], "--file", str(review), "--file", "-",
-                         stdin=b"dull, dull, dull")  # fmt: skip
+    result = predict_cli(
+        registered["store"], TEXTS[0], "--file", str(review), "--file", "-", stdin=b"dull, dull, dull"
+    )
     assert result.returncode == 0, result.stderr
     lines = result.stdout.decode().splitlines()
     assert len(lines) == 4 and lines[2].strip().startswith("a gripping film a gripping film")

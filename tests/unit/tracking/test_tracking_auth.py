@@ -20,13 +20,26 @@ pytest.importorskip("flask_wtf", reason="mlflow's basic-auth app needs tinytf[se
 def server(tmp_path_factory):
     root = tmp_path_factory.mktemp("auth")
     config = root / "basic_auth.ini"
-    config.write_text(f"[mlflow]\ndefault_permission = READ\ndatabase_uri = sqlite:///{root / 'users.db'}\n"
-                      "admin_username = admin\nadmin_password = a-long-test-password\n"
-                      "authorization_function = mlflow.server.auth:authenticate_request_basic_auth\n")  # fmt: skip
+    config.write_text(
+        f"[mlflow]\ndefault_permission = READ\ndatabase_uri = sqlite:///{root / 'users.db'}\n"
+        "admin_username = admin\nadmin_password = a-long-test-password\n"
+        "authorization_function = mlflow.server.auth:authenticate_request_basic_auth\n"
+    )
     mlflow = Path(sys.executable).parent / "mlflow"
-    command = [str(mlflow), "server", "--app-name", "basic-auth", "--backend-store-uri",
-               f"sqlite:///{root / 'mlflow.db'}", "--artifacts-destination", str(root / "artifacts"),
-               "--host", "127.0.0.1", "--port", "{port}"]  # fmt: skip
+    command = [
+        str(mlflow),
+        "server",
+        "--app-name",
+        "basic-auth",
+        "--backend-store-uri",
+        f"sqlite:///{root / 'mlflow.db'}",
+        "--artifacts-destination",
+        str(root / "artifacts"),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "{port}",
+    ]
     # a fixed secret for the auth app's CSRF tokens; a team sets its own, the same on every server
     env = dict(
         os.environ, MLFLOW_AUTH_CONFIG_PATH=str(config), MLFLOW_FLASK_SERVER_SECRET_KEY="test-only-secret"

@@ -26,8 +26,9 @@ def train(workdir, init, state=None, callbacks=(), epochs=3, seed=1):
     data = SentimentData.load(workdir)
     pretrained = workdir / "models" / "pretrained.pt"
     model = build_classifier(init, classifier_config(pretrained, 2), pretrained, seed)
-    recipe = ClassifierRecipe(init=init, optimizer="AdamW", lr=3e-3, batch_size=16, epochs=epochs, max_length=32,
-                              seed=seed)  # fmt: skip
+    recipe = ClassifierRecipe(
+        init=init, optimizer="AdamW", lr=3e-3, batch_size=16, epochs=epochs, max_length=32, seed=seed
+    )
     run = train_classifier(model, data, recipe, CPU, callbacks=list(callbacks), state_path=state)
     return data, run
 

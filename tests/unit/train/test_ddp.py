@@ -28,8 +28,19 @@ def data(tmp_path_factory):
 def launch(tail: list[str], processes: int, torchrun: bool = False, check: bool = True):
     """`python <tail>`, under `torch.distributed.run --nproc_per_node N` when N > 1 or `torchrun`
     (as dvc.yaml runs a stage with a torchrun launcher, 1 process included)."""
-    launcher = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(processes),
-                "--master_port", "0", "--rdzv_backend", "c10d", "--rdzv_endpoint", "127.0.0.1:0"]  # fmt: skip
+    launcher = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node",
+        str(processes),
+        "--master_port",
+        "0",
+        "--rdzv_backend",
+        "c10d",
+        "--rdzv_endpoint",
+        "127.0.0.1:0",
+    ]
     command = (launcher if processes > 1 or torchrun else [sys.executable]) + tail
     env = {**os.environ, "OMP_NUM_THREADS": "1", "TINYTF_TRACKING": "0"}
     done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
@@ -49,8 +60,10 @@ def losses(result: Path, key: str, field: str) -> list[float]:
     return [row[field] for row in json.loads(result.read_text())[key]]
 
 
-@pytest.mark.parametrize(("task", "key", "field"), [("pretrain", "steps", "train_loss"),
-                                                    ("finetune", "history", "validation_loss")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("task", "key", "field"),
+    [("pretrain", "steps", "train_loss"), ("finetune", "history", "validation_loss")],
+)
 def test_two_processes_follow_the_one_process_loss_curve(data, tmp_path, task, key, field):
     one, two = tmp_path / "one.json", tmp_path / "two.json"
     run(task, data, tmp_path / "one.pt", one, processes=1)
@@ -95,16 +108,42 @@ def run_stage(script: str, args: list[str], overrides: list[str], processes: int
 
 def test_the_pretrain_stage_under_torchrun_writes_once_what_one_process_writes(data, tmp_path):
     """The stage script itself, as dvc.yaml runs it with `pretrain.launcher` set to torchrun."""
-    small = ["model.d_model=32", "model.n_layer=2", "model.n_head=2", "model.d_ff=64", "model.block_size=16",
-             "model.dropout=0", "pretrain.batch_size=8", "pretrain.epochs=2", "pretrain.steps_per_epoch=5",
-             "pretrain.eval_batches=2", "pretrain.compile=false", "pretrain.log_every=1"]  # fmt: skip
+    small = [
+        "model.d_model=32",
+        "model.n_layer=2",
+        "model.n_head=2",
+        "model.d_ff=64",
+        "model.block_size=16",
+        "model.dropout=0",
+        "pretrain.batch_size=8",
+        "pretrain.epochs=2",
+        "pretrain.steps_per_epoch=5",
+        "pretrain.eval_batches=2",
+        "pretrain.compile=false",
+        "pretrain.log_every=1",
+    ]
     outputs = {}
     for processes in (1, 2):
         out = tmp_path / f"n{processes}"
-        run_stage("pretrain.py", ["--data", str(data), "--data-card", str(out / "none.json"),
-                                  "--model", str(out / "model.pt"), "--reports", str(out / "reports"),
-                                  "--state", str(out / "state.pt"), "--snapshots", str(out / "snapshots")],
-                  small, processes)  # fmt: skip
+        run_stage(
+            "pretrain.py",
+            [
+                "--data",
+                str(data),
+                "--data-card",
+                str(out / "none.json"),
+                "--model",
+                str(out / "model.pt"),
+                "--reports",
+                str(out / "reports"),
+                "--state",
+                str(out / "state.pt"),
+                "--snapshots",
+                str(out / "snapshots"),
+            ],
+            small,
+            processes,
+        )
         assert not list(out.rglob("*.tmp")), "a rank left a temporary file"
         outputs[processes] = out
     one, two = (pd.read_csv(outputs[n] / "reports" / "steps.csv")["train_loss"].tolist() for n in (1, 2))
@@ -116,17 +155,40 @@ def test_the_pretrain_stage_under_torchrun_writes_once_what_one_process_writes(d
 def test_the_finetune_stage_under_torchrun_gives_what_one_process_gives(data, tmp_path):
     """The finetune stage script under torchrun: every start (the frozen probe too), the lr search
     and the summary, written once; the same runs as one process."""
-    small = ["finetune.label_counts=[0]", "finetune.seeds=[1,2]", "finetune.epochs=2", "finetune.min_steps=1",
-             "finetune.batch_size=16", "finetune.lrs=[0.001,0.003]", "finetune.probe_cs=[0.1,1]",
-             "finetune.search_labels=0", "finetune.snapshot_labels=0", "finetune.dropouts=[0]",
-             "finetune.precision=fp32", "finetune.compile=false", "tokenize.max_length=32"]  # fmt: skip
+    small = [
+        "finetune.label_counts=[0]",
+        "finetune.seeds=[1,2]",
+        "finetune.epochs=2",
+        "finetune.min_steps=1",
+        "finetune.batch_size=16",
+        "finetune.lrs=[0.001,0.003]",
+        "finetune.probe_cs=[0.1,1]",
+        "finetune.search_labels=0",
+        "finetune.snapshot_labels=0",
+        "finetune.dropouts=[0]",
+        "finetune.precision=fp32",
+        "finetune.compile=false",
+        "tokenize.max_length=32",
+    ]
     outputs = {}
     for processes in (1, 2):
         out = tmp_path / f"n{processes}"
         (out / "snapshots").mkdir(parents=True)
-        run_stage("finetune.py", ["--data", str(data), "--pretrained", str(data / "models" / "pretrained.pt"),
-                                  "--snapshots", str(out / "snapshots"), "--reports", str(out / "reports")],
-                  small, processes)  # fmt: skip
+        run_stage(
+            "finetune.py",
+            [
+                "--data",
+                str(data),
+                "--pretrained",
+                str(data / "models" / "pretrained.pt"),
+                "--snapshots",
+                str(out / "snapshots"),
+                "--reports",
+                str(out / "reports"),
+            ],
+            small,
+            processes,
+        )
         assert not list(out.rglob("*.tmp")), "a rank left a temporary file"
         outputs[processes] = out
     one, two = (pd.read_csv(outputs[n] / "reports" / "runs.csv") for n in (1, 2))

@@ -82,8 +82,9 @@ def test_a_classifier_step_with_dropout_compiles_instead_of_falling_back(capsys)
     from tinytf.train.classify import classifier_step_loss
 
     torch.manual_seed(0)
-    config = ModelConfig(vocab_size=97, d_model=32, n_head=2, d_ff=64, n_layer=2, block_size=16,
-                         dropout=0.1, n_classes=2)  # fmt: skip
+    config = ModelConfig(
+        vocab_size=97, d_model=32, n_head=2, d_ff=64, n_layer=2, block_size=16, dropout=0.1, n_classes=2
+    )
     model = TinyTransformer(config).train()
     runtime = Runtime(torch.device("cpu"), "fp32", True)
     step = classifier_step_loss(model, runtime)

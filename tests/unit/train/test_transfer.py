@@ -83,8 +83,14 @@ def test_finetune_refuses_too_many_labels_before_any_run(workdir, monkeypatch):
         raise AssertionError("a fine-tuning run started before the label counts were checked")
 
     monkeypatch.setattr(workers.Workers, "map", no_run)
-    params = FinetuneParams(label_counts=[24, 96, 0], seeds=[1, 2],
-                            search_labels=24, snapshot_labels=24, device="cpu", compile=False)  # fmt: skip
+    params = FinetuneParams(
+        label_counts=[24, 96, 0],
+        seeds=[1, 2],
+        search_labels=24,
+        snapshot_labels=24,
+        device="cpu",
+        compile=False,
+    )
     with pytest.raises(
         ParamsError, match=r"finetune.label_counts: 96 labels .*tokens/sentiment/train.parquet has 96"
     ):
@@ -95,11 +101,24 @@ def test_the_finetune_stage_refuses_too_many_labels_before_its_mlflow_run(workdi
     store = tmp_path / "mlflow.db"
     sets = ["finetune.label_counts=[24,96,0]", "finetune.search_labels=24", "finetune.snapshot_labels=24"]
     result = subprocess.run(
-        [sys.executable, "stages/finetune.py", "--data", str(workdir), "--pretrained",
-         str(workdir / "models" / "pretrained.pt"), "--snapshots", str(tmp_path / "none"),
-         "--reports", str(tmp_path / "reports"), *[arg for s in sets for arg in ("--set", s)]],
-        cwd=REPO, env=dict(os.environ, MLFLOW_TRACKING_URI=f"sqlite:///{store}", TINYTF_TRACKING="1"), capture_output=True, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "stages/finetune.py",
+            "--data",
+            str(workdir),
+            "--pretrained",
+            str(workdir / "models" / "pretrained.pt"),
+            "--snapshots",
+            str(tmp_path / "none"),
+            "--reports",
+            str(tmp_path / "reports"),
+            *[arg for s in sets for arg in ("--set", s)],
+        ],
+        cwd=REPO,
+        env=dict(os.environ, MLFLOW_TRACKING_URI=f"sqlite:///{store}", TINYTF_TRACKING="1"),
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 2 and "finetune.label_counts: 96 labels" in result.stderr, result.stderr
     assert not store.exists() and not (tmp_path / "reports").exists()  # no failed run, nothing written
 
@@ -113,7 +132,10 @@ def test_chosen_recipe_is_the_best_mean_over_seeds_first_on_ties():
     chosen = chosen_recipe(rows)
     assert (chosen["lr"], chosen["dropout"]) == (1e-3, 0.1)
     assert {(c["lr"], c["dropout"], c["seeds"]) for c in chosen["candidates"]} == {
-        (1e-3, 0.1, 2), (3e-3, 0.1, 2), (1e-3, 0.0, 2)}  # fmt: skip
+        (1e-3, 0.1, 2),
+        (3e-3, 0.1, 2),
+        (1e-3, 0.0, 2),
+    }
     tied = chosen_recipe(rows + [{"lr": 1e-2, "dropout": 0.0, "validation_accuracy": 0.625}])
     assert (tied["lr"], tied["dropout"]) == (1e-3, 0.1)  # tie: the earlier recipe
 
@@ -124,10 +146,22 @@ def test_finetune_chooses_each_lr_on_validation_and_keeps_the_best_epoch(workdir
     snapshot = tmp_path / "epoch1.pt"
     shutil.copy(workdir / "models" / "pretrained.pt", snapshot)
     shutil.copy(workdir / "models" / "pretrained.json", snapshot.with_suffix(".json"))
-    params = FinetuneParams(label_counts=[24, 0], seeds=[1, 2], epochs=2, min_steps=6, batch_size=16,
-                            lrs=[1e-4, 3e-3], dropouts=[0.0, 0.3], probe_cs=[0.1, 1.0], search_labels=24,
-                            search_seeds=5, snapshot_labels=24, device="cpu", precision="fp32",
-                            compile=False)  # fmt: skip
+    params = FinetuneParams(
+        label_counts=[24, 0],
+        seeds=[1, 2],
+        epochs=2,
+        min_steps=6,
+        batch_size=16,
+        lrs=[1e-4, 3e-3],
+        dropouts=[0.0, 0.3],
+        probe_cs=[0.1, 1.0],
+        search_labels=24,
+        search_seeds=5,
+        snapshot_labels=24,
+        device="cpu",
+        precision="fp32",
+        compile=False,
+    )
     result = run_finetune(params, 32, workdir / "models" / "pretrained.pt", workdir, [snapshot])
     runs = result.runs
     search = runs[(runs["labels"] == "24") & (runs["start"] == "final")]
@@ -156,9 +190,21 @@ def test_runs_side_by_side_give_the_numbers_of_one_process_and_reach_mlflow(work
     """Each run trains on one thread whatever the number of workers, so TINYTF_WORKERS changes
     the time a stage takes and nothing it computes; the workers' training events reach the
     stage's callbacks (its MLflow child runs) as if the runs had trained in its process."""
-    params = FinetuneParams(label_counts=[24, 0], seeds=[1, 2], epochs=2, min_steps=6, batch_size=16,
-                            lrs=[1e-4, 3e-3], dropouts=[0.1], probe_cs=[1.0], search_labels=24, search_seeds=2,
-                            snapshot_labels=24, device="cpu", compile=False)  # fmt: skip
+    params = FinetuneParams(
+        label_counts=[24, 0],
+        seeds=[1, 2],
+        epochs=2,
+        min_steps=6,
+        batch_size=16,
+        lrs=[1e-4, 3e-3],
+        dropouts=[0.1],
+        probe_cs=[1.0],
+        search_labels=24,
+        search_seeds=2,
+        snapshot_labels=24,
+        device="cpu",
+        compile=False,
+    )
     results, events = {}, {}
     for workers in ("1", "2"):
         monkeypatch.setenv("TINYTF_WORKERS", workers)
@@ -177,8 +223,9 @@ def test_runs_side_by_side_give_the_numbers_of_one_process_and_reach_mlflow(work
 
             yield [Seen()]
 
-        results[workers] = run_finetune(params, 32, workdir / "models" / "pretrained.pt", workdir,
-                                        callbacks_for=callbacks_for)  # fmt: skip
+        results[workers] = run_finetune(
+            params, 32, workdir / "models" / "pretrained.pt", workdir, callbacks_for=callbacks_for
+        )
     one, two = results["1"], results["2"]
     assert (one.workers, two.workers) == (1, 2)
     pd.testing.assert_frame_equal(one.runs, two.runs)
@@ -190,8 +237,9 @@ def test_runs_side_by_side_give_the_numbers_of_one_process_and_reach_mlflow(work
     for seed in (1, 2):
         *epochs, end = events["1"][("scratch", "all", seed, "final")]
         assert len(epochs) == 2 and end == ("end", trained.loc[seed, "test_accuracy"])
-    assert events["1"][("frozen", "all", 1, "final")] == [("end", one.runs.query(
-        "arm == 'frozen' and labels == 'all'").iloc[0]["test_accuracy"])]  # fmt: skip
+    assert events["1"][("frozen", "all", 1, "final")] == [
+        ("end", one.runs.query("arm == 'frozen' and labels == 'all'").iloc[0]["test_accuracy"])
+    ]
     monkeypatch.setenv("TINYTF_WORKERS", "two")
     with pytest.raises(ParamsError, match=r"TINYTF_WORKERS='two': expected 'auto' or a whole number"):
         run_finetune(params, 32, workdir / "models" / "pretrained.pt", workdir)
@@ -205,8 +253,13 @@ def test_baselines_fit_on_train_choose_c_on_validation():
     scores = fit_baselines(*split, cs=[0.1, 10.0])
     assert scores.tfidf_lr == 1.0 and scores.tfidf_lr_validation == 1.0 and scores.tfidf_lr_c == 0.1
     assert majority_accuracy(np.array([1, 1, 0]), np.array([1, 0, 0, 0])) == 0.25
-    curve = baseline_curve({"train": split[0], "validation": split[1], "test": split[2]},
-                           [(20, [1, 2]), (ALL, [1, 2])], [1.0], (1, 1), (2, 3))  # fmt: skip
+    curve = baseline_curve(
+        {"train": split[0], "validation": split[1], "test": split[2]},
+        [(20, [1, 2]), (ALL, [1, 2])],
+        [1.0],
+        (1, 1),
+        (2, 3),
+    )
     assert list(curve) == ["20", "all"] and curve["20"]["n_train"] == 20
     assert len(curve["20"]["tfidf_lr"]["by_seed"]) == 2 and len(curve["all"]["tfidf_lr"]["by_seed"]) == 1
 
@@ -215,12 +268,40 @@ def runs_frame() -> pd.DataFrame:
     rows = []
     for seed, (p, s) in enumerate([(0.70, 0.66), (0.72, 0.67), (0.71, 0.69)], start=1):
         for labels, n, shift in (("all", 900, 0.1), ("100", 100, 0.0)):
-            rows += [{"start": "final", "tokens": 4000, "arm": "pretrained", "labels": labels, "n_train": n,
-                      "seed": seed, "test_accuracy": p + shift, "chosen": True},
-                     {"start": "final", "tokens": None, "arm": "scratch", "labels": labels, "n_train": n,
-                      "seed": seed, "test_accuracy": s + shift, "chosen": True}]  # fmt: skip
-        rows.append({"start": "epoch1", "tokens": 1000, "arm": "pretrained", "labels": "100", "n_train": 100,
-                     "seed": seed, "test_accuracy": s + 0.01, "chosen": True})  # fmt: skip
+            rows += [
+                {
+                    "start": "final",
+                    "tokens": 4000,
+                    "arm": "pretrained",
+                    "labels": labels,
+                    "n_train": n,
+                    "seed": seed,
+                    "test_accuracy": p + shift,
+                    "chosen": True,
+                },
+                {
+                    "start": "final",
+                    "tokens": None,
+                    "arm": "scratch",
+                    "labels": labels,
+                    "n_train": n,
+                    "seed": seed,
+                    "test_accuracy": s + shift,
+                    "chosen": True,
+                },
+            ]
+        rows.append(
+            {
+                "start": "epoch1",
+                "tokens": 1000,
+                "arm": "pretrained",
+                "labels": "100",
+                "n_train": 100,
+                "seed": seed,
+                "test_accuracy": s + 0.01,
+                "chosen": True,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -248,11 +329,17 @@ def test_holm_adjusts_a_family_of_p_values_step_down():
 
 def test_the_trend_is_a_regression_of_every_seeds_gap_on_log_labels():
     def entry(n, gaps):
-        return {"n_train": n, "pretrained": {"by_seed": {str(i): 0.6 + g for i, g in enumerate(gaps)}},
-                "scratch": {"by_seed": {str(i): 0.6 for i in range(len(gaps))}}}  # fmt: skip
+        return {
+            "n_train": n,
+            "pretrained": {"by_seed": {str(i): 0.6 + g for i, g in enumerate(gaps)}},
+            "scratch": {"by_seed": {str(i): 0.6 for i in range(len(gaps))}},
+        }
 
-    shrinking = {"10": entry(10, [0.05, 0.06, 0.04]), "100": entry(100, [0.03, 0.04, 0.02]),
-                 "1000": entry(1000, [0.01, 0.02, 0.0])}  # fmt: skip
+    shrinking = {
+        "10": entry(10, [0.05, 0.06, 0.04]),
+        "100": entry(100, [0.03, 0.04, 0.02]),
+        "1000": entry(1000, [0.01, 0.02, 0.0]),
+    }
     trend = gap_trend(shrinking)
     assert trend["slope_per_decade"] == pytest.approx(-0.02) and trend["n"] == 9
     assert trend["ci95"][0] < -0.02 < trend["ci95"][1] < 0 and trend["p_value"] < 0.01
@@ -327,8 +414,10 @@ def test_probe_chooses_c_on_validation_and_scores_test():
     rng = np.random.default_rng(0)
     labels = {s: rng.integers(0, 2, n) for s, n in (("train", 200), ("validation", 100), ("test", 100))}
     # one informative column among 20 noise columns
-    features = {s: np.column_stack([y * 2.0 + rng.normal(0, 0.5, len(y)), rng.normal(0, 1, (len(y), 20))])
-                for s, y in labels.items()}  # fmt: skip
+    features = {
+        s: np.column_stack([y * 2.0 + rng.normal(0, 0.5, len(y)), rng.normal(0, 1, (len(y), 20))])
+        for s, y in labels.items()
+    }
     cs = [1e-4, 1e-2, 1.0]
     fit = fit_probe(features, labels, cs)
     alone = {c: fit_probe(features, labels, [c]).validation_accuracy for c in cs}

@@ -30,10 +30,20 @@ def test_a_cell_trains_at_the_studys_lr_and_budget_not_pretrainings():
 def _cells(pos_gap: float, merge_gap: float, seeds: int = 6, noise: float = 4.0):
     """Cells of a 2 x 2 design: dev = 400 + gaps + a course report's noise (fixed draws, so no flakes)."""
     rng = np.random.default_rng(0)
-    rows = [{"pos_encoding": pos, "head_merge": merge, "seed": s,
-             "dev": 400 + pos_gap * (pos == "learned") + merge_gap * (merge == "reweight") + rng.normal(0, noise)}
-            for pos in ("learned", "sinusoidal") for merge in ("concat", "reweight")
-            for s in range(1, seeds + 1)]  # fmt: skip
+    rows = [
+        {
+            "pos_encoding": pos,
+            "head_merge": merge,
+            "seed": s,
+            "dev": 400
+            + pos_gap * (pos == "learned")
+            + merge_gap * (merge == "reweight")
+            + rng.normal(0, noise),
+        }
+        for pos in ("learned", "sinusoidal")
+        for merge in ("concat", "reweight")
+        for s in range(1, seeds + 1)
+    ]
     return pd.DataFrame(rows)
 
 
@@ -84,16 +94,33 @@ def test_one_level_or_one_seed_gives_no_p_value_and_no_crash():
 def test_the_stage_writes_summary_json_with_the_keys_the_checks_read(tmp_path):
     cells = _cells(-20.0, 0.0, seeds=2)
     for row in cells.itertuples():
-        write_cell(tmp_path / "cells" / f"{cell_key(row.pos_encoding, row.head_merge, row.seed)}.json",
-                   row.pos_encoding, row.head_merge, row.seed,
-                   {"train_perplexity": row.dev + 10, "validation_perplexity": row.dev})  # fmt: skip
-    sets = ["variants.pos_encodings=[learned,sinusoidal]", "variants.head_merges=[concat,reweight]",
-            "variants.seeds=[1,2]"]  # fmt: skip
+        write_cell(
+            tmp_path / "cells" / f"{cell_key(row.pos_encoding, row.head_merge, row.seed)}.json",
+            row.pos_encoding,
+            row.head_merge,
+            row.seed,
+            {"train_perplexity": row.dev + 10, "validation_perplexity": row.dev},
+        )
+    sets = [
+        "variants.pos_encodings=[learned,sinusoidal]",
+        "variants.head_merges=[concat,reweight]",
+        "variants.seeds=[1,2]",
+    ]
     result = subprocess.run(
-        [sys.executable, "stages/variants_table.py", "--cells", str(tmp_path / "cells"),
-         "--reports", str(tmp_path / "reports"), *[arg for s in sets for arg in ("--set", s)]],
-        cwd=REPO, env=dict(os.environ, TINYTF_TRACKING="0"), capture_output=True, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "stages/variants_table.py",
+            "--cells",
+            str(tmp_path / "cells"),
+            "--reports",
+            str(tmp_path / "reports"),
+            *[arg for s in sets for arg in ("--set", s)],
+        ],
+        cwd=REPO,
+        env=dict(os.environ, TINYTF_TRACKING="0"),
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0, result.stderr
     summary = json.loads((tmp_path / "reports/summary.json").read_text())
     assert {"detectable_difference_pct", "verdicts", "steps", "seeds", "test"} <= set(summary)

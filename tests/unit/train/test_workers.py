@@ -134,8 +134,9 @@ def test_ctrl_c_stops_the_workers_mid_run_with_one_message(tmp_path, started):
     a CI runner may) stops on it too, as the training loop does: that case failed once in a
     fresh-clone CI run started in the background."""
     preexec = ignore_sigint if started == "with SIGINT ignored" else None
-    stage, workers = start_stage(INTERRUPTED, tmp_path, text=True, stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, preexec_fn=preexec)  # fmt: skip
+    stage, workers = start_stage(
+        INTERRUPTED, tmp_path, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=preexec
+    )
     stage.send_signal(signal.SIGINT)
     out, err = stage.communicate(timeout=30)  # far less than the runs' minute
     assert stage.returncode == 130, err
