@@ -14,7 +14,8 @@ ARMS = ["pretrained", "scratch"]
 
 
 def objective_comparison(causal_runs: pd.DataFrame, masked_runs: pd.DataFrame) -> dict:
-    """Per label count: each objective's pretrained start and scratch (mean test accuracy), the
+    """Per label count: each objective's pretrained start and its own scratch (mean test accuracy:
+    a scratch body has the run's attention, so a masked run's scratch is bidirectional), the
     paired test of masked − causal over the seeds, Holm-adjusted across the label counts, and
     each start against scratch as its own run tested it. Raises DataError when the two runs do
     not share their label counts and seeds."""
@@ -34,7 +35,8 @@ def objective_comparison(causal_runs: pd.DataFrame, masked_runs: pd.DataFrame) -
             "n_train": m["n_train"],
             "causal": c["pretrained"]["mean"],
             "masked": m["pretrained"]["mean"],
-            "scratch": m["scratch"]["mean"],
+            "causal_scratch": c["scratch"]["mean"],
+            "masked_scratch": m["scratch"]["mean"],
             "masked_vs_causal": paired_comparison(
                 [m["pretrained"]["by_seed"][s] for s in seeds], [c["pretrained"]["by_seed"][s] for s in seeds]
             ),
@@ -69,17 +71,19 @@ def verdict(labels: str, entry: dict, alpha: float = 0.05) -> str:
 
 
 def table(comparison: dict) -> str:
-    """The label-curve table: both pretrained starts and scratch, the paired difference and tests."""
+    """The label-curve table: each run's pretrained start and scratch, the paired difference, tests."""
     lines = [
-        "| labels | causal pretrained | masked pretrained | scratch | masked − causal (points) | p | Holm p |",
-        "|---|---|---|---|---|---|---|",
+        "| labels | causal pretrained | causal scratch | masked pretrained | masked scratch "
+        "| masked − causal (points) | p | Holm p |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for labels, e in comparison["label_curve"].items():
         t = e["masked_vs_causal"]
         p = "–" if t["p_value"] is None else f"{t['p_value']:.3g}"
         ph = "–" if t.get("p_holm") is None else f"{t['p_holm']:.3g}"
         lines.append(
-            f"| {labels} ({e['n_train']}) | {100 * e['causal']:.1f} % | {100 * e['masked']:.1f} % | "
-            f"{100 * e['scratch']:.1f} % | {100 * t['mean_difference']:+.1f} | {p} | {ph} |"
+            f"| {labels} ({e['n_train']}) | {100 * e['causal']:.1f} % | {100 * e['causal_scratch']:.1f} % | "
+            f"{100 * e['masked']:.1f} % | {100 * e['masked_scratch']:.1f} % | "
+            f"{100 * t['mean_difference']:+.1f} | {p} | {ph} |"
         )
     return "\n".join(lines) + "\n"
