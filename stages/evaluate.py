@@ -13,12 +13,12 @@ from pathlib import Path
 import common
 
 from tinytf.analysis.evaluation import classification_report, headline_metrics
+from tinytf.analysis.grid import BEST_COLUMNS, best_cell, load_cells
 from tinytf.io import write_json, write_text
 from tinytf.model.checkpoint import load_model
 from tinytf.model.hf import HFClassifier
 from tinytf.tracking.runs import stage_run
 from tinytf.train.classify import SentimentData, classifier_runtime, evaluate_test_split
-from tinytf.train.grid import BEST_COLUMNS, best_cell, load_cells
 
 
 def main() -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import common
 
+from tinytf.analysis.grid import cell_key
 from tinytf.io import write_json
 from tinytf.model.checkpoint import save_model
 from tinytf.tracking.runs import TrackerCallback, params_hash, stage_run
@@ -25,7 +26,6 @@ from tinytf.train.classify import (
     planned_steps,
     train_classifier,
 )
-from tinytf.train.grid import cell_key
 
 
 def main() -> None:

@@ -21,7 +21,7 @@ ALLOWED = {
     "train": {"data", "model"},
     "analysis": {"data", "model"},
     # the report quotes analysis's statistics (the power bound) rather than keeping a copy
-    "report": {"data", "model", "train", "analysis"},
+    "report": {"data", "model", "analysis"},
 }
 
 

@@ -120,7 +120,7 @@ def bodies_section(report) -> None:
     timings = report.inputs.csv("finetune_timings", ("arm", "labels", "seconds"))
     best_result = best_model = None
     if f.metrics is not None and f.grid is not None:
-        from tinytf.train.grid import cell_key
+        from tinytf.analysis.grid import cell_key
 
         key = cell_key(**{k: f.metrics["best"][k] for k in ("optimizer", "lr", "batch_size", "epochs")})
         grid_dir = root / UPSTREAM["grid"].path

@@ -72,7 +72,11 @@ def test_masked_minus_causal_is_paired_by_seed_and_holm_adjusted_across_label_co
         "all labels: masked − causal +3.0 ± 0.4 points (95 % CI), p = "
     )
     assert "no difference detected" not in verdict("all", curve["all"])
-    assert table(result).splitlines()[-1].startswith("| all (10201) | 72.0 % | 70.0 % | 75.0 % | 70.0 % | +3.0 |")
+    assert (
+        table(result)
+        .splitlines()[-1]
+        .startswith("| all (10201) | 72.0 % | 70.0 % | 75.0 % | 70.0 % | +3.0 |")
+    )
 
 
 def test_runs_that_do_not_share_seeds_are_not_compared():
@@ -113,7 +117,8 @@ def test_the_masked_presets_export_pairs_its_run_with_the_committed_causal_run(t
     assert readme.startswith("README.md\n## Masked vs causal pretraining on the label curve")
     assert "The course's claim (seed 000)" in readme and "- all labels: masked − causal -2.0" in readme
     assert (
-        "| all (10201) | 72.0 % | 70.0 % | 70.0 % | 70.0 % | -2.0 |" in (out / "tables" / "objectives.md").read_text()
+        "| all (10201) | 72.0 % | 70.0 % | 70.0 % | 70.0 % | -2.0 |"
+        in (out / "tables" / "objectives.md").read_text()
     )
 
     params["model"]["dropout"] = 0.3  # a second difference: the runs are not twins

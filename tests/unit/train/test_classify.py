@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from tinytf.analysis.evaluation import bootstrap_interval, classification_report, paired_comparison
+from tinytf.analysis.grid import best_cell, cell_key, load_cells
 from tinytf.params.config import GridParams
 from tinytf.train.classify import (
     ClassifierRecipe,
@@ -15,7 +16,6 @@ from tinytf.train.classify import (
     evaluate_test_split,
     train_classifier,
 )
-from tinytf.train.grid import best_cell, cell_key, load_cells
 from tinytf.train.loop import Callback
 from tinytf.train.runtime import Runtime
 
