@@ -6,6 +6,7 @@ Runs the real `prepare` stage through DVC in a temporary copy of the repository.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -36,10 +37,14 @@ def write_reviews(path: Path, n: int, flip: bool = False) -> None:
     frame.to_csv(path, index=False)
 
 
+ROWS = 400  # in the prepared workspace's data/raw/reviews.csv
+
+
 @pytest.fixture(scope="module")
-def workspace(tmp_path_factory) -> Path:
+def prepared(tmp_path_factory) -> Path:
+    """A repository copy whose prepare stage read a user's CSV; tests work on copies of it."""
     root = repo_copy(tmp_path_factory.mktemp("byo"))
-    write_reviews(root / "data/raw/reviews.csv", 400)
+    write_reviews(root / "data/raw/reviews.csv", ROWS)
     params = yaml.safe_load((root / "params.yaml").read_text())
     params["prepare"]["sentiment"].update(
         source="files", files={"train": "data/raw/reviews.csv"}, text_column="review", max_rows=0
@@ -50,6 +55,12 @@ def workspace(tmp_path_factory) -> Path:
     return root
 
 
+@pytest.fixture
+def workspace(prepared, tmp_path) -> Path:
+    """The prepared repository, copied for one test: each passes alone and in any order."""
+    return Path(shutil.copytree(prepared, tmp_path / "repo", symlinks=True))
+
+
 def sentiment_rows(root: Path) -> int:
     return sum(
         len(pd.read_parquet(root / f"data/prepared/sentiment/{s}.parquet"))
@@ -58,7 +69,7 @@ def sentiment_rows(root: Path) -> int:
 
 
 def test_editing_a_data_file_makes_dvc_status_list_prepare(workspace):
-    assert sentiment_rows(workspace) == 400
+    assert sentiment_rows(workspace) == ROWS
     write_reviews(workspace / "data/raw/reviews.csv", 300, flip=True)
     status = dvc(workspace, "status").stdout
     assert "prepare:" in status and "modified:           data/raw" in status, status
@@ -74,7 +85,8 @@ def test_a_failed_prepare_under_dvc_keeps_the_previous_outputs(workspace):
     path.write_text(path.read_text() + '"an open quote,pos\nreview,neg\n')
     result = dvc(workspace, "repro", "prepare")
     assert result.returncode != 0
-    assert "reviews.csv: line 302: a quoted field opened on this line is never closed" in result.stderr
+    line = ROWS + 2  # the header, then ROWS rows
+    assert f"reviews.csv: line {line}: a quoted field opened on this line is never closed" in result.stderr
     assert "Traceback" not in result.stdout + result.stderr
     assert {name: (workspace / name).read_bytes() for name in outputs} == before
 

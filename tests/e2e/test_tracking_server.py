@@ -116,7 +116,8 @@ def pipeline(server, tmp_path_factory):
         command=(sys.executable, "-m", "tinytf.cli"),
         tracking_uri=url,
     )
-    return workspace, result.stdout + result.stderr
+    # the runs this pipeline made, read before any other test adds its own
+    return workspace, result.stdout + result.stderr, search_runs(url)
 
 
 def search_runs(url: str):
@@ -128,9 +129,8 @@ def search_runs(url: str):
 
 def test_every_stage_logs_its_runs_to_the_server_and_nothing_locally(server, pipeline):
     url, artifacts = server
-    workspace, output = pipeline
+    workspace, output, runs = pipeline
     assert "MLflow tracking off" not in output, output  # a failed call would only warn
-    runs = search_runs(url)
     assert runs["tags.tinytf.stage"].value_counts().to_dict() == RUNS
     assert set(runs["status"]) == {"FINISHED"}
     evaluate = runs[runs["tags.tinytf.stage"] == "evaluate"].iloc[0]
@@ -148,9 +148,8 @@ def test_the_registry_on_the_server_serves_the_champion(server, pipeline):
     import pandas as pd
 
     url, _ = server
-    workspace, _ = pipeline
+    workspace, _, runs = pipeline
     mlflow.set_tracking_uri(url)
-    runs = search_runs(url)
     champion = mlflow.MlflowClient().get_model_version_by_alias("tinytf-sentiment", "champion")
     assert champion.run_id == runs[runs["tags.tinytf.stage"] == "evaluate"].iloc[0]["run_id"]
     model = mlflow.pyfunc.load_model("models:/tinytf-sentiment@champion")  # downloaded through the server
@@ -161,7 +160,7 @@ def test_the_registry_on_the_server_serves_the_champion(server, pipeline):
 
 def test_two_pipelines_logging_at_once_lose_nothing(server, pipeline):
     url, _ = server
-    workspace, _ = pipeline
+    workspace, _, _ = pipeline
     before = search_runs(url)
     run_two_queued_experiments(workspace, tracking_uri=url)
     runs = search_runs(url)
