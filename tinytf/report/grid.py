@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from tinytf.analysis.grid import MissingCell, best_cell, cell_key, load_cells, load_curves
 from tinytf.analysis.power import detectable_difference
 from tinytf.errors import DataError
 from tinytf.report import tables as rt
@@ -28,7 +29,6 @@ METRICS_KEYS = (
 
 def grid_section(report) -> None:
     """Add the test tables, then the grid's, to a `tinytf.report.build._Report`."""
-    from tinytf.analysis.grid import best_cell, cell_key
     from tinytf.report.plots import plot_grid_heatmaps, plot_optimizer_curves
 
     grid_dir = report.inputs.exists("grid")  # first: missing inputs are listed in the order read
@@ -111,8 +111,6 @@ def _test_tables(report) -> dict | None:
 def _grid_cells(report, grid_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame] | None:
     """Every cell of the current grid params and its curves, each result file checked first; None
     (listed as missing) while a cell has no result yet."""
-    from tinytf.analysis.grid import MissingCell, load_cells, load_curves
-
     for path in sorted(grid_dir.glob("*.result.json")):  # the cell results (not the model configs)
         try:
             result = json.loads(path.read_text(encoding="utf-8"))
