@@ -33,7 +33,9 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for add in (_add_run, _add_count_params, _add_text_tools, _add_presets):
+    from tinytf.cli import data
+
+    for add in (_add_run, _add_count_params, _add_text_tools, _add_presets, data.add_parser):
         add(sub)
     return parser
 
@@ -254,6 +256,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return guarded(lambda: score(args))
     if args.command == "predict":
         return guarded(lambda: predict(args))
+    if args.command == "data":
+        from tinytf.cli.data import add_command
+
+        return guarded(lambda: add_command(args))
     if args.command == "compare":
         from tinytf.cli.compare import compare_command
 
