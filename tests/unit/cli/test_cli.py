@@ -184,7 +184,10 @@ def test_preset_export_copies_the_report_only_when_params_hold_the_presets_value
     assert not (reports / "presets").exists() or not any((reports / "presets").iterdir())
     params["model"]["d_model"], params["finetune"]["seeds"] = 64, [1, 2]
     target.write_text(yaml.safe_dump(params))
+    (reports / "README.md").write_text("[a](tables/a.md), [reports/data.md](data.md), [w](https://x.org)")
     out = call()
+    # the stages' own files are not exported: their links become text, so none is broken
+    assert (out / "README.md").read_text() == "[a](tables/a.md), `reports/data.md`, [w](https://x.org)"
     assert out == reports / "presets" / "small"
     assert (out / "summary.json").read_text() == "finetune/summary.json" and (out / "tables/a.md").exists()
     assert (out / "variants.json").read_text() == "variants/summary.json"
