@@ -66,9 +66,21 @@ def rows_from_show(show: list[dict]) -> list[dict]:
 
 
 def differing(rows: list[dict]) -> list[str]:
-    """The dotted params keys whose values are not the same in every row, in params.yaml's order."""
+    """The dotted params keys whose values are not the same in every row: each row's first change
+    from the first row, then each row's second, ..., so that a sweep of one key beside a preset of
+    thirty still shows its key within the width; params.yaml's order otherwise."""
+
+    def value(row: dict, key: str) -> str:
+        return json.dumps(row["params"].get(key), sort_keys=True)
+
     keys = list(dict.fromkeys(k for row in rows for k in row["params"]))
-    return [k for k in keys if len({json.dumps(row["params"].get(k), sort_keys=True) for row in rows}) > 1]
+    differ = [k for k in keys if len({value(row, k) for row in rows}) > 1]
+    rank = dict.fromkeys(differ, len(differ))
+    for row in rows[1:]:
+        own = [k for k in differ if value(row, k) != value(rows[0], k)]
+        for place, key in enumerate(own):
+            rank[key] = min(rank[key], place)
+    return sorted(differ, key=lambda k: rank[k])  # stable: params.yaml's order within a rank
 
 
 def _cell(value, limit: int | None) -> str:

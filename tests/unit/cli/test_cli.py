@@ -270,6 +270,8 @@ def test_compare_fits_120_characters_with_the_headline_and_the_params_that_diffe
     assert "grid.lrs" in headers + left_out and "model.d_model" in headers + left_out
     assert all("." in h for h in headers[6:]) and "model.arch" not in headers + left_out
     assert "more params differ (tinytf compare --wide shows them): " in text and left_out
+    # each experiment's first change is shown: the sweep's one key beside the preset's thirty
+    assert {"grid.lrs", "prepare.corpus.max_rows"} <= set(headers)
     wide, none_left = table(rows, stale=set(), wide=True)
     assert none_left == [] and {"pretrained", "scratch", *left_out} <= {c[0] for c in wide}
 
