@@ -3,7 +3,8 @@
 It reads the file with the readers `prepare` uses (a bad row stops here, naming the line), puts
 it under data/raw/ (prepare's dep), tracks it so that temporary and queued experiments see it too
 (they start from git's index, not the working tree: `git add`, or `dvc add` for a large file and
-`git add` of its .dvc), and sets the `prepare.sentiment` keys in params.yaml, keeping its comments,
+`git add` of its .dvc), and sets the `prepare.sentiment` keys (or, with --corpus, the language
+model's `prepare.corpus` keys) in params.yaml, keeping its comments,
 only after checking the result with the stages' own validation. With `--print-set` it edits no
 params and prints the `dvc exp run` line instead.
 """
@@ -22,7 +23,6 @@ from tinytf.errors import DataError, TinyTFError
 RAW = Path("data/raw")
 # above this a file goes to DVC's cache, not git's history: every clone would carry each version
 LARGE_BYTES = 1_000_000
-SECTION = "prepare.sentiment"
 
 
 def add_parser(sub) -> None:
@@ -39,14 +39,19 @@ def add_parser(sub) -> None:
         "row with its line; copy it to data/raw/ (unless it is there already); `git add` it, or `dvc add` "
         f"it and `git add` its .dvc when it is over {LARGE_BYTES:,} bytes (or with --dvc), so that "
         "temporary and queued experiments see it; then set prepare.sentiment.source: files, "
-        "files.SPLIT, text_column and label_column in params.yaml, checked first (a rejected value leaves "
+        "files.SPLIT, text_column and label_column (with --corpus: prepare.corpus's) in params.yaml, checked first (a rejected value leaves "
         "the file as it was). A missing validation or test split is carved from train "
         "(prepare.sentiment.split). e.g. `tinytf data add ~/reviews.csv --text-column review "
         "--label-column stars`, then `dvc repro` (or --repro for prepare alone).",
     )
     add.add_argument("file", help="the labelled data file")
     add.add_argument("--text-column", required=True, metavar="C", help="the column holding the texts")
-    add.add_argument("--label-column", required=True, metavar="L", help="the column holding the labels")
+    add.add_argument("--label-column", metavar="L", help="the column holding the labels (not with --corpus)")
+    add.add_argument(
+        "--corpus",
+        action="store_true",
+        help="FILE is unlabelled text for the language model: set prepare.corpus's keys instead",
+    )
     add.add_argument(
         "--split",
         choices=("train", "validation", "test"),
@@ -63,14 +68,16 @@ def add_parser(sub) -> None:
     add.add_argument("--params", default="params.yaml", help="params file (default: params.yaml)")
 
 
-def settings(path: Path, split: str, text_column: str, label_column: str) -> dict[str, object]:
-    """The dotted params keys and values that make `prepare` read `path` as `split`."""
-    return {
-        f"{SECTION}.source": "files",
-        f"{SECTION}.files.{split}": path.as_posix(),
-        f"{SECTION}.text_column": text_column,
-        f"{SECTION}.label_column": label_column,
+def settings(path: Path, split: str, text_column: str, label_column: str | None) -> dict[str, object]:
+    """The dotted params keys and values that make `prepare` read `path` as `split`: of the
+    sentiment data, or of the LM's corpus when there is no label column."""
+    section = "prepare.sentiment" if label_column else "prepare.corpus"
+    values = {
+        f"{section}.source": "files",
+        f"{section}.files.{split}": path.as_posix(),
+        f"{section}.text_column": text_column,
     }
+    return values | ({f"{section}.label_column": label_column} if label_column else {})
 
 
 def check_rows(path: Path, rows: int, split: str, carved: dict[str, float]) -> None:
@@ -150,13 +157,16 @@ def add_command(args) -> None:
         raise DataError(f"{source}: file not found")
     if source.suffix.lower() not in FORMATS:
         raise DataError(f"{source}: unsupported format '{source.suffix}'; use one of {', '.join(FORMATS)}")
+    if bool(args.label_column) == args.corpus:
+        raise DataError("give one of --label-column L (labelled data) and --corpus (the LM's text)")
     frame = read_table(source, args.text_column, args.label_column)
     target = destination(source)
     values = settings(target, args.split, args.text_column, args.label_column)
     # the stages' own checks, before anything is copied or written: a clash names the key
-    sentiment = load_params(params_file, values).prepare.sentiment
-    given = {name for name in ("train", "validation", "test") if getattr(sentiment.files, name)}
-    carved = {name: getattr(sentiment.split, name) for name in ("validation", "test") if name not in given}
+    prepare = load_params(params_file, values).prepare
+    section = prepare.corpus if args.corpus else prepare.sentiment
+    given = {name for name in ("train", "validation", "test") if getattr(section.files, name)}
+    carved = {name: getattr(section.split, name) for name in ("validation", "test") if name not in given}
     check_rows(source, len(frame), args.split, carved)
     place(source, target)
     staged = track(target, args.dvc or target.stat().st_size > LARGE_BYTES)

@@ -119,3 +119,18 @@ def test_print_set_leaves_params_alone_and_prints_a_line_dvc_takes(repo, tmp_pat
         "-S prepare.sentiment.text_column=review -S prepare.sentiment.label_column=stars"
     )
     assert (repo / "params.yaml").read_text(encoding="utf-8") == before and staged(repo) == ["data/raw/r.csv"]
+
+
+def test_corpus_text_sets_the_corpus_keys_and_a_file_is_one_or_the_other(repo, tmp_path, capsys):
+    text = tmp_path / "unsup.txt"
+    text.write_text("".join(f"an unlabelled review, number {i}\n" for i in range(40)), encoding="utf-8")
+    assert main(["data", "add", str(text), "--text-column", "text"]) == 2
+    assert "give one of --label-column L (labelled data) and --corpus" in capsys.readouterr().err
+    assert main(["data", "add", str(text), "--text-column", "text", "--corpus"]) == 0
+    prepare = yaml.safe_load((repo / "params.yaml").read_text(encoding="utf-8"))["prepare"]
+    assert (
+        prepare["corpus"]["source"] == "files" and prepare["corpus"]["files"]["train"] == "data/raw/unsup.txt"
+    )
+    assert (
+        prepare["sentiment"]["source"] == "rt_critic_snippets" and prepare["sentiment"]["text_column"] is None
+    )
