@@ -186,8 +186,8 @@ def test_the_files_keys_are_listed_as_null_so_dvc_s_sets_them_and_null_is_the_de
     raw = repo_params()
     # `dvc exp run -S` sets only keys the file has (no Hydra `+`): they are listed, null, beside ptb
     listed = {
-        "corpus": ("files", "text_column"),
-        "sentiment": ("files", "text_column", "label_column", "labels"),
+        "corpus": ("files", "text_column", "encoding"),
+        "sentiment": ("files", "text_column", "label_column", "labels", "encoding"),
     }
     for section, keys in listed.items():
         assert set(keys) <= set(raw["prepare"][section]), section
