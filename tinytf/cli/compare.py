@@ -83,18 +83,23 @@ def differing(rows: list[dict]) -> list[str]:
     return sorted(differ, key=lambda k: rank[k])  # stable: params.yaml's order within a rank
 
 
+def _cut(text: str, limit: int | None) -> str:
+    return text if limit is None or len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _cell(value, limit: int | None) -> str:
+    """A metric (4 significant digits) or a param's value as YAML would take it back in -S."""
     if value is None or (isinstance(value, float) and value != value):
         return "-"
     text = f"{value:.4g}" if isinstance(value, float) else json.dumps(value, separators=(",", ":"))
-    return text if limit is None or len(text) <= limit else text[: limit - 1] + "…"
+    return _cut(text, limit)
 
 
 def table(rows: list[dict], stale: set[str], wide: bool = False) -> tuple[list[list[str]], list[str]]:
     """The columns (header first, one cell per row) and the differing params left out. Without
     `wide` the columns end before WIDTH characters; a stale row's metrics are "-"."""
     limit = None if wide else CELL_WIDTH
-    names = [row["name"] if wide else _cell(row["name"], NAME_WIDTH).strip('"') for row in rows]
+    names = [_cut(row["name"], None if wide else NAME_WIDTH) for row in rows]
     columns = [["experiment", *names]]
     for header, path, _ in HEADLINE + (WIDE_HEADLINE if wide else ()):
         values = [None if row["name"] in stale else _dig(row["metrics"], path) for row in rows]

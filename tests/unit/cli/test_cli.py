@@ -276,6 +276,21 @@ def test_compare_fits_120_characters_with_the_headline_and_the_params_that_diffe
     assert none_left == [] and {"pretrained", "scratch", *left_out} <= {c[0] for c in wide}
 
 
+def test_compare_cuts_a_long_name_and_value_but_not_with_wide():
+    from tinytf.cli.compare import CELL_WIDTH, NAME_WIDTH, rows_from_show, table
+
+    show = _default_and_two_experiments()
+    show[0]["experiments"][1]["revs"][0]["name"] = "a-sweep-of-three-learning-rates"
+    rows = rows_from_show(show)
+    columns, _ = table(rows, stale=set())
+    assert columns[0][3] == "a-sweep-of-three-…" and len(columns[0][3]) == NAME_WIDTH
+    lrs = next(c for c in columns if c[0] == "grid.lrs")
+    assert lrs[3] == "[0.001,0.01,0…" and len(lrs[3]) == CELL_WIDTH
+    wide, _ = table(rows, stale=set(), wide=True)
+    assert wide[0][3] == "a-sweep-of-three-learning-rates"
+    assert next(c for c in wide if c[0] == "grid.lrs")[3] == "[0.001,0.01,0.003]"
+
+
 def test_compare_shows_no_metrics_for_a_run_whose_stages_did_not_all_run():
     from tinytf.cli.compare import format_table, rows_from_show, table
 
