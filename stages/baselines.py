@@ -52,7 +52,10 @@ def main() -> None:
             tags = {"arm": "tfidf_lr", "labels": count_name(count), "seed": seed, "c": fit.tfidf_lr_c}
             name = f"baselines-{tags['labels']}-seed{seed}"
             with stage_run("baselines", {"baselines": tags}, run_name=name, nested=True) as run:
-                run.set_tags({f"tinytf.{key}": str(value) for key, value in tags.items()})
+                # start "final" as the finetune runs of the final model: one filter shows the curve
+                run.set_tags(
+                    {f"tinytf.{key}": str(value) for key, value in {**tags, "start": "final"}.items()}
+                )
                 run.log_metrics(
                     {
                         "test_accuracy": fit.tfidf_lr,
