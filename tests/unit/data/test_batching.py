@@ -81,9 +81,13 @@ def test_grouped_evaluation_predictions_come_back_in_file_order():
     )
     ids = [[5 + (i % 7)] * (1 + (i * 13) % 30) for i in range(64)]
     data = SentimentDataset(ids, [i % 2 for i in range(64)])
-    preds, labels, _ = predict(model, data, 8, 32, Runtime(torch.device("cpu"), "fp32", False), None)
+    preds, labels, _, probabilities = predict(
+        model, data, 8, 32, Runtime(torch.device("cpu"), "fp32", False), None
+    )
     assert labels.tolist() == [i % 2 for i in range(64)]
     model.eval()
     with torch.no_grad():
-        one_by_one = [int(model.forward_cls(torch.tensor([x[:32]])).argmax()) for x in ids]
-    assert preds.tolist() == one_by_one
+        logits = [model.forward_cls(torch.tensor([x[:32]]))[0] for x in ids]
+    assert preds.tolist() == [int(x.argmax()) for x in logits]
+    # each text's probability comes back with it, in file order
+    assert np.allclose(probabilities, [float(torch.softmax(x, -1).max()) for x in logits], atol=1e-5)
