@@ -157,9 +157,10 @@ def stage_commands(
     if stage not in stages:
         raise ParamsError(f"{dvc_file}: no stage '{stage}'; stages: {', '.join(stages)}")
     cmd, matrix = stages[stage]["cmd"], stages[stage].get("matrix")
+    lines = [cmd] if isinstance(cmd, str) else list(cmd)  # a list: commands run in turn
     params_ref = re.compile(r"\$\{(?!item\.)([\w.]+)\}")  # a params key, as DVC interpolates it
-    if not matrix and not params_ref.search(cmd):
-        return [shlex.split(cmd)]
+    if not matrix and not any(params_ref.search(line) for line in lines):
+        return [shlex.split(line) for line in lines]
     params = yaml.safe_load(params_file.read_text(encoding="utf-8")) or {}
     for dotted, value in (overrides or {}).items():
         set_dotted(params, dotted, value)
@@ -173,16 +174,16 @@ def stage_commands(
             node = node[part]
         return node
 
-    # a key in the command itself (pretrain's `${pretrain.launcher}`: python, or torchrun ...)
-    cmd = params_ref.sub(lambda m: str(resolve(m.group(0))), cmd)
+    lines = [params_ref.sub(lambda m: str(resolve(m.group(0))), line) for line in lines]
     if not matrix:
-        return [shlex.split(cmd)]
+        return [shlex.split(line) for line in lines]
     names = list(matrix)
     commands = []
     for values in itertools.product(*(resolve(matrix[n]) for n in names)):
         item = dict(zip(names, values, strict=True))
-        line = re.sub(r"\$\{item\.(\w+)\}", lambda m, item=item: str(item[m.group(1)]), cmd)
-        commands.append(shlex.split(line))
+        for line in lines:
+            line = re.sub(r"\$\{item\.(\w+)\}", lambda m, item=item: str(item[m.group(1)]), line)
+            commands.append(shlex.split(line))
     return commands
 
 
