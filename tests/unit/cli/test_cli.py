@@ -312,12 +312,21 @@ def test_score_refuses_bytes_that_are_not_utf8_through_the_console_script(lm_fil
 
 
 def test_score_names_a_damaged_checkpoint(lm_files, tmp_path, capsys):
+    import json
     import shutil
     from pathlib import Path
 
     model = Path(lm_files[1])
     shutil.copy(model.with_suffix(".json"), tmp_path / "model.json")
     (tmp_path / "model.pt").write_bytes(model.read_bytes()[:1000])  # a copy cut short
+    assert main(["score", "--model", str(tmp_path / "model.pt"), *lm_files[2:], "the cat"]) == 2
+    err = capsys.readouterr().err
+    # the digest its JSON records refuses it first (issue 57); without one, the zip check does
+    assert (
+        f"{tmp_path / 'model.pt'}: damaged: its sha256 is not the one" in err and len(err.splitlines()) == 1
+    )
+    meta = json.loads((tmp_path / "model.json").read_text())
+    (tmp_path / "model.json").write_text(json.dumps({k: v for k, v in meta.items() if k != "sha256"}))
     assert main(["score", "--model", str(tmp_path / "model.pt"), *lm_files[2:], "the cat"]) == 2
     err = capsys.readouterr().err
     assert f"{tmp_path / 'model.pt'}: damaged or not a checkpoint" in err and len(err.splitlines()) == 1
