@@ -33,6 +33,7 @@ def main() -> None:
     params = common.load_params("pretrain", args)
     relaunch = relaunch_command(params.pretrain.launcher, sys.argv)
     if relaunch:  # pretrain.launcher: this script again, under torchrun, from an argument list
+        print(f"pretrain: starting under torchrun {' '.join(params.pretrain.launcher[1:])}", file=sys.stderr)
         sys.exit(subprocess.call(relaunch))
     logged = params.as_dict()
     # resuming the training state continues the MLflow run the killed process left behind
