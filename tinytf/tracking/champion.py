@@ -83,6 +83,11 @@ def log_champion(
     return version
 
 
+def set_alias(name: str, alias: str, version: str) -> None:
+    """Point `alias` at `version`: evaluate does this only once its outputs are in place."""
+    mlflow.MlflowClient().set_registered_model_alias(name, alias, version)
+
+
 def load_champion(uri: str, store: str):
     """The pyfunc model at `uri` (e.g. models:/tinytf-sentiment@champion) in the tracking `store`."""
     if store.startswith("sqlite:///") and uri.startswith(("models:/", "runs:/")):
