@@ -14,7 +14,7 @@ from tinytf.analysis.baselines import baseline_curve
 from tinytf.data.splits import SPLITS
 from tinytf.data.subsets import check_counts, count_name
 from tinytf.errors import DataError
-from tinytf.io import write_json
+from tinytf.io import write_json, write_parquet
 from tinytf.tracking.runs import stage_run
 
 
@@ -29,13 +29,16 @@ def main() -> None:
     parser = common.stage_parser("baselines", __doc__)
     parser.add_argument("--data", required=True, help="folder of prepared sentiment splits (text, label)")
     parser.add_argument("--reports", required=True, help="folder for summary.json")
+    parser.add_argument(
+        "--predictions", required=True, help="TF-IDF + LR's predictions per fit and text (.parquet)"
+    )
     args = parser.parse_args()
     params = common.load_params("baselines", args)
     baseline, finetune = params.baselines, params.finetune
 
     splits = {s: read_split(Path(args.data) / f"{s}.parquet") for s in SPLITS}
     check_counts(finetune.label_counts, len(splits["train"][1]), str(Path(args.data) / "train.parquet"))
-    staged = common.staged_outputs(args, "baselines", into=("reports",))
+    staged = common.staged_outputs(args, "baselines", into=("reports",), whole=("predictions",))
     with stage_run("baselines", params.as_dict()) as tracker, staged:
         plan = finetune.curve_plan()
 
@@ -49,7 +52,10 @@ def main() -> None:
             tags = {"arm": "tfidf_lr", "labels": count_name(count), "seed": seed, "c": fit.tfidf_lr_c}
             name = f"baselines-{tags['labels']}-seed{seed}"
             with stage_run("baselines", {"baselines": tags}, run_name=name, nested=True) as run:
-                run.set_tags({f"tinytf.{key}": str(value) for key, value in tags.items()})
+                # start "final" as the finetune runs of the final model: one filter shows the curve
+                run.set_tags(
+                    {f"tinytf.{key}": str(value) for key, value in {**tags, "start": "final"}.items()}
+                )
                 run.log_metrics(
                     {
                         "test_accuracy": fit.tfidf_lr,
@@ -58,10 +64,11 @@ def main() -> None:
                     }
                 )
 
-        curve = baseline_curve(
+        curve, predictions = baseline_curve(
             splits, plan, baseline.cs, tuple(baseline.word_ngrams), tuple(baseline.char_ngrams), progress
         )
         write_json(Path(args.reports) / "summary.json", {"label_curve": curve})
+        write_parquet(args.predictions, predictions)
         for labels, entry in curve.items():
             tracker.log_metrics(
                 {

@@ -14,7 +14,8 @@ import common
 
 from tinytf.analysis.evaluation import classification_report, headline_metrics
 from tinytf.analysis.grid import BEST_COLUMNS, best_cell, load_cells
-from tinytf.io import write_json, write_text
+from tinytf.data.predictions import prediction_rows
+from tinytf.io import write_json, write_parquet, write_text
 from tinytf.model.checkpoint import load_model
 from tinytf.model.hf import HFClassifier
 from tinytf.tracking.runs import stage_run
@@ -29,10 +30,11 @@ def main() -> None:
     parser.add_argument("--baselines", required=True, help="summary.json of the baselines stage")
     parser.add_argument("--metrics", required=True, help="the headline metrics JSON to write")
     parser.add_argument("--reports", required=True, help="folder for test_report.json and grid.csv")
+    parser.add_argument("--predictions", required=True, help="the best cell's test predictions (.parquet)")
     args = parser.parse_args()
     params = common.load_params("evaluate", args)
 
-    staged = common.staged_outputs(args, "evaluate", into=("reports",), whole=("metrics",))
+    staged = common.staged_outputs(args, "evaluate", into=("reports",), whole=("metrics", "predictions"))
     with stage_run("evaluate", params.as_dict()) as tracker:
         with staged:
             registered = evaluate(args, params, tracker)
@@ -72,6 +74,7 @@ def evaluate(args, params, tracker) -> tuple[str, str, str] | None:
     write_json(Path(args.metrics), metrics)
     write_json(reports / "test_report.json", report)
     write_text(reports / "grid.csv", table.to_csv(index=False))
+    write_predictions(args.predictions, params, best, test)
 
     low, high = report["accuracy_ci95"]
     tracker.log_metrics(
@@ -99,6 +102,18 @@ def evaluate(args, params, tracker) -> tuple[str, str, str] | None:
         file=sys.stderr,
     )
     return registered
+
+
+def write_predictions(path: str, params, best, test: dict) -> None:
+    keys = {
+        "arm": str(params.grid.init),
+        "labels": "all",
+        "seed": params.grid.seed,
+        "start": str(best["key"]),
+    }
+    write_parquet(
+        path, prediction_rows(keys, "test", test["labels"], test["predictions"], test["probabilities"])
+    )
 
 
 def register_champion(

@@ -9,22 +9,29 @@ Runs go side by side in worker processes, one per CPU core and one thread per ru
 """
 
 import contextlib
+import json
 import sys
 from pathlib import Path
 
 import common
+import pandas as pd
 
 from tinytf.analysis.evaluation import arm_summary, curve_summary, gap_trend, snapshot_curve
+from tinytf.analysis.items import METHOD as ITEM_METHOD
+from tinytf.analysis.items import ItemSource, chosen_predictions
 from tinytf.data.subsets import count_name
-from tinytf.io import write_json, write_text
+from tinytf.io import write_json, write_parquet, write_text
 from tinytf.report.plots import plot_finetune_curves
 from tinytf.tracking.runs import TrackerCallback, stage_run
 from tinytf.train.finetune import FinetuneResult, check_label_counts, run_finetune
 
 
-def summarize(result: FinetuneResult, f, hf, with_snapshots: bool) -> dict:
+def summarize(
+    result: FinetuneResult, f, hf, with_snapshots: bool, baselines: dict, items: ItemSource
+) -> dict:
     """summary.json: the protocol, the all-labels comparison of the starts, the label and snapshot
-    curves with Holm-adjusted p-values and the trend test, the chosen recipes, and what ran
+    curves (every start against scratch and against TF-IDF + LR, over seeds and over test texts,
+    Holm within each comparison) and the trend test, the chosen recipes, and what ran
     (precision, compile, workers) on this machine."""
     runs, runtime = result.runs, result.runtime
     everything = runs[runs["chosen"] & (runs["labels"] == "all") & (runs["start"] == "final")]
@@ -34,7 +41,10 @@ def summarize(result: FinetuneResult, f, hf, with_snapshots: bool) -> dict:
     summary = arm_summary(
         {arm: tests[arm] for arm in f.arms}, sorted(tests["scratch"]), f.epochs, result.classes
     )
-    curve = curve_summary(runs, f.arms)
+    curve = curve_summary(runs, f.arms, baselines["label_curve"], items)
+    for key, test in curve.get("all", {}).items():  # the all-labels tests, Holm-adjusted across the curve
+        if key.endswith("_vs_scratch"):
+            summary[key] = test
     summary.update(
         # fixed before the results: the report prints it first
         protocol={
@@ -45,8 +55,10 @@ def summarize(result: FinetuneResult, f, hf, with_snapshots: bool) -> dict:
             "dropouts": list(f.dropouts),
             "search_labels": count_name(f.search_labels),
             "search_seeds": result.search_seeds,
-            "tests": "paired t over seeds per label count, Holm across label counts; "
-            "trend: OLS of the paired differences on log10 labels",
+            "tests": "paired t over seeds per label count, each start against scratch and against "
+            "TF-IDF + LR, Holm across label counts within each comparison; the same comparisons "
+            f"over test texts ({ITEM_METHOD}); trend: one OLS slope of the paired differences on "
+            "log10 labels per seed, one-sample t over the seeds' slopes",
         },
         recipes=result.recipes,
         label_curve=curve,
@@ -73,12 +85,17 @@ def main() -> None:
     parser.add_argument(
         "--reports", required=True, help="folder for runs.csv, curves.csv/.png, summary.json, timings.csv"
     )
+    parser.add_argument("--baselines", required=True, help="the baselines stage's summary.json")
+    parser.add_argument("--baseline-predictions", required=True, help="the baselines stage's predictions")
+    parser.add_argument("--predictions", required=True, help="every run's predictions (.parquet)")
     args = parser.parse_args()
     params = common.load_params("finetune", args)
     snapshots = sorted(Path(args.snapshots).glob("epoch*.pt"), key=lambda p: int(p.stem[5:]))
 
     check_label_counts(params.finetune, args.data)  # before the MLflow run: a refused count leaves none
-    staged = common.staged_outputs(args, "finetune", into=("reports",))
+    baselines = json.loads(Path(args.baselines).read_text())
+    baseline_predictions = pd.read_parquet(args.baseline_predictions)
+    staged = common.staged_outputs(args, "finetune", into=("reports",), whole=("predictions",))
     with stage_run("finetune", params.as_dict()) as tracker, staged:
 
         @contextlib.contextmanager
@@ -103,7 +120,8 @@ def main() -> None:
             hf_params,
         )
         runtime = result.runtime
-        summary = summarize(result, finetune_params, hf_params, bool(snapshots))
+        items = ItemSource(chosen_predictions(result.predictions, result.runs), baseline_predictions)
+        summary = summarize(result, finetune_params, hf_params, bool(snapshots), baselines, items)
         tracker.set_tags(
             {
                 "tinytf.precision": runtime.precision,
@@ -116,6 +134,7 @@ def main() -> None:
         write_text(reports / "curves.csv", result.curves.to_csv(index=False))
         write_text(reports / "timings.csv", result.timings.to_csv(index=False))
         write_json(reports / "summary.json", summary)
+        write_parquet(args.predictions, result.predictions)
         plot_finetune_curves(result.curves, reports / "curves.png")
         for labels, entry in summary["label_curve"].items():
             tracker.log_metrics(

@@ -141,3 +141,30 @@ def test_declared_view_logs_plain_values():
     logged = narrow_params(params, ["pretrain.samples", "base.seed"], "stage 'x'", "params.yaml").as_dict()
     assert logged["pretrain"]["samples"][0] == {"name": "normal", "text": params.pretrain.samples[0].text}
     json.dumps(logged)  # what MLflow and the params hash receive
+
+
+def test_dvc_s_sets_the_bring_your_own_data_keys_without_hydras_plus(tmp_path):
+    """`dvc exp run -S key=value` edits only keys params.yaml has (a new one needs Hydra's `+`):
+    the keys `source: files` reads are listed there as null, so `-S` reaches them as they are."""
+    from dvc.utils.hydra import apply_overrides
+
+    params = tmp_path / "params.yaml"
+    params.write_text((REPO / "params.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+    sets = {
+        "prepare.sentiment.source": "files",
+        "prepare.sentiment.files.train": "data/raw/r.csv",
+        "prepare.sentiment.text_column": "review",
+        "prepare.sentiment.label_column": "stars",
+        "prepare.sentiment.encoding": "latin-1",
+        "prepare.corpus.source": "files",
+        "prepare.corpus.files.train": "data/raw/u.txt",
+        "prepare.corpus.text_column": "body",
+    }
+    apply_overrides(str(params), [f"{key}={value}" for key, value in sets.items()])
+    loaded = load_params(params)
+    assert loaded.prepare.sentiment.files.train == "data/raw/r.csv"
+    assert (loaded.prepare.sentiment.text_column, loaded.prepare.sentiment.label_column) == (
+        "review",
+        "stars",
+    )
+    assert loaded.prepare.sentiment.encoding == "latin-1" and loaded.prepare.corpus.text_column == "body"

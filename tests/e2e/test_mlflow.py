@@ -7,6 +7,7 @@ import platform
 
 import pytest
 
+from tests.helpers.paths import REPO
 from tests.helpers.repo import dvc
 from tests.helpers.tiny_run import RUNS
 
@@ -63,6 +64,30 @@ def test_mlflow_store_holds_one_run_per_stage_and_one_per_run_of_the_study(works
     assert version.run_id == runs[runs["tags.tinytf.stage"] == "evaluate"].iloc[0]["run_id"]
     # search results leave aliases out: read them from the registered model
     assert version.tags["tinytf.experiment"] and client.get_registered_model("tinytf-sentiment").aliases == {}
+
+
+def test_every_tag_the_docs_name_is_one_a_run_of_the_tiny_preset_carries(workspace):
+    import re
+
+    import mlflow
+
+    docs = [REPO / "README.md", REPO / "CONTRIBUTING.md", *sorted((REPO / "docs").glob("*.md"))]
+    named = {m for p in docs for m in re.findall(r"`(tinytf\.[a-z_.]+)`", p.read_text(encoding="utf-8"))}
+    # `tinytf.data`, `tinytf.model.hf`: a module, not a tag
+    named = {
+        t
+        for t in named
+        if not (REPO / t.replace(".", "/")).exists() and not (REPO / f"{t.replace('.', '/')}.py").exists()
+    }
+    assert {"tinytf.stage", "tinytf.start", "tinytf.experiment"} <= named
+    mlflow.set_tracking_uri(f"sqlite:///{workspace / 'mlflow.db'}")
+    runs = mlflow.search_runs(experiment_names=["tinytf"])
+    set_by_runs = {c.removeprefix("tags.") for c in runs.columns if c.startswith("tags.")}
+    versions = mlflow.MlflowClient().search_model_versions("name='tinytf-sentiment'")
+    assert named - set_by_runs - {t for v in versions for t in v.tags} == set()
+    # baseline fits sit beside the final model's finetune runs under one filter, tinytf.start = final
+    baselines = runs[(runs["tags.tinytf.stage"] == "baselines") & runs["tags.tinytf.arm"].notna()]
+    assert len(baselines) and set(baselines["tags.tinytf.start"]) == {"final"}
 
 
 def test_the_champion_is_a_pyfunc_model_that_classifies_raw_texts(workspace):

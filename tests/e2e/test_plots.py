@@ -22,7 +22,13 @@ def test_dvc_compares_a_few_metrics_and_draws_every_plot_in_chromium(workspace, 
     files = next(iter(shown.values()))["data"]  # what `dvc exp show` makes its metric columns of
     assert list(files) == ["reports/headline.json"], list(files)
     headline = files["reports/headline.json"]["data"]
-    assert set(headline) == {"test", "pretrained_minus_scratch", "label_curve", "lm"}, headline
+    assert set(headline) == {
+        "test",
+        "pretrained_minus_scratch",
+        "pretrained_minus_tfidf",
+        "label_curve",
+        "lm",
+    }, headline
     assert len(flatten(headline)) <= 30, flatten(headline)
     dvc(workspace, "plots", "show", "-o", str(tmp_path / "plots"))
     html = tmp_path / "plots" / "index.html"

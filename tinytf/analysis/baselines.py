@@ -8,9 +8,11 @@ never on test. scikit-learn does the work; nothing here imports torch.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
+
+from tinytf.data.predictions import predicted
 
 
 @dataclass
@@ -19,6 +21,8 @@ class BaselineScores:
     tfidf_lr: float  # test accuracy of TF-IDF + LR with C chosen on validation
     tfidf_lr_validation: float
     tfidf_lr_c: float
+    # TF-IDF + LR per split: (predicted class, the probability given to it) per text, in file order
+    predictions: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
 
 
 def majority_accuracy(train_labels: np.ndarray, test_labels: np.ndarray) -> float:
@@ -69,6 +73,7 @@ def fit_baselines(
         tfidf_lr=float(np.mean(model.predict(x_test) == test[1])),
         tfidf_lr_validation=accuracy,
         tfidf_lr_c=c,
+        predictions={"validation": predicted(model, x_val), "test": predicted(model, x_test)},
     )
 
 
@@ -79,13 +84,17 @@ def baseline_curve(
     word_ngrams: tuple[int, int],
     char_ngrams: tuple[int, int],
     progress=None,
-) -> dict:
-    """Both baselines on the fine-tuning curve's subsets: per label count, mean/std/by-seed test
-    accuracy. All labels are the same set for every seed, so that point is fitted once."""
+):
+    """Both baselines on the fine-tuning curve's subsets: (per label count, mean/std/by-seed test
+    accuracy; TF-IDF + LR's validation and test predictions, one row per (fit, text)). All labels
+    are the same set for every seed, so that point is fitted once."""
+    import pandas as pd
+
+    from tinytf.data.predictions import prediction_rows
     from tinytf.data.subsets import ALL, count_name, label_subset
 
     texts, labels = splits["train"]
-    curve = {}
+    curve, predictions = {}, []
     for count, seeds in plan:
         fits = {}
         for seed in seeds[:1] if count == ALL else seeds:
@@ -98,6 +107,11 @@ def baseline_curve(
                 word_ngrams,
                 char_ngrams,
             )
+            keys = {"arm": "tfidf_lr", "labels": count_name(count), "seed": seed}
+            for split, (predicted_class, probability) in fits[seed].predictions.items():
+                predictions.append(
+                    prediction_rows(keys, split, splits[split][1], predicted_class, probability)
+                )
             if progress:
                 progress(count, seed, fits[seed])
         curve[count_name(count)] = {
@@ -109,7 +123,7 @@ def baseline_curve(
                 "c_by_seed": {str(s): f.tfidf_lr_c for s, f in fits.items()},
             },
         }
-    return curve
+    return curve, pd.concat(predictions, ignore_index=True)
 
 
 def _spread(by_seed: dict[int, float]) -> dict:

@@ -3,7 +3,12 @@ the confusion matrix, and the paired comparison of two training arms."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
+
+if TYPE_CHECKING:  # the item tests are the finetune stage's: the report reads their results only
+    from tinytf.analysis.items import ItemSource
 
 
 def bootstrap_interval(correct: np.ndarray, resamples: int = 1000, seed: int = 0, level: float = 0.95):
@@ -68,13 +73,22 @@ def classification_report(
 SAME_DIFFERENCE = 1e-9
 
 
+ALPHA = 0.05  # a difference is called detected only below this (Holm-adjusted) p
+
+
+def sign_test_floor(n: int) -> float:
+    """The smallest two-sided p an exact sign test can give over n differences: 2 / 2^n."""
+    return 2.0 / 2**n
+
+
 def paired_comparison(a: list[float], b: list[float]) -> dict:
     """Paired t-test of a - b over seeds (the same seed means the same head init and data order),
-    and the exact two-sided sign test of the same differences.
+    and, where it can reject at the seed count, the exact two-sided sign test of the same
+    differences.
 
     When every seed gives the same nonzero difference the t-test divides by zero (t and p_value
-    are None), and the sign test is what can still decide: all n seeds one way gives its smallest
-    p, 2 / 2^n (0.25 at 3 seeds, 0.0625 at 5, 0.03125 at 6). Its p is None when no seed differs."""
+    are None), and the sign test is what can still decide. Its smallest p is 2 / 2^n (0.0625 at 5
+    seeds, 0.03125 at 6): below 6 seeds it cannot reject at α = 0.05, so it is left out."""
     from scipy import stats
 
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
@@ -89,58 +103,92 @@ def paired_comparison(a: list[float], b: list[float]) -> dict:
     else:
         result.update(t=None, p_value=None)
     nonzero = diff[np.abs(diff) >= SAME_DIFFERENCE]
-    result["sign_test_p"] = (
-        float(stats.binomtest(int((nonzero > 0).sum()), len(nonzero)).pvalue) if len(nonzero) else None
-    )
-    # a side that is one fit for every seed (the frozen probe on all labels) leaves a one-sample
-    # test of the other side's seeds against that value: named so, not "paired"
+    if len(nonzero) and sign_test_floor(len(nonzero)) < ALPHA:
+        result["sign_test_p"] = float(stats.binomtest(int((nonzero > 0).sum()), len(nonzero)).pvalue)
+    # a side that is one fit for every seed (the frozen probe or TF-IDF on all labels) leaves a
+    # one-sample test of the other side's seeds against that value: named so, not "paired"
     constant = [np.ptp(side) < SAME_DIFFERENCE for side in (a, b)]
     result["test"] = "one-sample t (one side is the same for every seed)" if any(constant) else "paired t"
     return result
 
 
+def decisive_p(test: dict) -> float | None:
+    """The p a verdict rests on: Holm-adjusted where the test is one of a family, the sign test's
+    where the seeds have no spread."""
+    if test.get("p_value") is None:
+        return test.get("sign_test_p")
+    return test.get("p_holm", test["p_value"])
+
+
+def verdict(test: dict) -> str:
+    """'higher' / 'lower' / 'no detectable difference', from the sign of the mean difference and
+    the decisive p (Holm-adjusted across the family where the test has it)."""
+    p = decisive_p(test)
+    if p is None or p >= ALPHA:
+        return "no detectable difference"
+    return "higher" if test["mean_difference"] > 0 else "lower"
+
+
 def holm(p_values: list[float | None]) -> list[float | None]:
-    """Holm's step-down adjustment of a family of p-values (None stays None and is not counted).
-    Written here because scipy has no Holm and statsmodels is not a dependency."""
-    ranked = sorted((p, i) for i, p in enumerate(p_values) if p is not None)
+    """Holm's step-down adjustment of a family of p-values (statsmodels' multipletests); None
+    stays None and is not counted in the family."""
+    from statsmodels.stats.multitest import multipletests
+
+    present = [i for i, p in enumerate(p_values) if p is not None]
     adjusted: list[float | None] = [None] * len(p_values)
-    running = 0.0
-    for rank, (p, i) in enumerate(ranked):
-        running = max(running, min(1.0, (len(ranked) - rank) * p))
-        adjusted[i] = running
+    if present:
+        corrected = multipletests([p_values[i] for i in present], alpha=ALPHA, method="holm")[1]
+        for i, p in zip(present, corrected, strict=True):
+            adjusted[i] = float(p)
     return adjusted
 
 
 def gap_trend(curve: dict, arm: str = "pretrained", against: str = "scratch") -> dict | None:
-    """Does `arm` − `against` change with the labels? An ordinary least-squares line of every
-    course report's paired difference on log10 of its label count: slope per tenfold labels, its 95 %
-    interval and the two-sided p of slope 0. None without two label counts to fit."""
+    """Does `arm` − `against` change with the labels? The seed is the unit: each seed's paired
+    differences get their own least-squares line on log10 of the label count, and the seeds'
+    slopes are tested against 0 (one-sample t over seeds). Regressing every (label count, seed)
+    difference as if independent would count each seed once per label count. Returns the mean
+    slope per tenfold labels, its 95 % interval and p; None without two label counts and two seeds."""
     from scipy import stats
 
-    x, y = [], []
+    by_seed: dict[str, list[tuple[float, float]]] = {}
     for entry in curve.values():
         if arm in entry and against in entry:
             for seed, value in entry[arm]["by_seed"].items():
-                x.append(np.log10(entry["n_train"]))
-                y.append(value - entry[against]["by_seed"][seed])
-    if len(set(x)) < 2 or len(x) < 3:
+                if seed in entry[against]["by_seed"]:
+                    x = float(np.log10(entry["n_train"]))
+                    by_seed.setdefault(seed, []).append((x, value - entry[against]["by_seed"][seed]))
+    slopes = {
+        seed: float(stats.linregress(*zip(*points, strict=True)).slope)
+        for seed, points in by_seed.items()
+        if len({x for x, _ in points}) >= 2
+    }
+    if len(slopes) < 2:
         return None
-    fit = stats.linregress(x, y)
-    half = float(stats.t.ppf(0.975, len(x) - 2) * fit.stderr)
+    values = np.asarray(list(slopes.values()))
+    if np.ptp(values) < SAME_DIFFERENCE:  # every seed the same slope: a t-test divides by zero
+        interval, p = (float(values.mean()),) * 2, None
+    else:
+        test = stats.ttest_1samp(values, 0.0)
+        interval, p = test.confidence_interval(1 - ALPHA), float(test.pvalue)
+        interval = (float(interval.low), float(interval.high))
     return {
-        "slope_per_decade": float(fit.slope),
-        "ci95": [float(fit.slope) - half, float(fit.slope) + half],
-        "p_value": float(fit.pvalue),
-        "intercept": float(fit.intercept),
-        "n": len(x),
-        "model": f"{arm} - {against} ~ log10(labels), OLS over every (label count, seed)",
+        "slope_per_decade": float(values.mean()),
+        "ci95": list(interval),
+        "p_value": p,
+        "slopes_by_seed": slopes,
+        "n": len(slopes),
+        "unit": "seed",
+        "model": f"{arm} - {against} ~ log10(labels), one OLS slope per seed; one-sample t over the "
+        f"{len(slopes)} seeds' slopes",
     }
 
 
 def headline_metrics(report: dict, best: dict, finetune: dict, baselines: dict) -> dict:
     """reports/metrics.json: the best cell's test figures, the cell itself, each start's
     fine-tuning accuracy with all labels and the paired test of pretrained against scratch, the
-    baselines with all labels, and every start and TF-IDF + LR along the labelled-data curve."""
+    baselines with all labels, and along the labelled-data curve every start and TF-IDF + LR with
+    the tests of pretrained against scratch and against TF-IDF + LR (raw p, Holm p, verdict)."""
     metrics = {
         "test_accuracy": report["accuracy"],
         "test_accuracy_ci95": report["accuracy_ci95"],
@@ -159,11 +207,25 @@ def headline_metrics(report: dict, best: dict, finetune: dict, baselines: dict) 
         labels: {
             **{arm: {"mean": entry[arm]["mean"]} for arm in INITS_REPORTED if arm in entry},
             "tfidf_lr": {"mean": baselines["label_curve"][labels]["tfidf_lr"]["mean"]},
+            **{key: brief_test(entry[key]) for key in HEADLINE_TESTS if key in entry},
         }
         for labels, entry in finetune.get("label_curve", {}).items()
         if labels in baselines["label_curve"]
     }
     return metrics
+
+
+HEADLINE_TESTS = ("pretrained_vs_scratch", "pretrained_vs_tfidf")
+
+
+def brief_test(test: dict) -> dict:
+    """A test as the headline files carry it: the difference, the raw p beside the Holm p and the
+    verdict they give, and the p over test texts where there is one."""
+    brief = {k: test.get(k) for k in ("mean_difference", "p_value", "p_holm")}
+    brief["verdict"] = test.get("verdict", verdict(test))
+    if "items" in test:
+        brief["items_p_value"] = test["items"]["p_value"]
+    return brief
 
 
 INITS_REPORTED = ("pretrained", "scratch", "frozen")
@@ -195,15 +257,25 @@ def arm_summary(
     return summary
 
 
-def curve_summary(runs, arms: list[str]) -> dict:
+COMPARED = ("pretrained", "scratch", "frozen", "hf")  # every start, against scratch and against TF-IDF
+
+
+def curve_summary(runs, arms: list[str], tfidf: dict | None = None, items: ItemSource | None = None) -> dict:
     """The labelled-data curve from the finetune runs (one row per run; `chosen` marks the runs of
-    the chosen recipe): per label count, each arm's test accuracy over seeds and the paired tests
-    against scratch on the same seeds (same subset, head init and batch order)."""
+    the chosen recipe): per label count, each start's test accuracy over seeds, and every start
+    against scratch and against TF-IDF + LR (`tfidf`: the baselines' label curve), paired over seeds
+    and, where `items` has the predictions, over test texts. Holm within each family (one
+    comparison across the label counts)."""
     chosen = runs[runs["chosen"] & (runs["start"] == "final")]
     curve = {}
     for labels, at_count in chosen.groupby("labels", sort=False):
         tests = {
             arm: dict(zip(g["seed"], g["test_accuracy"], strict=True)) for arm, g in at_count.groupby("arm")
+        }
+        validation = {
+            arm: dict(zip(g["seed"], g["validation_accuracy"], strict=True))
+            for arm, g in at_count.groupby("arm")
+            if "validation_accuracy" in g
         }
         seeds = sorted(tests["scratch"])
         entry = {
@@ -212,23 +284,51 @@ def curve_summary(runs, arms: list[str]) -> dict:
                 "std": float(np.std(list(acc.values()), ddof=1)) if len(acc) > 1 else 0.0,
                 "n": len(acc),  # seeds: the protocol runs the same ones at every label count
                 "by_seed": {str(s): float(a) for s, a in sorted(acc.items())},
+                # the chosen epoch's validation accuracy: how far one seed moves what a choice reads
+                **(
+                    {"validation_by_seed": {str(s): float(a) for s, a in sorted(validation[arm].items())}}
+                    if arm in validation
+                    else {}
+                ),
             }
             for arm, acc in tests.items()
             if arm in arms
         }
         entry["n_train"] = int(at_count["n_train"].max())
-        for arm in ("pretrained", "frozen", "hf"):
-            if arm in tests:
+        baseline = _tfidf_by_seed(tfidf, labels, seeds)
+        for arm in COMPARED:
+            if arm in tests and arm != "scratch":
                 entry[f"{arm}_vs_scratch"] = paired_comparison(
                     [tests[arm][s] for s in seeds], [tests["scratch"][s] for s in seeds]
                 )
+                if items is not None:
+                    entry[f"{arm}_vs_scratch"]["items"] = items.compare(labels, arm, "scratch")
+            if arm in tests and baseline is not None:
+                entry[f"{arm}_vs_tfidf"] = paired_comparison(
+                    [tests[arm][s] for s in seeds], [baseline[s] for s in seeds]
+                )
+                if items is not None and items.has_tfidf:
+                    entry[f"{arm}_vs_tfidf"]["items"] = items.compare(labels, arm, "tfidf_lr")
         curve[labels] = entry
     curve = dict(sorted(curve.items(), key=lambda item: item[1]["n_train"]))
-    for arm in ("pretrained", "frozen", "hf"):  # Holm across the curve's label counts, per comparison
-        tests = [entry[f"{arm}_vs_scratch"] for entry in curve.values() if f"{arm}_vs_scratch" in entry]
+    families = {key for entry in curve.values() for key in entry if "_vs_" in key}
+    for family in sorted(families):  # Holm across the curve's label counts, per comparison
+        tests = [entry[family] for entry in curve.values() if family in entry]
         for test, adjusted in zip(tests, holm([t["p_value"] for t in tests]), strict=True):
             test["p_holm"] = adjusted
+            test["verdict"] = verdict(test)
     return curve
+
+
+def _tfidf_by_seed(tfidf: dict | None, labels: str, seeds: list[int]) -> dict[int, float] | None:
+    """TF-IDF + LR's test accuracy per seed at `labels`; all labels are one fit for every seed."""
+    entry = ((tfidf or {}).get(labels) or {}).get("tfidf_lr")
+    if entry is None:
+        return None
+    by_seed = entry["by_seed"]
+    if len(by_seed) == 1:  # the same rows for every seed: fitted once
+        return dict.fromkeys(seeds, next(iter(by_seed.values())))
+    return {s: by_seed[str(s)] for s in seeds}
 
 
 def snapshot_curve(runs, labels: str) -> list[dict]:

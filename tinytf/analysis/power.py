@@ -1,9 +1,11 @@
 """What a seeded design can detect, and the variants study's verdicts from its cells.
 
-The variants study compares main effects (learned vs sinusoidal positions, each head merge vs
-concat), each pooled over the other factor and the seeds, by Welch's t-test on the cells' dev
-perplexity: unpaired, like the power bound, so the stated detectable difference is the one the
-test has (pairing by seed would leave one degree of freedom at two seeds).
+The variants study is a two-way design: positional encoding x head merge, seeds as replicates.
+One linear model (statsmodels OLS, dev perplexity ~ positional encoding + head merge) gives each
+main effect with its t-test and 95 % interval, the other factor held in the model rather than
+pooled into the noise. An equivalence sentence comes only from that interval: the data exclude
+a difference larger than its farther bound; the detectable difference is the one this test has
+(its standard error at 80 % power).
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ FACTORS = {
     "pos_encoding": ("sinusoidal", "{} positions lower", "{} and {} positions"),
     "head_merge": ("concat", "the {} merge lowers", "the {} and {} merges"),
 }
-TEST = "two-sided Welch t-test over cells, pooled over the other factor and the seeds"
+TEST = (
+    "two-way linear model over cells (dev perplexity ~ positional encoding + head merge, seeds as replicates)"
+)
 
 
 def detectable_difference(std: float, n_per_arm: int, pooled_df: int) -> float:
@@ -44,35 +48,22 @@ def pooled_seed_std(cells: pd.DataFrame, metric: str = "dev") -> tuple[float, in
     return float(np.sqrt((groups.var(ddof=1).fillna(0) * (groups.count() - 1)).sum() / df)), df
 
 
-def welch(a: np.ndarray, b: np.ndarray) -> dict:
-    """mean(a) − mean(b), its 95 % interval's half-width and p by Welch's t-test (scipy's)."""
-    from scipy import stats
-
-    diff = float(a.mean() - b.mean())
-    if not a.var(ddof=1) + b.var(ddof=1) > 0:  # identical runs: no spread to test against
-        return {"difference": diff, "ci95": 0.0, "p_value": None}
-    test = stats.ttest_ind(a, b, equal_var=False)
-    interval = test.confidence_interval(1 - ALPHA)
-    return {
-        "difference": diff,
-        "ci95": float(interval.high - interval.low) / 2,
-        "p_value": float(test.pvalue),
-    }
-
-
-def sentence(entry: dict, factor: str, detectable: float | None) -> str:
-    """'learned positions lower dev perplexity by X ± Y, p = …' or 'no difference larger than Z'."""
-    d, ci, p = entry["difference"], entry["ci95"] or 0.0, entry["p_value"]
+def sentence(entry: dict, factor: str) -> str:
+    """'learned positions lower dev perplexity by X (95 % CI …), p = …', or, where no difference is
+    detected, the bound its interval excludes."""
+    d, p, interval = entry["difference"], entry["p_value"], entry.get("ci95_bounds")
     a, b = entry["level"], entry["reference"]
     _, subject, pair = FACTORS[factor]
-    if p is not None and p < ALPHA:
+    if interval is None:
+        return f"no test between {pair.format(a, b)} ({a} − {b}: {d:+,.1f}, no spread)"
+    low, high = interval
+    if p < ALPHA:
         said = subject.format(a) if d < 0 else subject.format(a).replace("lower", "raise")
-        return f"{said} dev perplexity by {abs(d):,.1f} ± {ci:,.1f} (95 % CI), p = {p:.3g}"
-    bound = f"larger than {detectable:,.1f} " if detectable is not None else ""
-    shown = f"p = {p:.3g}" if p is not None else "no spread"
+        return f"{said} dev perplexity by {abs(d):,.1f} (95 % CI [{low:+,.1f}, {high:+,.1f}]), p = {p:.3g}"
     return (
-        f"no difference {bound}detected between {pair.format(a, b)} "
-        f"({a} − {b}: {d:+,.1f} ± {ci:,.1f}, {shown})"
+        f"no difference detected between {pair.format(a, b)} ({a} − {b}: {d:+,.1f}, 95 % CI "
+        f"[{low:+,.1f}, {high:+,.1f}], p = {p:.3g}): the data exclude a difference larger than "
+        f"{max(abs(low), abs(high)):,.1f}"
     )
 
 
@@ -86,11 +77,30 @@ def comparisons(cells: pd.DataFrame) -> list[tuple[str, str, str]]:
     return out
 
 
+def two_way_fit(cells: pd.DataFrame, metric: str):
+    """The additive model over the factors with more than one level (statsmodels OLS), or None
+    where no degree of freedom is left for the noise."""
+    import statsmodels.formula.api as smf
+
+    terms = [
+        f"C({factor}, Treatment(reference='{reference}'))"
+        for factor, (reference, *_) in FACTORS.items()
+        if cells[factor].nunique() > 1 and reference in set(cells[factor])
+    ]
+    levels = sum(cells[factor].nunique() - 1 for factor in FACTORS if cells[factor].nunique() > 1)
+    if len(cells) - 1 - levels < 1:
+        return None
+    return smf.ols(f"{metric} ~ " + (" + ".join(terms) or "1"), data=cells.reset_index(drop=True)).fit()
+
+
 def variants_verdicts(cells: pd.DataFrame, metric: str = "dev") -> dict:
-    """The study's power and one verdict per main-effect comparison, from its cells."""
+    """The study's power and one verdict per main-effect comparison, from one linear model."""
+    from scipy import stats
+
     std, df = pooled_seed_std(cells, metric)
     mean = float(cells[metric].mean())
     seeds = int(cells.groupby(["pos_encoding", "head_merge"])[metric].count().min())
+    fit = two_way_fit(cells, metric)
     out = {
         "metric": f"{metric} perplexity",
         "test": TEST,
@@ -100,28 +110,39 @@ def variants_verdicts(cells: pd.DataFrame, metric: str = "dev") -> dict:
         "mean_perplexity": mean,
         "pooled_seed_std": std if df else None,
         "pooled_df": df,
+        "residual_std": float(np.sqrt(fit.scale)) if fit is not None else None,
+        "residual_df": int(fit.df_resid) if fit is not None else None,
         "verdicts": {},
     }
-    # the main effect's arms hold seeds x (levels of the other factor) runs each
-    arms = [len(cells) // cells[f].nunique() for f, _, _ in comparisons(cells)] or [seeds]
-    detectable = detectable_difference(std, min(arms), df) if df >= 1 else None
-    out["detectable_difference"] = detectable
-    out["detectable_difference_pct"] = 100 * detectable / mean if detectable is not None else None
+    # two single cells of `seeds` runs: what the table's neighbouring cells can tell apart
     out["detectable_difference_two_cells_pct"] = (
         100 * detectable_difference(std, seeds, df) / mean if df >= 1 else None
     )
+    detectables = []
     for factor, level, reference in comparisons(cells):
-        a = cells.loc[cells[factor] == level, metric].to_numpy(float)
-        b = cells.loc[cells[factor] == reference, metric].to_numpy(float)
-        entry = (
-            welch(a, b)
-            if min(len(a), len(b)) > 1
-            else {"difference": float(a.mean() - b.mean()), "ci95": None, "p_value": None}
-        )
-        mde = detectable_difference(std, min(len(a), len(b)), df) if df >= 1 else None
-        entry.update(factor=factor, level=level, reference=reference, n=[len(a), len(b)], detectable=mde)
-        entry["sentence"] = sentence(entry, factor, mde)
+        n = [int((cells[factor] == level).sum()), int((cells[factor] == reference).sum())]
+        entry = {"factor": factor, "level": level, "reference": reference, "n": n}
+        term = f"C({factor}, Treatment(reference='{reference}'))[T.{level}]"
+        if fit is None or not fit.bse[term] > 0:
+            a = cells.loc[cells[factor] == level, metric].mean()
+            entry.update(difference=float(a - cells.loc[cells[factor] == reference, metric].mean()))
+            entry.update(ci95=None, ci95_bounds=None, p_value=None, detectable=None)
+        else:
+            low, high = (float(v) for v in fit.conf_int(ALPHA).loc[term])
+            t = stats.t.ppf(1 - ALPHA / 2, fit.df_resid) + stats.t.ppf(POWER, fit.df_resid)
+            entry.update(
+                difference=float(fit.params[term]),
+                ci95=(high - low) / 2,
+                ci95_bounds=[low, high],
+                p_value=float(fit.pvalues[term]),
+                detectable=float(t * fit.bse[term]),
+            )
+            detectables.append(entry["detectable"])
+        entry["sentence"] = sentence(entry, factor)
         out["verdicts"][f"{level}_vs_{reference}"] = entry
+    detectable = max(detectables) if detectables else None
+    out["detectable_difference"] = detectable
+    out["detectable_difference_pct"] = 100 * detectable / mean if detectable is not None else None
     return out
 
 

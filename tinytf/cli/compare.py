@@ -1,8 +1,11 @@
-"""`tinytf compare`: experiments side by side, readable in a terminal and piped.
+"""`tinytf compare`: experiments side by side, in a terminal's width.
 
-`dvc exp show` lists every param, metric and dep of every experiment (over 200 columns here), so a
-piped table is all ellipses. This reads the same data (`dvc exp show --json`) and keeps the
-headline metrics and only the params that differ between the rows shown.
+`dvc exp show` lists every param, metric and dep of every experiment (about 1,000 characters a
+line here). This reads the same data (`dvc exp show --json`) and prints the headline metrics,
+then only the params whose values differ between the rows, named by their key as `-S` takes it,
+in at most WIDTH characters; `--wide` prints every headline metric and every differing param.
+A row whose stages did not all run with its own params (see freshness.py) shows no metrics, since
+its reports/headline.json is an older run's.
 """
 
 from __future__ import annotations
@@ -10,21 +13,28 @@ from __future__ import annotations
 import json
 import subprocess
 
+from tinytf.cli.freshness import git_reader, is_stale
 from tinytf.errors import DataError
 from tinytf.params.schema import flatten
 
-# (column, key path in reports/headline.json): what the study's question is answered by
+# (column, key path in reports/headline.json, what it is): the answers to the study's question
 HEADLINE = (
-    ("test acc", ("test", "accuracy")),
-    ("pre-scr", ("pretrained_minus_scratch", "mean")),
-    ("p", ("pretrained_minus_scratch", "p_value")),
-    ("pretrained", ("label_curve", "all", "pretrained")),
-    ("scratch", ("label_curve", "all", "scratch")),
-    ("tfidf+lr", ("label_curve", "all", "tfidf_lr")),
-    ("lm ppl", ("lm", "validation_perplexity")),
+    ("test_acc", ("test", "accuracy"), "the served model's test accuracy"),
+    ("gain", ("pretrained_minus_scratch", "mean"), "pretrained - scratch accuracy, all labels"),
+    ("p", ("pretrained_minus_scratch", "p_value"), "its paired t-test over seeds"),
+    ("tfidf_lr", ("label_curve", "all", "tfidf_lr"), "TF-IDF + logistic regression, all labels"),
+    ("lm_ppl", ("lm", "validation_perplexity"), "the LM's validation perplexity per token"),
+)
+# only with --wide: each start's accuracy with all labels
+WIDE_HEADLINE = (
+    ("pretrained", ("label_curve", "all", "pretrained"), "pretrained start, all labels"),
+    ("scratch", ("label_curve", "all", "scratch"), "scratch start, all labels"),
 )
 METRICS_FILE = "reports/headline.json"
-MAX_COLUMNS = 30
+WIDTH = 120  # a terminal's width, with room to spare beside an editor
+NAME_WIDTH = 18  # an experiment's name is cut to this (DVC's generated names are shorter)
+CELL_WIDTH = 14  # a param's value is cut to this; --wide prints it whole
+GAP = "  "
 
 
 def _dig(values: dict, path: tuple[str, ...]):
@@ -34,7 +44,7 @@ def _dig(values: dict, path: tuple[str, ...]):
 
 
 def rows_from_show(show: list[dict]) -> list[dict]:
-    """One row per workspace, baseline commit and experiment: its name, params and headline metrics."""
+    """One row per workspace, baseline commit and experiment: its name, rev, params and metrics."""
     rows = []
 
     def label(entry: dict) -> str:
@@ -45,7 +55,7 @@ def rows_from_show(show: list[dict]) -> list[dict]:
         data = entry.get("data") or {}
         params = ((data.get("params") or {}).get("params.yaml") or {}).get("data") or {}
         metrics = ((data.get("metrics") or {}).get(METRICS_FILE) or {}).get("data") or {}
-        rows.append({"name": name, "params": flatten(params), "metrics": metrics})
+        rows.append({"name": name, "rev": entry.get("rev"), "params": flatten(params), "metrics": metrics})
 
     for baseline in show:
         add(baseline, label(baseline))
@@ -55,40 +65,87 @@ def rows_from_show(show: list[dict]) -> list[dict]:
     return rows
 
 
-def table(rows: list[dict]):
-    """The comparison: headline metrics, then the params whose values differ between the rows, at
-    most MAX_COLUMNS columns in all; returns (frame, the differing params left out)."""
-    import pandas as pd
+def differing(rows: list[dict]) -> list[str]:
+    """The dotted params keys whose values are not the same in every row: each row's first change
+    from the first row, then each row's second, ..., so that a sweep of one key beside a preset of
+    thirty still shows its key within the width; params.yaml's order otherwise."""
 
-    keys = sorted({k for row in rows for k in row["params"]})
-    differ = [k for k in keys if len({json.dumps(row["params"].get(k), sort_keys=True) for row in rows}) > 1]
-    room = MAX_COLUMNS - 1 - len(HEADLINE)
-    last = [k.rsplit(".", 1)[-1] for k in differ]
-    # a param's last name where it is unique among the columns, else its dotted key
-    names = {k: name if last.count(name) == 1 else k for k, name in zip(differ, last, strict=True)}
-    records = []
-    for row in rows:
-        record = {"experiment": row["name"]}
-        record.update({col: _dig(row["metrics"], path) for col, path in HEADLINE})
-        record.update({names[k]: json.dumps(row["params"].get(k)) for k in differ[:room]})
-        records.append(record)
-    frame = pd.DataFrame(records)
-    return frame, differ[room:]
+    def value(row: dict, key: str) -> str:
+        return json.dumps(row["params"].get(key), sort_keys=True)
+
+    keys = list(dict.fromkeys(k for row in rows for k in row["params"]))
+    differ = [k for k in keys if len({value(row, k) for row in rows}) > 1]
+    rank = dict.fromkeys(differ, len(differ))
+    for row in rows[1:]:
+        own = [k for k in differ if value(row, k) != value(rows[0], k)]
+        for place, key in enumerate(own):
+            rank[key] = min(rank[key], place)
+    return sorted(differ, key=lambda k: rank[k])  # stable: params.yaml's order within a rank
 
 
-def format_table(frame, left_out: list[str]) -> str:
-    def cell(value) -> str:
-        if value is None or (isinstance(value, float) and value != value):
-            return "-"
-        return f"{value:.4g}" if isinstance(value, float) else str(value)
+def _cut(text: str, limit: int | None) -> str:
+    return text if limit is None or len(text) <= limit else text[: limit - 1] + "…"
 
-    text = frame.to_string(index=False, formatters={c: cell for c in frame.columns})
+
+def _cell(value, limit: int | None) -> str:
+    """A metric (4 significant digits) or a param's value as YAML would take it back in -S."""
+    if value is None or (isinstance(value, float) and value != value):
+        return "-"
+    text = f"{value:.4g}" if isinstance(value, float) else json.dumps(value, separators=(",", ":"))
+    return _cut(text, limit)
+
+
+def table(rows: list[dict], stale: set[str], wide: bool = False) -> tuple[list[list[str]], list[str]]:
+    """The columns (header first, one cell per row) and the differing params left out. Without
+    `wide` the columns end before WIDTH characters; a stale row's metrics are "-"."""
+    limit = None if wide else CELL_WIDTH
+    names = [_cut(row["name"], None if wide else NAME_WIDTH) for row in rows]
+    columns = [["experiment", *names]]
+    for header, path, _ in HEADLINE + (WIDE_HEADLINE if wide else ()):
+        values = [None if row["name"] in stale else _dig(row["metrics"], path) for row in rows]
+        columns.append([header, *(_cell(v, None) for v in values)])
+    left_out: list[str] = []
+    used = sum(max(map(len, c)) for c in columns) + len(GAP) * (len(columns) - 1)
+    for key in differing(rows):
+        column = [key, *(_cell(row["params"].get(key), limit) for row in rows)]
+        width = len(GAP) + max(map(len, column))
+        if not wide and (left_out or used + width > WIDTH):
+            left_out.append(key)
+            continue
+        columns.append(column)
+        used += width
+    return columns, left_out
+
+
+def _wrapped(words: list[str], first: str) -> list[str]:
+    lines = [first]
+    for word in words:
+        if len(lines[-1]) + len(word) + 1 > WIDTH:
+            lines.append(" ")
+        lines[-1] += " " + word
+    return lines
+
+
+def format_table(columns: list[list[str]], left_out: list[str], stale: set[str]) -> str:
+    """The table (names left-aligned, values right-aligned), a legend of the metrics, and the
+    rows without metrics and the params left out, each wrapped at WIDTH."""
+    widths = [max(map(len, c)) for c in columns]
+    lines = [
+        GAP.join(
+            c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        )
+        for cells in zip(*columns, strict=True)
+    ]
+    shown = {c[0] for c in columns}
+    lines += _wrapped([f"{h}: {what};" for h, _, what in HEADLINE + WIDE_HEADLINE if h in shown], "metrics:")
+    if stale:
+        lines += _wrapped(sorted(stale), "no metrics (a stage did not run with these params):")
     if left_out:
-        text += f"\n(more params differ, not shown: {', '.join(left_out)})"
-    return text
+        lines += _wrapped(left_out, "more params differ (tinytf compare --wide shows them):")
+    return "\n".join(line.rstrip() for line in lines)
 
 
-def compare_command(extra: list[str]) -> None:
+def compare_command(extra: list[str], wide: bool = False) -> None:
     from tinytf.cli.presets import dvc_executable
 
     result = subprocess.run(
@@ -98,4 +155,5 @@ def compare_command(extra: list[str]) -> None:
         last = (result.stderr.strip().splitlines() or ["no output"])[-1]
         raise DataError(f"dvc exp show failed: {last}")
     rows = rows_from_show(json.loads(result.stdout))
-    print(format_table(*table(rows)))
+    stale = {row["name"] for row in rows if is_stale(str(row["rev"]), git_reader)}
+    print(format_table(*table(rows, stale, wide), stale))

@@ -36,7 +36,9 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for add in (_add_run, _add_check, _add_count_params, _add_text_tools, _add_presets):
+    from tinytf.cli import data
+
+    for add in (_add_run, _add_check, _add_count_params, _add_text_tools, _add_presets, data.add_parser):
         add(sub)
     return parser
 
@@ -119,12 +121,21 @@ def _add_text_tools(sub) -> None:
 
 def _add_presets(sub) -> None:
     """`compare` and `preset`: experiments, the DVC way."""
-    sub.add_parser(
+    compare = sub.add_parser(
         "compare",
-        help="experiments side by side: headline metrics and the params that differ (at most 30 columns)",
+        help="experiments side by side: headline metrics and the params that differ (120 characters)",
         description="Read `dvc exp show --json` and print the workspace, its commit and every experiment "
-        "with the study's headline metrics and only the params whose values differ between them: "
-        "readable in a terminal and piped. Arguments go on to `dvc exp show` (e.g. --all-commits).",
+        "with the study's headline metrics, then only the params whose values differ between them, "
+        "named by their key as `-S` takes it, in at most 120 characters a line (the params that do "
+        "not fit are named below). A row whose stages did not all run with its own params shows no "
+        "metrics: its reports/headline.json is an older run's. Arguments tinytf does not know go on "
+        "to `dvc exp show` (e.g. --all-commits, --rev REV); `dvc exp show --only-changed` is the full "
+        "table.",
+    )
+    compare.add_argument(
+        "--wide",
+        action="store_true",
+        help="every headline metric and every differing param, values uncut (wider than a terminal)",
     )
     preset = sub.add_parser(
         "preset",
@@ -287,10 +298,14 @@ def dispatch(argv: Sequence[str] | None = None) -> int:
         return guarded(lambda: score(args))
     if args.command == "predict":
         return guarded(lambda: predict(args))
+    if args.command == "data":
+        from tinytf.cli.data import add_command
+
+        return guarded(lambda: add_command(args))
     if args.command == "compare":
         from tinytf.cli.compare import compare_command
 
-        return guarded(lambda: compare_command(dvc_args))
+        return guarded(lambda: compare_command(dvc_args, args.wide))
     if args.command == "preset":
         from tinytf.cli import presets
 

@@ -156,7 +156,26 @@ def export_report(
         write_json(folder / "preset.json", values)
         if values.get("pretrain.objective") == "masked":
             compare_objectives(values, params, params_file, reports, folder)
+        unlink_missing(folder / "README.md")
     return presets / name
+
+
+# a relative Markdown link: [text](target), the target without a scheme or a space
+RELATIVE_LINK = re.compile(r"\[([^\]]+)\]\(((?![a-z][a-z0-9+.-]*:|#)[^)\s]+)\)")
+
+
+def unlink_missing(readme: Path) -> None:
+    """The report's README links the stages' own files (data.md, probes/probes.md, ...), which the
+    export does not copy: such a link becomes its text in code quotes, so that none is broken."""
+    text = readme.read_text(encoding="utf-8")
+
+    def keep(match: re.Match) -> str:
+        label, target = match.groups()
+        if (readme.parent / target.split("#")[0]).exists():
+            return match.group(0)
+        return label if label.startswith("`") else f"`{label}`"
+
+    readme.write_text(RELATIVE_LINK.sub(keep, text), encoding="utf-8")
 
 
 def _git(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
@@ -207,7 +226,7 @@ def compare_objectives(
         "of the committed default run it differs from only in `pretrain.objective`, paired over the same "
         "seeds (subset, head init and batch order), Holm across the label counts.",
         "",
-        "The course's claim (seed 000): a causal LM's unidirectionality \"could harm the results even with "
+        "The course's claim (course report 000): a causal LM's unidirectionality \"could harm the results even with "
         'fine tuning", while BERT\'s masked objective "allows the model to generalize better". Here:',
         "",
         *(f"- {objectives.verdict(labels, entry)}" for labels, entry in comparison["label_curve"].items()),

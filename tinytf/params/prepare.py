@@ -58,18 +58,29 @@ class InDomainParams:
     repeat: int = bounded(8, ge=1, le=100)
 
 
+def _null_is_default(section, names: tuple[str, ...]) -> None:
+    """params.yaml lists the keys `source: files` reads with `null` beside a built-in source, so
+    that `dvc exp run -S` can set them (DVC adds no key a file lacks without Hydra's `+`); null
+    means the field's default, so the file reads as if the key were left out."""
+    fresh = type(section)()
+    for name in names:
+        if getattr(section, name) is None:
+            setattr(section, name, getattr(fresh, name))
+
+
 @dataclass
 class CorpusParams:
     source: CorpusSourceName = "ptb"
     in_domain: InDomainParams = field(default_factory=InDomainParams)
     files: FileSplits = field(default_factory=FileSplits)
-    text_column: str = "text"
-    encoding: Encoding = "utf-8"
+    text_column: str | None = "text"  # null: the default
+    encoding: Encoding | None = "utf-8"
     split: SplitFractions = field(default_factory=lambda: SplitFractions(0.05, 0.05))
     # 0 keeps everything; a positive number keeps the first N rows of each split (tiny presets)
     max_rows: int = bounded(0, ge=0)
 
     def validate(self, key: str, file: str) -> None:
+        _null_is_default(self, ("text_column", "encoding"))
         # text_column and encoding also read in_domain.files, so they may be set beside ptb then
         keys = ("text_column", "encoding") if not self.in_domain.files else ()
         check_source(self, key, file, official_splits=self.source == "ptb", file_keys=keys)
@@ -92,16 +103,17 @@ class SentimentParams:
         },
     )
     files: FileSplits = field(default_factory=FileSplits)
-    text_column: str = "text"
-    label_column: str = "label"
-    # class names in id order; empty means "infer": integers are kept, strings are sorted
-    labels: list[str] = bounded([])
-    encoding: Encoding = "utf-8"
+    text_column: str | None = "text"  # null: the default
+    label_column: str | None = "label"
+    # class names in id order; empty (or null) means "infer": integers are kept, strings are sorted
+    labels: list[str] | None = bounded([])
+    encoding: Encoding | None = "utf-8"
     split: SplitFractions = field(default_factory=SplitFractions)
     max_rows: int = bounded(0, ge=0)
 
     def validate(self, key: str, file: str) -> None:
         keys = ("text_column", "label_column", "labels", "encoding")
+        _null_is_default(self, keys)
         check_source(self, key, file, official_splits=self.source == "sst2", file_keys=keys)
         if self.source != "files":
             return
@@ -165,7 +177,7 @@ def check_source(section, key: str, file: str, official_splits: bool, file_keys:
         for name in (["files"] if paths else []) + _changed(section, file_keys):
             raise ParamsError(
                 f"{file}: {key}.{name} is only read with source: files, but {key}.source is "
-                f"'{section.source}'; set {key}.source: files to use your data, or remove {key}.{name}"
+                f"'{section.source}'; set {key}.source: files to use your data, or set {key}.{name} back to null"
             )
         if official_splits and _changed(section, ("split",)):
             raise ParamsError(

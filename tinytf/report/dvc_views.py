@@ -2,8 +2,9 @@
 
 `dvc exp show` makes a column of every number in a declared metrics file, so the pipeline
 declares one: `reports/headline.json`, the scalar summaries a person compares between runs
-(test accuracy and its interval, pretrained − scratch and its p-value, the labelled-data
-curve, the LM's perplexities), about 25 of them. The data card, tokenizer statistics and
+(test accuracy and its interval, pretrained − scratch and pretrained − TF-IDF with all labels,
+each with its raw p, Holm p, verdict and p over test texts, the labelled-data curve, the LM's
+perplexities), about 35 of them. The data card, tokenizer statistics and
 per-seed summaries stay reports. DVC's plot templates draw one line per y column and cannot
 group rows, so the fine-tuning curves become one column per start (mean over seeds), and the
 confusion matrix becomes one (actual, predicted) row per test text for the `confusion` template.
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from tinytf.analysis.evaluation import brief_test
 from tinytf.report.facts import Facts
 
 
@@ -27,9 +29,12 @@ def headline(f: Facts) -> dict:
             "ci95_high": high,
             "macro_f1": f.metrics["test_macro_f1"],
         }
-    if f.finetune and "pretrained_vs_scratch" in f.finetune:
-        paired = f.finetune["pretrained_vs_scratch"]
-        out["pretrained_minus_scratch"] = {"mean": paired["mean_difference"], "p_value": paired["p_value"]}
+    every = ((f.finetune or {}).get("label_curve") or {}).get("all", {})
+    for against in ("scratch", "tfidf"):  # all labels: the raw p beside the Holm p and the verdict
+        test = every.get(f"pretrained_vs_{against}")
+        if test:
+            brief = brief_test(test)
+            out[f"pretrained_minus_{against}"] = {"mean": brief.pop("mean_difference"), **brief}
     if f.label_curve is not None:
         starts = ("pretrained", "scratch", "frozen", "tfidf_lr")
         out["label_curve"] = {

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from tinytf.analysis.grid import MissingCell, best_cell, cell_key, load_cells, load_curves
@@ -54,7 +55,7 @@ def grid_section(report) -> None:
         "Optimizer × learning rate × batch size × epochs",
         "Final train and validation "
         f"metrics of every grid cell (init `{grid.init}`, seed {grid.seed}); "
-        f"the best by validation accuracy is marked.{grid_resolution(report.f.finetune)}",
+        f"the best by validation accuracy is marked.{grid_resolution(report.f.finetune, cells)}",
         rt.grid_table(cells, best_key),
     )
     report.plot(
@@ -130,15 +131,30 @@ def _grid_cells(report, grid_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame] | N
         raise DataError(f"{grid_dir}: a grid cell result lacks {exc}") from None
 
 
-def grid_resolution(finetune: dict | None) -> str:
-    """What one seed per grid cell can tell apart, from the seed spread of the all-label runs."""
-    arm = (finetune or {}).get("arms", {}).get("pretrained")
-    if not arm or len(arm.get("test_accuracy_by_seed", {})) < 2:
+def grid_resolution(finetune: dict | None, cells: pd.DataFrame | None = None) -> str:
+    """What one seed per grid cell can tell apart: the seed spread of the validation accuracy a
+    choice reads (the fine-tuning curve's all-label pretrained runs, at their chosen epoch), and
+    the cells that tie with the best by that measure."""
+    arm = (((finetune or {}).get("label_curve") or {}).get("all") or {}).get("pretrained") or {}
+    by_seed = arm.get("validation_by_seed") or {}
+    if len(by_seed) < 2:
         return ""
-    n = len(arm["test_accuracy_by_seed"])
-    std = arm["test_accuracy_std"]
-    return (
-        f" Each cell is one seed; the same recipe's accuracy moves by {100 * std:.1f} points over {n} seeds "
-        f"(finetune stage), so cells less than about {100 * detectable_difference(std, 1, n - 1):.0f} points "
-        "apart are not told apart by this budget."
+    n = len(by_seed)
+    std = float(np.std(list(by_seed.values()), ddof=1))
+    apart = detectable_difference(std, 1, n - 1)
+    text = (
+        f" Each cell is one seed; one seed's validation accuracy moves by {100 * std:.2f} points (std over "
+        f"the {n} seeds of the all-label pretrained runs, finetune stage), so two cells need about "
+        f"{100 * apart:.1f} points between them to be told apart."
     )
+    if cells is not None and len(cells) > 1:
+        best = cells["validation_accuracy"].max()
+        ties = cells[(best - cells["validation_accuracy"] < apart) & (cells["validation_accuracy"] < best)]
+        text += (
+            f" {len(ties)} other cell(s) lie within that of the best, so the best ties with them: "
+            + ", ".join(ties.sort_values("validation_accuracy", ascending=False)["key"])
+            + "."
+            if len(ties)
+            else " No other cell lies within that of the best."
+        )
+    return text

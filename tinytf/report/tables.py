@@ -340,8 +340,13 @@ def paired_text(test: dict) -> str:
         stats = f"{'one-sample ' if one_sample else ''}t = {t:.2f}, p = {p:.3g}"
         if test.get("p_holm") is not None:
             stats += f", Holm-adjusted p = {test['p_holm']:.3g}"
-    elif no_spread(test):
+    elif no_spread(test) and test.get("sign_test_p") is not None:
         stats = f"the same in every seed, so no t-test; a sign test gives p = {test['sign_test_p']:.3g}"
+    elif no_spread(test):
+        stats = (
+            f"the same in every seed, so no t-test; {test['n']} seeds are too few for a sign test to "
+            f"reject (its smallest p is {2 / 2 ** test['n']:.3g})"
+        )
     else:
         stats = "no spread: t-test undefined"
     seeds = "seeds against one fit" if one_sample else "paired seeds"
@@ -350,9 +355,9 @@ def paired_text(test: dict) -> str:
 
 def no_spread(test: dict) -> bool:
     """Several seeds, every one with the same nonzero difference: a t-test divides by zero, and
-    the sign test is the one that can decide. `tinytf.analysis.evaluation.paired_comparison`
-    decided both (with its float tolerance): no t-test p, a sign-test p."""
-    return test.get("p_value") is None and test["n"] > 1 and test.get("sign_test_p") is not None
+    only a sign test could decide (`tinytf.analysis.evaluation.paired_comparison` decided both,
+    with its float tolerance, and leaves the sign test out where it cannot reject)."""
+    return test.get("p_value") is None and test["n"] > 1 and test.get("mean_difference", 0) != 0
 
 
 def first_epoch(c: pd.DataFrame | None) -> pd.DataFrame | None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from tinytf.analysis.evaluation import decisive_p
 from tinytf.report import tables as rt
 from tinytf.report.facts import UPSTREAM, ReportView
 
@@ -61,7 +62,7 @@ def verdict(test: dict) -> str:
     """'helped' / 'hurt' / 'made no detectable difference', by sign and the paired p value,
     Holm-adjusted across the curve where the summary has it (a claim per label count is one of a
     family)."""
-    p = test.get("sign_test_p") if rt.no_spread(test) else test.get("p_holm", test.get("p_value"))
+    p = decisive_p(test)
     if p is None or p >= ALPHA:
         return "made no detectable difference"
     return "helped" if test["mean_difference"] > 0 else "hurt"

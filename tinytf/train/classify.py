@@ -16,6 +16,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -193,6 +194,19 @@ class LoaderSource:
         self.stats = dict(state["stats"]) if distributed.is_main() else {k: 0 for k in state["stats"]}
 
 
+class Predictions(NamedTuple):
+    """A pass over one split, in file order."""
+
+    predictions: np.ndarray  # predicted class per text
+    labels: np.ndarray
+    loss: float  # mean cross-entropy
+    probabilities: np.ndarray  # the probability the model gave its prediction
+
+    @property
+    def accuracy(self) -> float:
+        return float((self.predictions == self.labels).mean())
+
+
 @torch.no_grad()
 def predict(
     model: TinyTransformer,
@@ -202,8 +216,8 @@ def predict(
     runtime: Runtime,
     prefix_id: int | None,
     pad_id: int = PAD_ID,
-) -> tuple[np.ndarray, np.ndarray, float]:
-    """(predicted labels, true labels, mean loss) over a split, in file order."""
+) -> Predictions:
+    """Predicted labels, true labels, mean loss and the predictions' probabilities over a split."""
     was_training = model.training
     model.eval()
     loader = sentiment_loader(
@@ -217,7 +231,7 @@ def predict(
         pad_id=pad_id,
     )
     order = [i for batch in loader.batch_sampler for i in batch]
-    preds, labels, loss_sum = [], [], 0.0
+    preds, labels, probs, loss_sum = [], [], [], 0.0
     # one autocast for the whole pass: it keeps each weight's bf16 copy until it exits, where one
     # per batch cast every weight anew; the values are the same
     with runtime.autocast():
@@ -225,13 +239,15 @@ def predict(
             ids, mask, y = (batch[k].to(runtime.device) for k in ("input_ids", "attention_mask", "labels"))
             logits = model.forward_cls(ids, mask)
             loss_sum += float(cls_loss(logits, y)) * len(y)  # cls_loss upcasts; autocast keeps it in fp32
+            best = torch.softmax(logits.float(), dim=-1).max(dim=-1)
             preds.append(logits.argmax(-1).cpu())
+            probs.append(best.values.cpu())
             labels.append(y.cpu())
     model.train(was_training)
     # batches came in length order; put predictions back in file order
     inverse = np.argsort(np.asarray(order))
     y_true, y_pred = torch.cat(labels).numpy()[inverse], torch.cat(preds).numpy()[inverse]
-    return y_pred, y_true, loss_sum / max(len(y_true), 1)
+    return Predictions(y_pred, y_true, loss_sum / max(len(y_true), 1), torch.cat(probs).numpy()[inverse])
 
 
 @dataclass
@@ -240,6 +256,7 @@ class ClassifierRun:
     history: list[dict]
     test: dict = field(default_factory=dict)
     best_epoch: int = 0  # the evaluated epoch whose weights `model` holds (keep_best), else the last
+    validation: Predictions | None = None  # the validation pass of that epoch
 
 
 class BestEpoch:
@@ -248,10 +265,11 @@ class BestEpoch:
 
     def __init__(self, model: torch.nn.Module):
         self.model, self.accuracy, self.epoch, self.state = model, -1.0, 0, None
+        self.validation: Predictions | None = None
 
-    def update(self, epoch: int, accuracy: float) -> None:
-        if accuracy > self.accuracy:
-            self.accuracy, self.epoch = accuracy, epoch
+    def update(self, epoch: int, validation: Predictions) -> None:
+        if validation.accuracy > self.accuracy:
+            self.accuracy, self.epoch, self.validation = validation.accuracy, epoch, validation
             self.state = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
 
     def restore(self) -> int:
@@ -326,16 +344,16 @@ def train_classifier(
         return loss
 
     best = BestEpoch(model)
+    last: list[Predictions] = []
 
     def on_epoch_end(epoch: int, step: int) -> dict[str, float]:
         metrics = source.take_epoch_stats()
-        preds, labels, val_loss = predict(
-            model, data.splits["validation"], 256, r.max_length, runtime, **options
-        )
-        metrics.update(validation_loss=val_loss, validation_accuracy=float((preds == labels).mean()))
+        validation = predict(model, data.splits["validation"], 256, r.max_length, runtime, **options)
+        last[:] = [validation]
+        metrics.update(validation_loss=validation.loss, validation_accuracy=validation.accuracy)
         metrics["data_epochs"] = epoch * r.eval_every
         if r.keep_best:
-            best.update(epoch * r.eval_every, metrics["validation_accuracy"])
+            best.update(epoch * r.eval_every, validation)
         return metrics
 
     loop = classifier_loop(
@@ -358,7 +376,8 @@ def train_classifier(
     best_epoch = best.restore() if r.keep_best else epochs * r.eval_every
     if r.init == "frozen":
         model.base.eval()
-    return ClassifierRun(model, out["history"], best_epoch=best_epoch)
+    validation = best.validation if r.keep_best else (last[0] if last else None)
+    return ClassifierRun(model, out["history"], best_epoch=best_epoch, validation=validation)
 
 
 def classifier_loop(
@@ -392,12 +411,11 @@ def classifier_loop(
 
 
 def evaluate_test_split(model, data: SentimentData, max_length: int, runtime: Runtime) -> dict:
-    preds, labels, loss = predict(
-        model, data.splits["test"], 256, max_length, runtime, **data.loader_options(model)
-    )
+    test = predict(model, data.splits["test"], 256, max_length, runtime, **data.loader_options(model))
     return {
-        "test_accuracy": float((preds == labels).mean()),
-        "test_loss": loss,
-        "predictions": preds.tolist(),
-        "labels": labels.tolist(),
+        "test_accuracy": test.accuracy,
+        "test_loss": test.loss,
+        "predictions": test.predictions.tolist(),
+        "labels": test.labels.tolist(),
+        "probabilities": test.probabilities.tolist(),
     }

@@ -30,6 +30,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from tinytf.data.batching import SentimentDataset
+from tinytf.data.predictions import prediction_rows
 from tinytf.data.subsets import check_counts, count_name, label_subset
 from tinytf.model.checkpoint import read_config
 from tinytf.params.config import FinetuneParams, HFParams
@@ -60,8 +61,9 @@ class FinetuneResult:
     classes: list[str]
     runtime: Runtime  # what `auto` resolved to on this machine, for the outputs to record
     timings: pd.DataFrame  # wall seconds per run (a measurement: kept apart from the results)
-    parameters: dict[str, int]  # parameters per arm's classifier
+    parameters: dict[str, int]  # parameters per arm's classifier (what classifying uses: no LM head)
     workers: int  # processes the runs went to (tinytf.train.workers): a rerun elsewhere may differ
+    predictions: pd.DataFrame  # every run's validation and test predictions (tinytf.analysis.items)
 
 
 # called with a run's tags (arm, labels, seed, start, lr, dropout): the stage opens an MLflow child run
@@ -183,6 +185,13 @@ class Trainer:
         )
         test = evaluate_test_split(run.model, data, max_length, self.runtime)
         best = next(h for h in run.history if h["data_epochs"] == run.best_epoch)
+        validation = run.validation
+        predictions = [
+            prediction_rows(
+                spec.tags(), "validation", validation.labels, validation.predictions, validation.probabilities
+            ),
+            prediction_rows(spec.tags(), "test", test["labels"], test["predictions"], test["probabilities"]),
+        ]
         row = {
             "n_train": len(data.splits["train"]),
             "epochs": epochs,
@@ -195,9 +204,16 @@ class Trainer:
             "row": row,
             "history": run.history if spec.tracked else [],
             "events": recorder.events,
-            "parameters": sum(t.numel() for t in model.parameters()),
+            "parameters": classifier_parameters(model),
+            "predictions": predictions,
             "seconds": time.perf_counter() - began,
         }
+
+
+def classifier_parameters(model) -> int:
+    """The parameters classifying uses: the body and the class head, not the unused LM head."""
+    parts = [model.base, model.cls_head] if hasattr(model, "cls_head") else [model]
+    return sum(p.numel() for part in parts for p in part.parameters())
 
 
 def _train(trainer: Trainer, spec: RunSpec) -> dict:
@@ -233,12 +249,13 @@ class Runner:
         self.probe_fits: dict[tuple, ProbeFit] = {}  # per start and train rows
         self.seconds: list[dict] = []
         self.parameters: dict[str, int] = {}
+        self.predictions: list[pd.DataFrame] = []  # per run and split, one row per text
 
     def probe(self, spec: RunSpec) -> dict:
         """The frozen start's run: the probe fitted on the course report's train rows."""
         began = time.perf_counter()
         model, _, _ = self.trainer.build(spec.arm, spec.start, spec.seed, 0.0)  # features: eval mode
-        self.parameters[spec.arm] = sum(t.numel() for t in model.parameters())
+        self.parameters[spec.arm] = classifier_parameters(model)
         rows = subset(self.data, spec.count, spec.seed)[1]
         if spec.start_name not in self.features:
             self.features[spec.start_name] = layer_features(model, self.data, self.max_length, self.runtime)
@@ -253,6 +270,10 @@ class Runner:
             labels["train"] = np.asarray(self.data.splits["train"].labels)[rows]
             self.probe_fits[key] = fit_probe(features, labels, self.params.probe_cs)
         fit = self.probe_fits[key]
+        predictions = [
+            prediction_rows(spec.tags(), split, self.data.splits[split].labels, *fit.predictions[split])
+            for split in ("validation", "test")
+        ]
         row = {
             "n_train": len(rows),
             "probe_c": fit.c,
@@ -260,7 +281,13 @@ class Runner:
             "test_accuracy": fit.test_accuracy,
             "test_loss": fit.test_loss,
         }
-        return {"row": row, "history": [], "events": [], "seconds": time.perf_counter() - began}
+        return {
+            "row": row,
+            "history": [],
+            "events": [],
+            "predictions": predictions,
+            "seconds": time.perf_counter() - began,
+        }
 
     def __call__(self, specs: list[RunSpec]) -> list[dict]:
         """One row per spec, in their order."""
@@ -297,6 +324,7 @@ class Runner:
             for callback in callbacks:
                 callback.on_end({"test_accuracy": row["test_accuracy"], "test_loss": row["test_loss"]})
         self.curves += [{"arm": spec.arm, "seed": spec.seed, **h} for h in out["history"]]
+        self.predictions += out["predictions"]
         self.done[spec] = row
         self.seconds.append(
             {k: row[k] for k in ("start", "arm", "labels", "seed", "lr", "dropout")}
@@ -377,4 +405,5 @@ def run_finetune(
         pd.DataFrame(run.seconds),
         run.parameters,
         workers.count,
+        pd.concat(run.predictions, ignore_index=True),
     )

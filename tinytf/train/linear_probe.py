@@ -15,12 +15,13 @@ features, and it has an lr, epochs and a batch order of its own to choose.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
 from tinytf.data.batching import sentiment_loader
+from tinytf.data.predictions import predicted
 from tinytf.data.splits import SPLITS
 from tinytf.model.transformer import TinyTransformer, pool
 from tinytf.train.classify import SentimentData
@@ -84,6 +85,8 @@ class ProbeFit:
     validation_accuracy: float
     test_accuracy: float
     test_loss: float  # mean cross-entropy on test, in nats
+    # per split: (predicted class, its probability) for every text, in file order
+    predictions: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
 
 
 def fit_probe(features: dict[str, np.ndarray], labels: dict[str, np.ndarray], cs: list[float]) -> ProbeFit:
@@ -114,4 +117,5 @@ def fit_probe(features: dict[str, np.ndarray], labels: dict[str, np.ndarray], cs
         validation_accuracy=accuracy,
         test_accuracy=float(np.mean(model.predict(test) == labels["test"])),
         test_loss=float(log_loss(labels["test"], model.predict_proba(test), labels=model.classes_)),
+        predictions={split: predicted(model, features[split]) for split in ("validation", "test")},
     )

@@ -3,11 +3,13 @@ import subprocess
 import sys
 
 import pytest
+import yaml
 
 from tests.helpers.paths import REPO
 from tests.helpers.report_tree import fake_report_tree
 from tinytf.cli.main import main, stage_commands
 from tinytf.errors import ParamsError
+from tinytf.params.schema import parse_overrides, set_dotted
 
 
 def test_help_lists_the_subcommands(capsys):
@@ -184,7 +186,10 @@ def test_preset_export_copies_the_report_only_when_params_hold_the_presets_value
     assert not (reports / "presets").exists() or not any((reports / "presets").iterdir())
     params["model"]["d_model"], params["finetune"]["seeds"] = 64, [1, 2]
     target.write_text(yaml.safe_dump(params))
+    (reports / "README.md").write_text("[a](tables/a.md), [reports/data.md](data.md), [w](https://x.org)")
     out = call()
+    # the stages' own files are not exported: their links become text, so none is broken
+    assert (out / "README.md").read_text() == "[a](tables/a.md), `reports/data.md`, [w](https://x.org)"
     assert out == reports / "presets" / "small"
     assert (out / "summary.json").read_text() == "finetune/summary.json" and (out / "tables/a.md").exists()
     assert (out / "variants.json").read_text() == "variants/summary.json"
@@ -211,52 +216,124 @@ def test_score_names_a_missing_checkpoint(tmp_path, capsys):
     assert "config file missing beside the checkpoint" in capsys.readouterr().err
 
 
-def test_compare_keeps_the_headline_and_only_the_params_that_differ():
-    from tinytf.cli.compare import MAX_COLUMNS, format_table, rows_from_show, table
+def _show_entry(rev, name, params, accuracy):
+    """One revision as `dvc exp show --json` gives it."""
+    metrics = {
+        "test": {"accuracy": accuracy},
+        "pretrained_minus_scratch": {"mean": 0.02, "p_value": 0.0412},
+        "label_curve": {"all": {"pretrained": 0.7, "scratch": 0.68, "tfidf_lr": 0.71}},
+        "lm": {"validation_perplexity": 123.4},
+    }
+    return {
+        "rev": rev,
+        "name": name,
+        "data": {
+            "params": {"params.yaml": {"data": params}},
+            "metrics": {"reports/headline.json": {"data": metrics}},
+        },
+    }
 
-    def entry(rev, name, d_model, seeds, accuracy):
-        params = {
-            "model": {"d_model": d_model, "n_layer": 4},
-            "finetune": {"seeds": seeds, "lrs": [0.001]},
-            "grid": {"seeds": [1]},
-            **{f"k{i}": {"x": i} for i in range(60)},
-        }
-        metrics = {
-            "test": {"accuracy": accuracy},
-            "pretrained_minus_scratch": {"mean": 0.02, "p_value": 0.04},
-        }
-        return {
-            "rev": rev,
-            "name": name,
-            "data": {
-                "params": {"params.yaml": {"data": params}},
-                "metrics": {"reports/headline.json": {"data": metrics}},
-            },
-        }
 
-    head = entry("workspace", None, 128, [1, 2], 0.75)
-    head["experiments"] = [{"revs": [entry("a" * 40, "tiny-exp", 32, [1, 2, 3], 0.61)]}]
-    show = [head, entry("b" * 40, None, 128, [1, 2], 0.75)]
-    frame, left_out = table(rows_from_show(show))
-    assert list(frame["experiment"]) == ["workspace", "tiny-exp", "bbbbbbb"]
-    assert [c for c in frame.columns if c in ("d_model", "finetune.seeds", "grid.seeds")] == ["d_model"]
-    assert (
-        "finetune.seeds" not in frame.columns and "seeds" in frame.columns
-    )  # grid.seeds is the same: left out
-    assert frame.loc[1, "test acc"] == 0.61 and left_out == []
-    lines = format_table(frame, left_out).splitlines()
-    assert len(frame.columns) <= MAX_COLUMNS and "…" not in "\n".join(lines) and len(lines) == 4
-    wide = [
-        dict(
-            e,
-            experiments=None,
-            data={**e["data"], "params": {"params.yaml": {"data": {f"p{i}": i + n for i in range(40)}}}},
-        )
-        for n, e in enumerate(show)
+def _default_and_two_experiments():
+    """The committed params.yaml, the tiny preset's values over it, and a sweep of grid.lrs."""
+    import copy
+
+    from tinytf.cli.presets import set_args
+
+    default = yaml.safe_load((REPO / "params.yaml").read_text(encoding="utf-8"))
+    tiny = copy.deepcopy(default)
+    pairs = set_args("tiny", REPO / "params.yaml", REPO / "presets")[1::2]
+    for dotted, value in parse_overrides(pairs).items():
+        set_dotted(tiny, dotted, value)
+    sweep = copy.deepcopy(default)
+    sweep["grid"]["lrs"] = [0.001, 0.01, 0.003]
+    head = _show_entry("workspace", None, default, 0.75)
+    head["experiments"] = [
+        {"revs": [_show_entry("a" * 40, "tiny-preset-run", tiny, 0.61)]},
+        {"revs": [_show_entry("c" * 40, "lrs-sweep", sweep, 0.76)]},
     ]
-    frame, left_out = table(rows_from_show(wide))
-    assert len(frame.columns) == MAX_COLUMNS and len(left_out) == 40 - (MAX_COLUMNS - 8)
-    assert "more params differ, not shown: p" in format_table(frame, left_out)
+    return [head, _show_entry("b" * 40, "main", default, 0.75)]
+
+
+def test_compare_fits_120_characters_with_the_headline_and_the_params_that_differ():
+    from tinytf.cli.compare import WIDTH, format_table, rows_from_show, table
+
+    rows = rows_from_show(_default_and_two_experiments())
+    columns, left_out = table(rows, stale=set())
+    text = format_table(columns, left_out, set())
+    assert max(map(len, text.splitlines())) <= WIDTH == 120
+    headers = [c[0] for c in columns]
+    assert headers[:6] == ["experiment", "test_acc", "gain", "p", "tfidf_lr", "lm_ppl"]
+    assert [c[1:] for c in columns[:2]] == [
+        ["workspace", "tiny-preset-run", "lrs-sweep", "main"],
+        ["0.75", "0.61", "0.76", "0.75"],
+    ]
+    # params named by their full key (as -S takes it), and only those that differ
+    assert "grid.lrs" in headers + left_out and "model.d_model" in headers + left_out
+    assert all("." in h for h in headers[6:]) and "model.arch" not in headers + left_out
+    assert "more params differ (tinytf compare --wide shows them): " in text and left_out
+    # each experiment's first change is shown: the sweep's one key beside the preset's thirty
+    assert {"grid.lrs", "prepare.corpus.max_rows"} <= set(headers)
+    wide, none_left = table(rows, stale=set(), wide=True)
+    assert none_left == [] and {"pretrained", "scratch", *left_out} <= {c[0] for c in wide}
+
+
+def test_compare_cuts_a_long_name_and_value_but_not_with_wide():
+    from tinytf.cli.compare import CELL_WIDTH, NAME_WIDTH, rows_from_show, table
+
+    show = _default_and_two_experiments()
+    show[0]["experiments"][1]["revs"][0]["name"] = "a-sweep-of-three-learning-rates"
+    rows = rows_from_show(show)
+    columns, _ = table(rows, stale=set())
+    assert columns[0][3] == "a-sweep-of-three-…" and len(columns[0][3]) == NAME_WIDTH
+    lrs = next(c for c in columns if c[0] == "grid.lrs")
+    assert lrs[3] == "[0.001,0.01,0…" and len(lrs[3]) == CELL_WIDTH
+    wide, _ = table(rows, stale=set(), wide=True)
+    assert wide[0][3] == "a-sweep-of-three-learning-rates"
+    assert next(c for c in wide if c[0] == "grid.lrs")[3] == "[0.001,0.01,0.003]"
+
+
+def test_compare_shows_no_metrics_for_a_run_whose_stages_did_not_all_run():
+    from tinytf.cli.compare import format_table, rows_from_show, table
+
+    rows = rows_from_show(_default_and_two_experiments())
+    columns, left_out = table(rows, stale={"tiny-preset-run"})
+    assert [c[2] for c in columns[1:6]] == ["-"] * 5 and columns[1][1] == "0.75"
+    text = format_table(columns, left_out, {"tiny-preset-run"})
+    assert "no metrics (a stage did not run with these params): tiny-preset-run" in text
+
+
+def test_a_lock_that_disagrees_with_its_params_or_itself_is_stale():
+    from tinytf.cli.freshness import defined_stages, is_stale, stale_stages
+
+    dvc_file = {
+        "stages": {
+            "prepare": {"cmd": "p"},
+            "grid": {"matrix": {"lr": "${grid.lrs}", "bs": [32]}, "cmd": "g"},
+        }
+    }
+    params = {"prepare": {"max_rows": 0}, "grid": {"lrs": [0.001, 0.01]}}
+    assert defined_stages(dvc_file, params) == ["prepare", "grid@0.001-32", "grid@0.01-32"]
+    out = {"path": "data/prepared", "md5": "a.dir"}
+
+    def lock(max_rows="0", read="a.dir", cells=("0.001", "0.01")):
+        stages = {"prepare": {"params": {"params.yaml": {"prepare.max_rows": max_rows}}, "outs": [out]}}
+        for lr in cells:  # DVC writes 1e-3 as a number, YAML 1.1 would read it as a string
+            stages[f"grid@{lr}-32"] = {
+                "params": {"params.yaml": {"grid": {"lrs": ["1e-3", 0.01]}}},
+                "deps": [{"path": "data/prepared", "md5": read}],
+            }
+        return {"stages": stages}
+
+    defined = defined_stages(dvc_file, params)
+    assert stale_stages(lock(max_rows=0), params, defined) == []
+    assert stale_stages(lock(max_rows=300), params, defined) == ["prepare"]
+    assert stale_stages(lock(read="b.dir"), params, defined) == ["grid@0.001-32", "grid@0.01-32"]
+    assert stale_stages(lock(cells=("0.001",)), params, defined) == ["grid@0.01-32"]
+    files = {"dvc.lock": yaml.safe_dump(lock()), "params.yaml": yaml.safe_dump(params)}
+    files["dvc.yaml"] = yaml.safe_dump(dvc_file, sort_keys=False)
+    assert not is_stale("abc", lambda rev, path: files[path])
+    assert is_stale("abc", lambda rev, path: None if path == "dvc.lock" else files[path])
 
 
 @pytest.fixture(scope="module")

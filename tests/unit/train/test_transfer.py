@@ -19,6 +19,7 @@ from tinytf.errors import ParamsError
 from tinytf.params.config import FinetuneParams, load_params
 from tinytf.report.tables import paired_text
 from tinytf.report.transfer import verdict
+from tinytf.train.classify import SentimentData
 from tinytf.train.finetune import chosen_recipe, run_finetune, schedule
 from tinytf.train.loop import Callback
 
@@ -112,6 +113,12 @@ def test_the_finetune_stage_refuses_too_many_labels_before_its_mlflow_run(workdi
             str(tmp_path / "none"),
             "--reports",
             str(tmp_path / "reports"),
+            "--baselines",
+            str(tmp_path / "baselines.json"),
+            "--baseline-predictions",
+            str(tmp_path / "baselines.parquet"),
+            "--predictions",
+            str(tmp_path / "predictions.parquet"),
             *[arg for s in sets for arg in ("--set", s)],
         ],
         cwd=REPO,
@@ -184,6 +191,21 @@ def test_finetune_chooses_each_lr_on_validation_and_keeps_the_best_epoch(workdir
     trained = runs[runs["arm"] != "frozen"]
     assert (trained["best_epoch"] <= trained["epochs"]).all() and (runs["n_train"].isin([24, 96])).all()
     assert set(result.curves["arm"]) == {"pretrained", "scratch"}  # all-label trained runs only
+    # every run keeps one prediction per validation and test text: its accuracies recompute from them
+    data = SentimentData.load(workdir)
+    predictions = result.predictions
+    keys = ["arm", "labels", "seed", "start", "lr", "dropout"]
+    sizes = predictions.groupby(keys, dropna=False)["split"].value_counts().unstack()
+    assert len(sizes) == len(runs.drop_duplicates(keys))
+    assert (sizes["test"] == len(data.splits["test"])).all()
+    assert (sizes["validation"] == len(data.splits["validation"])).all()
+    right = predictions.assign(right=predictions["prediction"] == predictions["label"])
+    accuracy = right.groupby([*keys, "split"], dropna=False)["right"].mean().unstack().reset_index()
+    merged = runs.merge(accuracy, on=keys)
+    assert len(merged) == len(runs)
+    assert np.allclose(merged["test"], merged["test_accuracy"])
+    assert np.allclose(merged["validation"], merged["validation_accuracy"])  # the kept epoch's pass
+    assert predictions["probability"].between(0.5, 1.0).all()  # two classes: the argmax has at least half
 
 
 def test_runs_side_by_side_give_the_numbers_of_one_process_and_reach_mlflow(workdir, monkeypatch):
@@ -230,6 +252,7 @@ def test_runs_side_by_side_give_the_numbers_of_one_process_and_reach_mlflow(work
     assert (one.workers, two.workers) == (1, 2)
     pd.testing.assert_frame_equal(one.runs, two.runs)
     pd.testing.assert_frame_equal(one.curves, two.curves)
+    pd.testing.assert_frame_equal(one.predictions, two.predictions)
     # every run of the study reaches the callbacks (an MLflow child run each), once
     rows = set(zip(one.runs["arm"], one.runs["labels"], one.runs["seed"], one.runs["start"], strict=True))
     assert events["1"] == events["2"] and set(events["1"]) == rows
@@ -253,7 +276,7 @@ def test_baselines_fit_on_train_choose_c_on_validation():
     scores = fit_baselines(*split, cs=[0.1, 10.0])
     assert scores.tfidf_lr == 1.0 and scores.tfidf_lr_validation == 1.0 and scores.tfidf_lr_c == 0.1
     assert majority_accuracy(np.array([1, 1, 0]), np.array([1, 0, 0, 0])) == 0.25
-    curve = baseline_curve(
+    curve, predictions = baseline_curve(
         {"train": split[0], "validation": split[1], "test": split[2]},
         [(20, [1, 2]), (ALL, [1, 2])],
         [1.0],
@@ -262,6 +285,11 @@ def test_baselines_fit_on_train_choose_c_on_validation():
     )
     assert list(curve) == ["20", "all"] and curve["20"]["n_train"] == 20
     assert len(curve["20"]["tfidf_lr"]["by_seed"]) == 2 and len(curve["all"]["tfidf_lr"]["by_seed"]) == 1
+    # one row per (fit, split, text): 20 labels x 2 seeds, all labels fitted once
+    assert len(predictions) == 3 * (10 + 10) and set(predictions["split"]) == {"validation", "test"}
+    test = predictions.query("labels == '20' and seed == 1 and split == 'test'")
+    assert (test["prediction"] == test["label"]).mean() == curve["20"]["tfidf_lr"]["by_seed"]["1"]
+    assert test["probability"].between(0.5, 1.0).all() and list(test["item"]) == list(range(10))
 
 
 def runs_frame() -> pd.DataFrame:
@@ -327,7 +355,26 @@ def test_holm_adjusts_a_family_of_p_values_step_down():
     assert [curve[k]["pretrained_vs_scratch"]["p_holm"] for k in ("100", "all")] == pytest.approx(holm(raw))
 
 
-def test_the_trend_is_a_regression_of_every_seeds_gap_on_log_labels():
+def test_every_start_is_compared_with_tfidf_too_holm_within_each_comparison():
+    tfidf = {
+        "100": {"tfidf_lr": {"by_seed": {"1": 0.60, "2": 0.61, "3": 0.62}}},
+        "all": {"tfidf_lr": {"by_seed": {"1": 0.90}}},  # all labels: one fit for every seed
+    }
+    curve = curve_summary(runs_frame(), ["pretrained", "scratch"], tfidf)
+    every = curve["all"]
+    assert every["pretrained_vs_tfidf"]["mean_difference"] == pytest.approx(0.81 - 0.90)
+    assert every["scratch_vs_tfidf"]["test"].startswith("one-sample t")  # against one fit
+    assert curve["100"]["pretrained_vs_tfidf"]["test"] == "paired t"
+    for family in ("pretrained_vs_scratch", "pretrained_vs_tfidf", "scratch_vs_tfidf"):
+        raw = [curve[k][family]["p_value"] for k in ("100", "all")]
+        assert [curve[k][family]["p_holm"] for k in ("100", "all")] == pytest.approx(holm(raw))
+    assert (
+        every["pretrained_vs_tfidf"]["verdict"] == "lower" and every["scratch_vs_tfidf"]["verdict"] == "lower"
+    )
+    assert "pretrained_vs_tfidf" not in curve_summary(runs_frame(), ["pretrained", "scratch"])["all"]
+
+
+def test_the_trend_fits_one_slope_per_seed_and_tests_the_slopes():
     def entry(n, gaps):
         return {
             "n_train": n,
@@ -335,17 +382,24 @@ def test_the_trend_is_a_regression_of_every_seeds_gap_on_log_labels():
             "scratch": {"by_seed": {str(i): 0.6 for i in range(len(gaps))}},
         }
 
+    # seed slopes per tenfold labels: -0.02, -0.025, -0.015
     shrinking = {
         "10": entry(10, [0.05, 0.06, 0.04]),
-        "100": entry(100, [0.03, 0.04, 0.02]),
-        "1000": entry(1000, [0.01, 0.02, 0.0]),
+        "100": entry(100, [0.03, 0.035, 0.025]),
+        "1000": entry(1000, [0.01, 0.01, 0.01]),
     }
     trend = gap_trend(shrinking)
-    assert trend["slope_per_decade"] == pytest.approx(-0.02) and trend["n"] == 9
-    assert trend["ci95"][0] < -0.02 < trend["ci95"][1] < 0 and trend["p_value"] < 0.01
+    assert trend["slope_per_decade"] == pytest.approx(-0.02) and trend["n"] == 3 and trend["unit"] == "seed"
+    assert trend["slopes_by_seed"] == pytest.approx({"0": -0.02, "1": -0.025, "2": -0.015})
+    # one-sample t over 3 slopes: mean -0.02, sd 0.005, se 0.00289, t(0.975, 2) = 4.303
+    assert trend["ci95"] == pytest.approx(
+        [-0.02 - 4.303 * 0.005 / 3**0.5, -0.02 + 4.303 * 0.005 / 3**0.5], abs=1e-4
+    )
+    assert trend["p_value"] == pytest.approx(0.0202, abs=1e-3)  # t = -6.93 on 2 df
+    # the 9 (label count, seed) gaps regressed as if independent would claim far more: p < 0.0001
     flat = {k: entry(v["n_train"], [0.03, 0.05, 0.01]) for k, v in shrinking.items()}
     flat_trend = gap_trend(flat)
-    assert flat_trend["slope_per_decade"] == pytest.approx(0.0, abs=1e-12) and flat_trend["p_value"] > 0.5
+    assert flat_trend["slope_per_decade"] == pytest.approx(0.0, abs=1e-12) and flat_trend["p_value"] is None
     assert gap_trend({"10": shrinking["10"]}) is None  # one label count: no line to fit
 
 
@@ -368,13 +422,15 @@ def test_verdicts_and_detectable_difference():
     assert verdict({"mean_difference": 0.05, "p_value": 0.2}) == "made no detectable difference"
     # every seed the same difference: no t-test; a sign test needs 6 seeds to get below 0.05
     same = {"mean_difference": 0.016, "std_difference": 0.0, "t": None, "p_value": None}
-    three, six = ({**same, "n": n, "sign_test_p": 2 / 2**n} for n in (3, 6))
+    three, six = {**same, "n": 3}, {**same, "n": 6, "sign_test_p": 2 / 2**6}
     assert verdict(three) == "made no detectable difference"
     assert verdict(six) == "helped"
     assert verdict({**six, "mean_difference": -0.016}) == "hurt"
     assert paired_text(three) == (
-        "+1.6 pp (the same in every seed, so no t-test; a sign test gives p = 0.25, 3 paired seeds)"
+        "+1.6 pp (the same in every seed, so no t-test; 3 seeds are too few for a sign test to reject "
+        "(its smallest p is 0.25), 3 paired seeds)"
     )
+    assert "a sign test gives p = 0.0312" in paired_text(six)
     assert "no spread: t-test undefined" in paired_text(
         {**same, "mean_difference": 0.0, "n": 3, "sign_test_p": None}
     )

@@ -51,14 +51,33 @@ def test_a_known_difference_is_found_and_a_null_one_is_not_detected():
     out = variants_verdicts(_cells(pos_gap=-20.0, merge_gap=0.0))
     pos, merge = out["verdicts"]["learned_vs_sinusoidal"], out["verdicts"]["reweight_vs_concat"]
     assert pos["difference"] == pytest.approx(-20.0, abs=3.0) and pos["p_value"] < 1e-6
-    assert pos["difference"] + pos["ci95"] < 0  # the interval excludes no difference
+    assert pos["ci95_bounds"][1] < 0  # the interval excludes no difference
     assert pos["sentence"].startswith("learned positions lower dev perplexity by ")
     assert f"p = {pos['p_value']:.3g}" in pos["sentence"]
-    assert merge["p_value"] > 0.05 and abs(merge["difference"]) < merge["ci95"]
-    assert merge["sentence"].startswith(
-        f"no difference larger than {merge['detectable']:,.1f} detected between"
-    )
-    assert "the reweight and concat merges" in merge["sentence"]
+    low, high = merge["ci95_bounds"]
+    assert merge["p_value"] > 0.05 and low < 0 < high
+    assert merge["sentence"].startswith("no difference detected between the reweight and concat merges")
+    # the equivalence bound is the interval's farther end, not the within-cell spread
+    assert merge["sentence"].endswith(f"the data exclude a difference larger than {max(-low, high):,.1f}")
+
+
+def test_the_two_way_model_holds_the_other_factor_out_of_the_noise():
+    import statsmodels.formula.api as smf
+
+    cells = _cells(pos_gap=-20.0, merge_gap=30.0, seeds=3)
+    out = variants_verdicts(cells)
+    fit = smf.ols("dev ~ C(pos_encoding) + C(head_merge)", data=cells).fit()
+    merge = out["verdicts"]["reweight_vs_concat"]
+    assert merge["difference"] == pytest.approx(fit.params["C(head_merge)[T.reweight]"])
+    assert merge["ci95_bounds"] == pytest.approx(list(fit.conf_int().loc["C(head_merge)[T.reweight]"]))
+    assert out["residual_df"] == 12 - 3
+    # pooling the merge's 30 points into the noise, a Welch test of positions sees a far wider interval
+    from scipy import stats
+
+    learned, sinusoidal = (cells.loc[cells.pos_encoding == p, "dev"] for p in ("learned", "sinusoidal"))
+    welch = stats.ttest_ind(learned, sinusoidal, equal_var=False).confidence_interval()
+    pos = out["verdicts"]["learned_vs_sinusoidal"]["ci95_bounds"]
+    assert pos[1] - pos[0] < (welch.high - welch.low) / 2
 
 
 def test_a_higher_perplexity_is_said_to_raise_it():
@@ -68,24 +87,32 @@ def test_a_higher_perplexity_is_said_to_raise_it():
     )
 
 
-def test_the_power_statement_is_the_t_tests_over_the_pooled_seed_std():
+def test_the_power_statement_is_the_models_own_test():
+    from scipy import stats
+
     cells = _cells(0.0, 0.0, seeds=3)
     out = variants_verdicts(cells)
     std, df = pooled_seed_std(cells)
     assert (out["pooled_seed_std"], out["pooled_df"], out["seeds_per_cell"]) == (std, df, 3) and df == 4 * 2
-    # a main effect's arms pool the other factor: 2 merges x 3 seeds runs each
-    assert out["detectable_difference"] == pytest.approx(detectable_difference(std, 6, df))
+    # each main effect's standard error at 80 % power: 6 runs a side, residual std on 12 - 3 df
+    se = out["residual_std"] * (2 / 6) ** 0.5
+    expected = (stats.t.ppf(0.975, 9) + stats.t.ppf(0.8, 9)) * se
+    assert out["detectable_difference"] == pytest.approx(expected)
     assert out["detectable_difference_pct"] == pytest.approx(
         100 * out["detectable_difference"] / out["mean_perplexity"]
     )
     assert out["detectable_difference_two_cells_pct"] > out["detectable_difference_pct"]
     for entry in out["verdicts"].values():
-        assert {"difference", "ci95", "p_value", "sentence", "n", "detectable"} <= set(entry)
+        assert {"difference", "ci95", "ci95_bounds", "p_value", "sentence", "n", "detectable"} <= set(entry)
 
 
 def test_one_level_or_one_seed_gives_no_p_value_and_no_crash():
     one_seed = variants_verdicts(_cells(-20.0, 0.0, seeds=1))
-    assert one_seed["detectable_difference_pct"] is None and one_seed["pooled_seed_std"] is None
+    assert one_seed["pooled_seed_std"] is None and one_seed["detectable_difference_two_cells_pct"] is None
+    assert one_seed["residual_df"] == 1  # 4 cells, 3 parameters: the interaction is the noise
+    two_cells = _cells(-20.0, 0.0, seeds=1).query("head_merge == 'concat'")
+    none = variants_verdicts(two_cells)["verdicts"]["learned_vs_sinusoidal"]
+    assert none["p_value"] is None and none["sentence"].startswith("no test between")
     one_pos = _cells(0.0, 0.0)
     one_pos = one_pos[one_pos.pos_encoding == "learned"]
     assert list(variants_verdicts(one_pos)["verdicts"]) == ["reweight_vs_concat"]

@@ -1,0 +1,82 @@
+"""Test items as a source of noise: every run's per-text predictions, and the paired test of two
+starts over the test texts.
+
+A test over seeds asks whether another seed would change the verdict; every such p is
+conditional on the one test set. The item test asks the other question: would another test set
+of the same size? Each text gets each side's share of seeds that classified it correctly; the
+per-text differences are paired (the same text, both sides), and a paired permutation test
+(signs flipped per text, scipy's `permutation_test`) gives the p of "no difference in accuracy".
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from tinytf.data.predictions import RUN_KEYS
+
+METHOD = "paired permutation test over test texts (each text's share of seeds right, signs flipped per text)"
+RESAMPLES = 9999
+
+
+def correct_by_item(predictions: pd.DataFrame, split: str = "test", **where) -> np.ndarray:
+    """(runs, texts) 0/1: which texts each selected run got right, runs in seed order."""
+    rows = predictions[predictions["split"] == split]
+    for key, value in where.items():
+        rows = rows[rows[key] == value]
+    if rows.empty:
+        raise KeyError(f"no {split} predictions for {where}")
+    rows = rows.assign(correct=(rows["prediction"] == rows["label"]).astype(float))
+    wide = rows.pivot_table(index="seed", columns="item", values="correct", aggfunc="first")
+    return wide.sort_index().to_numpy(dtype=float)
+
+
+def item_comparison(a: np.ndarray, b: np.ndarray, seed: int = 0) -> dict:
+    """a − b in accuracy, paired over test texts: `a` and `b` are (runs, texts) 0/1 arrays on the
+    same texts (any number of runs each, e.g. 5 seeds against one TF-IDF fit). Returns the mean
+    difference, its 95 % percentile-bootstrap interval over texts, the permutation p and the method."""
+    from scipy import stats
+
+    a, b = np.atleast_2d(a), np.atleast_2d(b)
+    if a.shape[1] != b.shape[1]:
+        raise ValueError(f"item test needs the same texts on both sides: {a.shape[1]} vs {b.shape[1]}")
+    x, y = a.mean(axis=0), b.mean(axis=0)
+    d = x - y
+    out = {"mean_difference": float(d.mean()), "n_items": int(d.size), "method": METHOD}
+    if not np.any(d):  # every text the same on both sides: nothing to test
+        return out | {"p_value": 1.0, "ci95": [0.0, 0.0]}
+    test = stats.permutation_test(
+        (x, y),
+        lambda u, v, axis: np.mean(u - v, axis=axis),
+        permutation_type="samples",
+        n_resamples=RESAMPLES,
+        vectorized=True,
+        random_state=seed,
+    )
+    interval = stats.bootstrap(
+        (d,), np.mean, n_resamples=RESAMPLES, method="percentile", vectorized=True, random_state=seed
+    ).confidence_interval
+    return out | {"p_value": float(test.pvalue), "ci95": [float(interval.low), float(interval.high)]}
+
+
+class ItemSource:
+    """The chosen runs' test predictions (and TF-IDF + LR's, where given), to test two starts at
+    one label count over the test texts."""
+
+    def __init__(self, predictions: pd.DataFrame, baselines: pd.DataFrame | None = None):
+        frames = [predictions] + ([baselines] if baselines is not None else [])
+        self.frame = pd.concat(frames, ignore_index=True)
+        self.has_tfidf = baselines is not None and (baselines["arm"] == "tfidf_lr").any()
+
+    def compare(self, labels: str, arm: str, other: str) -> dict:
+        return item_comparison(
+            correct_by_item(self.frame, arm=arm, labels=labels),
+            correct_by_item(self.frame, arm=other, labels=labels),
+        )
+
+
+def chosen_predictions(predictions: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """The predictions of the runs the curve reports: the chosen recipe's, from the final model."""
+    keys = list(RUN_KEYS)
+    chosen = runs.loc[runs["chosen"] & (runs["start"] == "final"), keys].drop_duplicates()
+    return predictions.merge(chosen, on=keys, how="inner")

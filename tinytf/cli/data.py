@@ -1,0 +1,184 @@
+"""`tinytf data add FILE`: a user's labelled file to where `prepare` reads it, in one command.
+
+It reads the file with the readers `prepare` uses (a bad row stops here, naming the line), puts
+it under data/raw/ (prepare's dep), tracks it so that temporary and queued experiments see it too
+(they start from git's index, not the working tree: `git add`, or `dvc add` for a large file and
+`git add` of its .dvc), and sets the `prepare.sentiment` keys (or, with --corpus, the language
+model's `prepare.corpus` keys) in params.yaml, keeping its comments,
+only after checking the result with the stages' own validation. With `--print-set` it edits no
+params and prints the `dvc exp run` line instead.
+"""
+
+from __future__ import annotations
+
+import filecmp
+import math
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+
+from tinytf.errors import DataError, TinyTFError
+
+RAW = Path("data/raw")
+# above this a file goes to DVC's cache, not git's history: every clone would carry each version
+LARGE_BYTES = 1_000_000
+
+
+def add_parser(sub) -> None:
+    data = sub.add_parser(
+        "data",
+        help="bring your own labelled data: tinytf data add FILE --text-column C --label-column L",
+        description="Your own data for the pipeline.",
+    )
+    verbs = data.add_subparsers(dest="data_command", metavar="VERB", required=True)
+    add = verbs.add_parser(
+        "add",
+        help="check a labelled file, put it under data/raw/, track it and point prepare at it",
+        description="Read FILE (.csv, .tsv, .jsonl, .parquet or .txt) as `prepare` would, refusing a bad "
+        "row with its line; copy it to data/raw/ (unless it is there already); `git add` it, or `dvc add` "
+        f"it and `git add` its .dvc when it is over {LARGE_BYTES:,} bytes (or with --dvc), so that "
+        "temporary and queued experiments see it; then set prepare.sentiment.source: files, "
+        "files.SPLIT, text_column and label_column (with --corpus: prepare.corpus's) in params.yaml, checked first (a rejected value leaves "
+        "the file as it was). A missing validation or test split is carved from train "
+        "(prepare.sentiment.split). e.g. `tinytf data add ~/reviews.csv --text-column review "
+        "--label-column stars`, then `dvc repro` (or --repro for prepare alone).",
+    )
+    add.add_argument("file", help="the labelled data file")
+    add.add_argument("--text-column", required=True, metavar="C", help="the column holding the texts")
+    add.add_argument("--label-column", metavar="L", help="the column holding the labels (not with --corpus)")
+    add.add_argument(
+        "--corpus",
+        action="store_true",
+        help="FILE is unlabelled text for the language model: set prepare.corpus's keys instead",
+    )
+    add.add_argument(
+        "--split",
+        choices=("train", "validation", "test"),
+        default="train",
+        help="which split FILE is (default: train; the splits not given are carved from train)",
+    )
+    add.add_argument("--dvc", action="store_true", help="track FILE with DVC whatever its size")
+    add.add_argument(
+        "--print-set",
+        action="store_true",
+        help="leave params.yaml alone and print the `dvc exp run -S ...` line that uses FILE in an experiment",
+    )
+    add.add_argument("--repro", action="store_true", help="then run `dvc repro prepare`")
+    add.add_argument("--params", default="params.yaml", help="params file (default: params.yaml)")
+
+
+def settings(path: Path, split: str, text_column: str, label_column: str | None) -> dict[str, object]:
+    """The dotted params keys and values that make `prepare` read `path` as `split`: of the
+    sentiment data, or of the LM's corpus when there is no label column."""
+    section = "prepare.sentiment" if label_column else "prepare.corpus"
+    values = {
+        f"{section}.source": "files",
+        f"{section}.files.{split}": path.as_posix(),
+        f"{section}.text_column": text_column,
+    }
+    return values | ({f"{section}.label_column": label_column} if label_column else {})
+
+
+def check_rows(path: Path, rows: int, split: str, carved: dict[str, float]) -> None:
+    """A train file that is all there is must leave a row for each split carved from it."""
+    if split != "train" or not carved:
+        return
+    needed = math.ceil(1 / min(carved.values()))
+    if rows < needed:
+        fractions = ", ".join(f"{name} {share}" for name, share in carved.items())
+        raise DataError(
+            f"{path}: {rows} rows; carving {fractions} from it needs at least {needed} "
+            f"(add more rows, or give the other splits their own files with --split)"
+        )
+
+
+def destination(source: Path) -> Path:
+    """Where FILE goes: where it is when that is under data/raw/, else data/raw/ by its name."""
+    resolved, raw = source.resolve(), RAW.resolve()
+    return RAW / resolved.relative_to(raw) if resolved.is_relative_to(raw) else RAW / source.name
+
+
+def place(source: Path, target: Path) -> None:
+    if source.resolve() == target.resolve():
+        return
+    if target.exists() and not filecmp.cmp(source, target, shallow=False):
+        raise DataError(f"{target}: exists and differs from {source}; rename one of them")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(source, target)
+
+
+def run(argv: list[str]) -> None:
+    result = subprocess.run(argv, capture_output=True, text=True)
+    if result.returncode != 0:
+        last = ((result.stderr or result.stdout).strip().splitlines() or ["no output"])[-1]
+        raise DataError(f"`{shlex.join(argv)}` failed: {last}")
+
+
+def track(path: Path, with_dvc: bool) -> str:
+    """git add `path`, or dvc add it and git add what DVC wrote; returns what was staged."""
+    from tinytf.cli.presets import dvc_executable
+
+    if with_dvc:
+        run([dvc_executable(), "add", "--quiet", str(path)])
+        staged = [f"{path}.dvc", str(path.parent / ".gitignore")]
+    else:
+        staged = [str(path)]
+    run(["git", "add", "--", *staged])
+    return " ".join(staged)
+
+
+def write_params(params_file: Path, values: dict[str, object]) -> None:
+    """Set dotted keys in params.yaml, keeping its comments and layout (DVC's `-S` edits it the
+    same way, with ruamel.yaml)."""
+    from ruamel.yaml import YAML
+
+    yaml = YAML()
+    yaml.preserve_quotes = True
+    yaml.width = 4096  # never re-wrap a long line
+    data = yaml.load(params_file.read_text(encoding="utf-8"))
+    for dotted, value in values.items():
+        *parents, last = dotted.split(".")
+        node = data
+        for part in parents:
+            node = node[part]
+        node[last] = value
+    with params_file.open("w", encoding="utf-8") as handle:
+        yaml.dump(data, handle)
+
+
+def add_command(args) -> None:
+    # here, not at the top: `tinytf --help` builds this parser and should not import pandas
+    from tinytf.data.readers import FORMATS, read_table
+    from tinytf.params.config import load_params
+
+    source, params_file = Path(args.file), Path(args.params)
+    if not source.is_file():
+        raise DataError(f"{source}: file not found")
+    if source.suffix.lower() not in FORMATS:
+        raise DataError(f"{source}: unsupported format '{source.suffix}'; use one of {', '.join(FORMATS)}")
+    if bool(args.label_column) == args.corpus:
+        raise DataError("give one of --label-column L (labelled data) and --corpus (the LM's text)")
+    frame = read_table(source, args.text_column, args.label_column)
+    target = destination(source)
+    values = settings(target, args.split, args.text_column, args.label_column)
+    # the stages' own checks, before anything is copied or written: a clash names the key
+    prepare = load_params(params_file, values).prepare
+    section = prepare.corpus if args.corpus else prepare.sentiment
+    given = {name for name in ("train", "validation", "test") if getattr(section.files, name)}
+    carved = {name: getattr(section.split, name) for name in ("validation", "test") if name not in given}
+    check_rows(source, len(frame), args.split, carved)
+    place(source, target)
+    staged = track(target, args.dvc or target.stat().st_size > LARGE_BYTES)
+    print(f"{source}: {len(frame)} rows read; {target} staged ({staged})")
+    if args.print_set:
+        sets = " ".join(f"-S {shlex.quote(f'{k}={v}')}" for k, v in values.items())
+        print(f"dvc exp run {sets}")
+        return
+    write_params(params_file, values)
+    print(f"{params_file}: " + ", ".join(f"{k}={v}" for k, v in values.items()))
+    if args.repro:
+        from tinytf.cli.presets import dvc_executable
+
+        if subprocess.call([dvc_executable(), "repro", "prepare"]):
+            raise TinyTFError("dvc repro prepare failed (its message is above)")
