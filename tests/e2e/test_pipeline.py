@@ -45,6 +45,7 @@ def test_the_tiny_preset_runs_as_a_dvc_experiment_and_writes_every_output(worksp
     table = (workspace / "reports/variants/variants.md").read_text()
     assert "| learned" in table and "reweight" in table and " ± " in table
     summary = json.loads((workspace / "reports/finetune/summary.json").read_text())
+    test_texts = len(pd.read_parquet(workspace / "data/prepared/sentiment/test.parquet"))
     assert set(summary["arms"]) == {"pretrained", "scratch", "frozen"}
     assert set(summary["label_curve"]) == {"60", "120", "all"}
     for entry in summary["label_curve"].values():  # the protocol: every label count runs every seed
@@ -52,7 +53,25 @@ def test_the_tiny_preset_runs_as_a_dvc_experiment_and_writes_every_output(worksp
         assert entry["pretrained"]["n"] == entry["scratch"]["n"] == 3
         test = entry["pretrained_vs_scratch"]  # a tiny test set can give every seed the same difference
         assert test["p_holm"] is None if test["p_value"] is None else test["p_holm"] >= test["p_value"]
-    assert summary["trend"]["n"] == 9 and len(summary["trend"]["ci95"]) == 2
+        # every start against scratch and against TF-IDF + LR, Holm within each; over texts too
+        assert {"pretrained_vs_tfidf", "scratch_vs_tfidf", "frozen_vs_tfidf"} <= set(entry)
+        items = test["items"]
+        assert 0 <= items["p_value"] <= 1 and items["n_items"] == test_texts and items["method"]
+        assert "items" in entry["pretrained_vs_tfidf"]
+    # the seed is the trend's unit: one slope per seed
+    assert summary["trend"]["n"] == 3 and summary["trend"]["unit"] == "seed"
+    assert len(summary["trend"]["ci95"]) == 2 and len(summary["trend"]["slopes_by_seed"]) == 3
+    runs = pd.read_csv(workspace / "reports/finetune/runs.csv")
+    predictions = pd.read_parquet(workspace / "data/predictions/finetune.parquet")
+    texts = {
+        s: len(pd.read_parquet(workspace / f"data/prepared/sentiment/{s}.parquet"))
+        for s in ("validation", "test")
+    }
+    assert len(predictions) == len(runs) * (texts["validation"] + texts["test"])  # one row per (run, text)
+    baselines = pd.read_parquet(workspace / "data/predictions/baselines.parquet")
+    assert set(baselines["arm"]) == {"tfidf_lr"} and set(baselines["split"]) == {"validation", "test"}
+    champion = pd.read_parquet(workspace / "data/predictions/evaluate.parquet")
+    assert len(champion) == texts["test"]
     assert [p["start"] for p in summary["snapshot_curve"]] == ["scratch", "epoch1", "final"]
     assert summary["snapshot_curve"][1]["n"] == 3  # the same seeds as every other point
     assert set(summary["recipes"]) == {"pretrained", "scratch"}  # the frozen probe chooses its C in every run
@@ -68,9 +87,25 @@ def test_the_tiny_preset_runs_as_a_dvc_experiment_and_writes_every_output(worksp
     assert final["best"]["optimizer"] in {"AdamW", "SGD"}
     assert set(final["pretrained_vs_scratch"]) >= {"pretrained", "scratch"}
     assert 0.3 < final["baselines"]["majority"]["test_accuracy"] < 0.7
-    assert set(final["label_curve"]["120"]) == {"pretrained", "scratch", "frozen", "tfidf_lr"}
+    point = final["label_curve"]["120"]
+    assert set(point) == {
+        "pretrained",
+        "scratch",
+        "frozen",
+        "tfidf_lr",
+        "pretrained_vs_scratch",
+        "pretrained_vs_tfidf",
+    }
+    assert {"p_value", "p_holm", "verdict"} <= set(point["pretrained_vs_tfidf"])
     readme = (workspace / "reports/README.md").read_text()
     assert f"Test accuracy {final['test_accuracy']:.1%}" in readme
+    assert "- all labels, against TF-IDF + logistic regression (" in readme
+    assert "- Paired pretrained − TF-IDF + LR, all labels: " in readme
+    for table in ("disagreements", "champion_mistakes"):
+        assert f"tables/{table}.md" in readme and (workspace / f"reports/tables/{table}.md").exists()
+    headline = json.loads((workspace / "reports/headline.json").read_text())
+    for key in ("pretrained_minus_scratch", "pretrained_minus_tfidf"):  # a Holm p for every p
+        assert {"p_value", "p_holm", "verdict", "items_p_value"} <= set(headline[key])
     assert "## Where pretraining helps" in readme
     # every candidate of every trained start: 2 lrs x 2 dropouts
     searched = pd.read_csv(workspace / "reports/tables/recipes.csv")

@@ -21,12 +21,16 @@ from tinytf.params.schema import flatten
 HEADLINE = (
     ("test_acc", ("test", "accuracy"), "the served model's test accuracy"),
     ("gain", ("pretrained_minus_scratch", "mean"), "pretrained - scratch accuracy, all labels"),
-    ("p", ("pretrained_minus_scratch", "p_value"), "its paired t-test over seeds"),
+    ("p_holm", ("pretrained_minus_scratch", "p_holm"), "its paired t over seeds, Holm across label counts"),
     ("tfidf_lr", ("label_curve", "all", "tfidf_lr"), "TF-IDF + logistic regression, all labels"),
     ("lm_ppl", ("lm", "validation_perplexity"), "the LM's validation perplexity per token"),
 )
-# only with --wide: each start's accuracy with all labels
+# only with --wide: the raw p and the verdict, the test over texts, each start's accuracy, all labels
 WIDE_HEADLINE = (
+    ("p", ("pretrained_minus_scratch", "p_value"), "the same test's raw p"),
+    ("verdict", ("pretrained_minus_scratch", "verdict"), "what the Holm p says"),
+    ("p_items", ("pretrained_minus_scratch", "items_p_value"), "the same comparison over test texts"),
+    ("vs_tfidf", ("pretrained_minus_tfidf", "mean"), "pretrained - TF-IDF + LR, all labels"),
     ("pretrained", ("label_curve", "all", "pretrained"), "pretrained start, all labels"),
     ("scratch", ("label_curve", "all", "scratch"), "scratch start, all labels"),
 )

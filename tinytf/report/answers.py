@@ -261,7 +261,7 @@ def _masked(r: ReportView) -> str:
             "(reports/presets/masked/objectives.json)."
         )
     return (
-        "- **Q5 bidirectional pretraining.** Our result above is for a causal LM; no masked-LM result exists "
-        f"here. `{MASKED_RUN}` runs one; its export pairs it with this run on the label curve "
-        "(reports/presets/masked/)."
+        "- **Q5 bidirectional pretraining.** This run's body is a causal LM. The masked objective is the "
+        f"masked preset's (`{MASKED_RUN}`): its export pairs a masked body with the committed causal run "
+        "on the label curve, seed by seed, in reports/presets/masked/ (README.md and objectives.json)."
     )

@@ -25,6 +25,7 @@ from tinytf.report import tables as rt
 from tinytf.report.bodies import bodies_section
 from tinytf.report.facts import UPSTREAM, Facts
 from tinytf.report.grid import grid_section
+from tinytf.report.mistakes import mistakes_section
 from tinytf.report.text import render_readme
 from tinytf.report.transfer import transfer_section
 
@@ -245,6 +246,9 @@ class _Report:
     def bodies(self) -> None:
         bodies_section(self)
 
+    def mistakes(self) -> None:
+        mistakes_section(self)
+
     def extras(self) -> None:
         probes = self.inputs.csv("probes_probes", ("exercise", "weight_err", "pass"))
         if probes is not None:
@@ -358,6 +362,7 @@ def build_report(params: Params, root: str | Path = ".", out_dir: str | Path = "
         report.bodies,
         report.extras,
         report.attention,
+        report.mistakes,
         report.dvc_views,
     ):
         section()

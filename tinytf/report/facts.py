@@ -95,4 +95,13 @@ UPSTREAM = {
     "complexity_fits": Upstream("attention cost (seed 003)", "reports/complexity/fits.csv", "complexity"),
     "checks_attention": Upstream("attention weights", "reports/checks/attention.json", "checks"),
     "models_pretrained": Upstream("pretrained model config", "data/models/pretrained.json", "pretrain"),
+    "finetune_predictions": Upstream(
+        "fine-tuning predictions", "data/predictions/finetune.parquet", "finetune"
+    ),
+    "evaluate_predictions": Upstream(
+        "the best cell's test predictions", "data/predictions/evaluate.parquet", "evaluate"
+    ),
+    "sentiment_test": Upstream(
+        "prepared sentiment test texts", "data/prepared/sentiment/test.parquet", "prepare"
+    ),
 }

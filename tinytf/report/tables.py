@@ -57,6 +57,19 @@ class Inputs:
         data = self.json(name, keys=("columns", "data"))
         return None if data is None else split_frame(data, self.root / UPSTREAM[name].path)
 
+    def parquet(self, name: str, columns: tuple[str, ...] = ()) -> pd.DataFrame | None:
+        path = self.exists(name)
+        if path is None:
+            return None
+        try:
+            frame = pd.read_parquet(path)
+        except (OSError, ValueError) as exc:
+            raise DataError(f"{path}: not a readable parquet file ({exc})") from None
+        absent = [c for c in columns if c not in frame.columns]
+        if absent:
+            raise DataError(f"{path}: missing column(s) {absent}; has {list(frame.columns)}")
+        return frame
+
     def csv(self, name: str, columns: tuple[str, ...] = ()) -> pd.DataFrame | None:
         path = self.exists(name)
         if path is None:

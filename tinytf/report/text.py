@@ -10,7 +10,7 @@ from tinytf.report import tables as rt
 from tinytf.report.answers import answers
 from tinytf.report.bodies import lm_corpus
 from tinytf.report.facts import ReportView
-from tinytf.report.transfer import transfer_text
+from tinytf.report.transfer import items_text, transfer_text
 
 COURSE_004_GRID = (
     "-S 'grid.optimizers=[Adagrad]' -S 'grid.lrs=[0.0001,5e-05,1e-05]' -S 'grid.batch_sizes=[64,128,256]'"
@@ -49,10 +49,14 @@ def _headline(r: ReportView) -> list[str]:
             f"- Test accuracy by start, mean ± std over {len(s.get('seeds', [])) or '?'} seeds: {rt.arms_text(f.finetune)}."
         )
         every = s.get("label_curve", {}).get("all", {})
-        for key in ("pretrained_vs_scratch", "frozen_vs_scratch"):
-            if key in s:  # the all-labels point of the curve carries its Holm-adjusted p
+        for key in ("pretrained_vs_tfidf", "pretrained_vs_scratch", "frozen_vs_scratch"):
+            test = every.get(key, s.get(key))  # the all-labels point of the curve carries its Holm p
+            if test:
+                name = key.replace("_vs_", " − ").replace("tfidf", "TF-IDF + LR")
+                said = test.get("verdict", "")
                 out.append(
-                    f"- Paired {key.replace('_vs_', ' − ')}, all labels: {rt.paired_text(every.get(key, s[key]))}."
+                    f"- Paired {name}, all labels: {rt.paired_text(test)}{items_text(test)}"
+                    + (f": {said}." if said else ".")
                 )
     if f.pretrain is not None:
         m = f.pretrain

@@ -220,7 +220,14 @@ def _show_entry(rev, name, params, accuracy):
     """One revision as `dvc exp show --json` gives it."""
     metrics = {
         "test": {"accuracy": accuracy},
-        "pretrained_minus_scratch": {"mean": 0.02, "p_value": 0.0412},
+        "pretrained_minus_scratch": {
+            "mean": 0.02,
+            "p_value": 0.0412,
+            "p_holm": 0.128,
+            "verdict": "no detectable difference",
+            "items_p_value": 0.09,
+        },
+        "pretrained_minus_tfidf": {"mean": -0.03, "p_value": 0.001, "p_holm": 0.004, "verdict": "lower"},
         "label_curve": {"all": {"pretrained": 0.7, "scratch": 0.68, "tfidf_lr": 0.71}},
         "lm": {"validation_perplexity": 123.4},
     }
@@ -263,7 +270,8 @@ def test_compare_fits_120_characters_with_the_headline_and_the_params_that_diffe
     text = format_table(columns, left_out, set())
     assert max(map(len, text.splitlines())) <= WIDTH == 120
     headers = [c[0] for c in columns]
-    assert headers[:6] == ["experiment", "test_acc", "gain", "p", "tfidf_lr", "lm_ppl"]
+    assert headers[:6] == ["experiment", "test_acc", "gain", "p_holm", "tfidf_lr", "lm_ppl"]
+    assert columns[3][1] == "0.128"  # the Holm p the report's verdict rests on, not the raw 0.0412
     assert [c[1:] for c in columns[:2]] == [
         ["workspace", "tiny-preset-run", "lrs-sweep", "main"],
         ["0.75", "0.61", "0.76", "0.75"],
@@ -276,6 +284,7 @@ def test_compare_fits_120_characters_with_the_headline_and_the_params_that_diffe
     assert {"grid.lrs", "prepare.corpus.max_rows"} <= set(headers)
     wide, none_left = table(rows, stale=set(), wide=True)
     assert none_left == [] and {"pretrained", "scratch", *left_out} <= {c[0] for c in wide}
+    assert {"p", "verdict", "p_items", "vs_tfidf"} <= {c[0] for c in wide}
 
 
 def test_compare_cuts_a_long_name_and_value_but_not_with_wide():

@@ -86,7 +86,8 @@ def test_readme_numbers_equal_the_inputs(built):
     assert summary["verdicts"]["reweight_vs_concat"]["sentence"] in line
     # the course report's parameter slip is named with PyTorch's number
     assert "claimed 200,000, PyTorch 20,000" in text
-    assert "no masked-LM result exists" in text and "`tinytf preset masked` runs one" in text
+    assert "no masked-LM result exists" not in text  # the masked preset's committed report has one
+    assert "the masked preset's (`tinytf preset masked`)" in text and "reports/presets/masked/" in text
     assert "constructions pass" in text and "6/6" in text  # course report 004 §1, from probes.csv
     assert "encoder_self vs length 1.93" in text and "[reports/complexity/attention_cost.png]" in text
 
@@ -194,7 +195,7 @@ def test_masked_objective_is_reported_from_the_checkpoint(tmp_path, upstream, fa
     write_json(meta, data)
     build_report(params, tmp_path)
     text = (tmp_path / "reports/README.md").read_text()
-    assert "This workspace's body is a masked LM" in text and "no masked-LM result exists" not in text
+    assert "This workspace's body is a masked LM" in text and "the masked preset's" not in text
 
 
 def test_dvc_views_give_one_line_per_start_and_one_row_per_test_text():

@@ -1,0 +1,69 @@
+import numpy as np
+import pandas as pd
+import pytest
+
+from tinytf.data.predictions import prediction_rows
+from tinytf.report.mistakes import ROWS, champion_mistakes, disagreements, short
+from tinytf.report.transfer import against_tfidf
+
+
+def _runs(arm: str, right_by_seed: list[list[int]], confidence: float) -> pd.DataFrame:
+    labels = np.array([0, 1] * (len(right_by_seed[0]) // 2))
+    frames = []
+    for seed, right in enumerate(right_by_seed, start=1):
+        predictions = np.where(np.asarray(right, bool), labels, 1 - labels)
+        keys = {"arm": arm, "labels": "all", "seed": seed, "start": "final", "lr": 0.001, "dropout": 0.1}
+        frames.append(prediction_rows(keys, "test", labels, predictions, np.full(len(right), confidence)))
+    return pd.concat(frames, ignore_index=True)
+
+
+def test_disagreements_put_the_largest_gap_first_each_way():
+    # texts 0-1: pretrained right in every seed, scratch in none / one; text 2: the other way round
+    pretrained = _runs("pretrained", [[1, 1, 0, 1], [1, 1, 0, 1], [1, 0, 0, 1]], 0.9)
+    scratch = _runs("scratch", [[0, 0, 1, 1], [0, 1, 1, 1], [0, 0, 1, 1]], 0.7)
+    texts = ["a fine film", "so  so\\nfilm", "awful", "ok"]
+    table = disagreements(pd.concat([pretrained, scratch]), texts, ["rotten", "fresh"])
+    assert list(table["item"]) == [0, 1, 2] and list(table["right"]) == [
+        "pretrained",
+        "pretrained",
+        "scratch",
+    ]
+    assert table.iloc[0]["pretrained right (seeds)"] == 1.0 and table.iloc[0]["scratch right (seeds)"] == 0.0
+    assert table.iloc[2]["label"] == "rotten" and table.iloc[2]["mean confidence"] == pytest.approx(0.8)
+    assert 3 not in set(table["item"])  # both right in every seed: no disagreement
+
+
+def test_the_champions_mistakes_are_its_most_confident_wrong_answers():
+    labels = np.array([0, 1, 0, 1, 1])
+    predictions = np.array([1, 1, 1, 0, 1])
+    probabilities = np.array([0.6, 0.99, 0.95, 0.7, 0.5])
+    rows = prediction_rows({"arm": "pretrained"}, "test", labels, predictions, probabilities)
+    table = champion_mistakes(rows, ["t0", "t1", "t2", "t3", "t4"], ["rotten", "fresh"])
+    assert list(table["item"]) == [2, 3, 0]  # 0.95, 0.7, 0.6; the right answers are left out
+    assert list(table["predicted"]) == ["fresh", "rotten", "fresh"] and len(table) <= 2 * ROWS
+    assert short("word " * 100).endswith("…") and len(short("word " * 100)) == 110
+
+
+def _test(diff, p_holm, verdict):
+    return {"mean_difference": diff, "p_value": p_holm / 2, "p_holm": p_holm, "verdict": verdict, "n": 5}
+
+
+def test_the_baseline_sentence_says_who_wins_ties_or_loses():
+    entry = {
+        "pretrained": {"mean": 0.75},
+        "scratch": {"mean": 0.72},
+        "pretrained_vs_tfidf": _test(-0.03, 0.004, "lower"),
+        "scratch_vs_tfidf": _test(-0.06, 0.001, "lower"),
+    }
+    line = against_tfidf("all", entry)
+    assert line.startswith(
+        "- all labels, against TF-IDF + logistic regression (78.0%): it beats every start:"
+    )
+    assert "pretrained -3.0 points (TF-IDF wins, Holm p = 0.004)" in line
+    entry["pretrained_vs_tfidf"] = _test(-0.01, 0.3, "no detectable difference") | {
+        "items": {"n_items": 1275, "mean_difference": -0.011, "p_value": 0.2}
+    }
+    line = against_tfidf("all", entry)
+    assert ": it beats scratch, ties with pretrained:" in line
+    assert "(a tie, Holm p = 0.3; over the 1,275 test texts -1.1 points, p = 0.2)" in line
+    assert against_tfidf("all", {"pretrained": {"mean": 0.7}}) is None
