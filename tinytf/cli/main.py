@@ -260,7 +260,8 @@ def score(args: argparse.Namespace) -> None:
 
 def predict(args: argparse.Namespace) -> None:
     names, texts = from_command_line(args.text, args.file)  # before mlflow's seconds of imports
-    from tinytf.tracking.runs import refuse_silent_server, tracking_uri
+    from tinytf.tracking.runs import tracking_uri
+    from tinytf.tracking.server import refuse_silent_server
 
     refuse_silent_server(tracking_uri())  # in seconds, before those imports too
     from tinytf.tracking.champion import predict_command

@@ -22,7 +22,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from tinytf.errors import DataError
 from tinytf.io import sha256_file
 from tinytf.params.schema import flatten
 from tinytf.process import allocator, collector
@@ -207,29 +206,6 @@ def bound_http() -> None:
     `tinytf predict` share these; a user's own settings win."""
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "10")
-
-
-SERVER_PROBE_TIMEOUT_S = 5
-
-
-def refuse_silent_server(store: str) -> None:
-    """One request to a tracking server's /health, before MLflow's imports and its requests (a
-    model load makes several, each waiting its full timeout on a server that accepts but never
-    answers): one that does not answer within SERVER_PROBE_TIMEOUT_S is said in one line. Any HTTP
-    answer, 401 included, is a server that runs."""
-    if not store.startswith(("http://", "https://")):
-        return
-    import requests  # MLflow's own dependency
-
-    try:
-        requests.get(store.rstrip("/") + "/health", timeout=SERVER_PROBE_TIMEOUT_S)
-    except requests.RequestException as exc:
-        timed_out = isinstance(exc, requests.Timeout)
-        reason = f"no answer within {SERVER_PROBE_TIMEOUT_S} s" if timed_out else type(exc).__name__
-        raise DataError(
-            f"{store}: the tracking server does not answer ({reason}); "
-            f"start it, or point MLFLOW_TRACKING_URI at one that runs"
-        ) from None
 
 
 def _connect(experiment: str):
