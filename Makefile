@@ -15,7 +15,9 @@ $(STAMP): pyproject.toml requirements.lock
 	$(PY) -m pip install --quiet --disable-pip-version-check -c requirements.lock -e '.[dev]'
 	touch $(STAMP)
 
+# tinytf check first: DVC reads params.yaml itself, and would hold on an alias bomb for minutes
 repro: setup
+	tinytf check
 	dvc repro
 
 test: setup

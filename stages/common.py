@@ -31,7 +31,7 @@ from pathlib import Path
 import yaml
 
 from tinytf.errors import ParamsError, TinyTFError
-from tinytf.io import staged
+from tinytf.io import FULL, full_disk_message, staged
 from tinytf.params.config import load_params as validated_params
 from tinytf.params.config import narrow_params
 from tinytf.params.schema import DeclaredParams, parse_overrides
@@ -135,6 +135,11 @@ def run(main: Callable[[], None]) -> None:
         if exc.filename is None:  # not about a file a user can name
             raise
         print(f"tinytf: error: {file_error(exc)}", file=sys.stderr)
+        sys.exit(TinyTFError.exit_code)
+    except OSError as exc:
+        if exc.errno not in FULL:  # a full disk or a file-size limit met outside tinytf.io's writes
+            raise
+        print(f"tinytf: error: {full_disk_message(exc)}", file=sys.stderr)
         sys.exit(TinyTFError.exit_code)
 
 

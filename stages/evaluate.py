@@ -35,71 +35,90 @@ def main() -> None:
     params = common.load_params("evaluate", args)
 
     staged = common.staged_outputs(args, "evaluate", into=("reports",), whole=("metrics", "predictions"))
-    with stage_run("evaluate", params.as_dict()) as tracker, staged:
-        common.log_token_inputs(tracker, args.data, "sentiment", ("test",))
-        table = load_cells(params.grid, args.grid)
-        best = best_cell(table)
-        checkpoint = Path(args.grid) / best["checkpoint"]
-        data, model = SentimentData.load(args.data), load_model(checkpoint)
-        max_length = params.tokenize.max_length
-        if isinstance(model, HFClassifier):  # grid.init hf: its own tokenizer, carried in the checkpoint
-            data, max_length = data.for_hf(args.data, model), model.config.max_length
-        runtime = classifier_runtime(params.finetune)
-        test = evaluate_test_split(model, data, max_length, runtime)
-        report = classification_report(
-            test["predictions"],
-            test["labels"],
-            data.classes,
-            params.evaluate.bootstrap_resamples,
-            params.base.seed,
-        )
-        best_values = {k: (v.item() if hasattr(v, "item") else v) for k, v in best[BEST_COLUMNS].items()}
-        finetune = json.loads(Path(args.finetune).read_text())
-        baselines = json.loads(Path(args.baselines).read_text())
-        metrics = headline_metrics(report, best_values, finetune, baselines)
-        reports = Path(args.reports)
-        write_json(Path(args.metrics), metrics)
-        write_json(reports / "test_report.json", report)
-        write_text(reports / "grid.csv", table.to_csv(index=False))
-        keys = {
-            "arm": str(params.grid.init),
-            "labels": "all",
-            "seed": params.grid.seed,
-            "start": str(best["key"]),
+    with stage_run("evaluate", params.as_dict()) as tracker:
+        with staged:
+            registered = evaluate(args, params, tracker)
+        # the outputs are in place: only now may @champion move to the version they describe (a
+        # kill before this leaves the alias on the previous version, which the previous outputs
+        # describe)
+        if registered:
+            tracker.call("set_alias", point_alias, *registered)
+
+
+def evaluate(args, params, tracker) -> tuple[str, str, str] | None:
+    """Test the best cell, write the outputs (into the staging paths of `args`), log them and
+    register the model: (name, alias, version) for the alias to move to once the outputs are in
+    place, or None (tracking off, or a temporary experiment, which leaves the alias alone)."""
+    common.log_token_inputs(tracker, args.data, "sentiment", ("test",))
+    table = load_cells(params.grid, args.grid)
+    best = best_cell(table)
+    checkpoint = Path(args.grid) / best["checkpoint"]
+    data, model = SentimentData.load(args.data), load_model(checkpoint)
+    max_length = params.tokenize.max_length
+    if isinstance(model, HFClassifier):  # grid.init hf: its own tokenizer, carried in the checkpoint
+        data, max_length = data.for_hf(args.data, model), model.config.max_length
+    runtime = classifier_runtime(params.finetune)
+    test = evaluate_test_split(model, data, max_length, runtime)
+    report = classification_report(
+        test["predictions"],
+        test["labels"],
+        data.classes,
+        params.evaluate.bootstrap_resamples,
+        params.base.seed,
+    )
+    best_values = {k: (v.item() if hasattr(v, "item") else v) for k, v in best[BEST_COLUMNS].items()}
+    finetune = json.loads(Path(args.finetune).read_text())
+    baselines = json.loads(Path(args.baselines).read_text())
+    metrics = headline_metrics(report, best_values, finetune, baselines)
+    reports = Path(args.reports)
+    write_json(Path(args.metrics), metrics)
+    write_json(reports / "test_report.json", report)
+    write_text(reports / "grid.csv", table.to_csv(index=False))
+    write_predictions(args.predictions, params, best, test)
+
+    low, high = report["accuracy_ci95"]
+    tracker.log_metrics(
+        {
+            "test_accuracy": report["accuracy"],
+            "test_accuracy_ci_low": low,
+            "test_accuracy_ci_high": high,
+            "test_macro_f1": report["macro_f1"],
         }
-        write_parquet(
-            args.predictions,
-            prediction_rows(keys, "test", test["labels"], test["predictions"], test["probabilities"]),
-        )
-
-        low, high = report["accuracy_ci95"]
-        tracker.log_metrics(
-            {
-                "test_accuracy": report["accuracy"],
-                "test_accuracy_ci_low": low,
-                "test_accuracy_ci_high": high,
-                "test_macro_f1": report["macro_f1"],
-            }
-        )
-        tracker.set_tags({"tinytf.best_cell": str(best["key"])})
-        tracker.log_artifact(args.metrics)
-        tracker.log_artifact(reports / "test_report.json")
-        tracker.call(
-            "register_model",
-            register_champion,
-            checkpoint,
-            Path(args.data),
-            max_length,
-            params.evaluate.registry_name,
-        )
-        print(
-            f"evaluate: best cell {best['key']} (validation {best['validation_accuracy']:.4f}); "
-            f"test accuracy {report['accuracy']:.4f} [{low:.4f}, {high:.4f}]",
-            file=sys.stderr,
-        )
+    )
+    tracker.set_tags({"tinytf.best_cell": str(best["key"])})
+    tracker.log_artifact(args.metrics)
+    tracker.log_artifact(reports / "test_report.json")
+    registered = tracker.call(
+        "register_model",
+        register_champion,
+        checkpoint,
+        Path(args.data),
+        max_length,
+        params.evaluate.registry_name,
+    )
+    print(
+        f"evaluate: best cell {best['key']} (validation {best['validation_accuracy']:.4f}); "
+        f"test accuracy {report['accuracy']:.4f} [{low:.4f}, {high:.4f}]",
+        file=sys.stderr,
+    )
+    return registered
 
 
-def register_champion(checkpoint: Path, data_dir: Path, max_length: int, name: str) -> None:
+def write_predictions(path: str, params, best, test: dict) -> None:
+    keys = {
+        "arm": str(params.grid.init),
+        "labels": "all",
+        "seed": params.grid.seed,
+        "start": str(best["key"]),
+    }
+    write_parquet(
+        path, prediction_rows(keys, "test", test["labels"], test["predictions"], test["probabilities"])
+    )
+
+
+def register_champion(
+    checkpoint: Path, data_dir: Path, max_length: int, name: str
+) -> tuple[str, str, str] | None:
     # imported here: the rest of the stage runs where mlflow is not installed (tracking off)
     from tinytf.tracking.champion import log_champion
     from tinytf.tracking.runs import in_temporary_copy
@@ -110,9 +129,17 @@ def register_champion(checkpoint: Path, data_dir: Path, max_length: int, name: s
     experiment = os.environ.get("DVC_EXP_NAME", "")
     alias = None if in_temporary_copy() else "champion"
     tags = {"tinytf.experiment": experiment} if experiment else {}
-    version = log_champion(checkpoint, data_dir / "tokenizer.json", labels, max_length, name, alias, tags)
-    said = "as @champion" if alias else f"for experiment {experiment or '?'} (@champion stays)"
-    print(f"registered {name} version {version} {said}", file=sys.stderr)
+    version = log_champion(checkpoint, data_dir / "tokenizer.json", labels, max_length, name, None, tags)
+    said = "" if alias else f" for experiment {experiment or '?'} (@champion stays)"
+    print(f"registered {name} version {version}{said}", file=sys.stderr)
+    return (name, alias, version) if alias else None
+
+
+def point_alias(name: str, alias: str, version: str) -> None:
+    from tinytf.tracking.champion import set_alias
+
+    set_alias(name, alias, version)
+    print(f"{name} version {version} is @{alias}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -84,7 +84,7 @@ def main() -> None:
         final = {k: v for k, v in run.history[-1].items() if k not in ("epoch", "step")}
         # suffixes are appended, not swapped: the stem holds the lr's dot ("lr0.001")
         checkpoint = Path(f"{args.out}.pt")
-        save_model(checkpoint, run.model)
+        save_model(checkpoint, run.model, stage="grid")
         write_json(
             Path(f"{args.out}.result.json"),
             {

@@ -33,15 +33,20 @@ def user_files(prepare) -> dict[str, str]:
 
 
 def check_under(raw: Path, files: dict[str, str]) -> None:
-    """A file outside the declared folder is invisible to `dvc status`: refuse it, saying how to fix."""
-    # lexical, not resolved: a symlink in the folder to a big file elsewhere is fine (DVC hashes
-    # what it points to)
+    """A file outside the declared folder is invisible to `dvc status`: refuse it, saying how to fix.
+    So is a symlink in the folder that leads out of it (resolved: a link once read any file the
+    user could, and a parse error quoted its first line); the target is never named or read."""
     root = Path(os.path.abspath(raw))
     for key, path in files.items():
         if not Path(os.path.abspath(path)).is_relative_to(root):
             raise DataError(
                 f"{key}: {path} is outside {raw}/, so `dvc repro` would not see it change; "
                 f"copy it there (cp {path} {raw}/) or track it there with `dvc add`, and point {key} to it"
+            )
+        if not Path(path).resolve().is_relative_to(root.resolve()):
+            raise DataError(
+                f"{key}: {path} is a symlink (or under one) that leads outside {raw}/; files there must "
+                f"stay inside it: replace the link with the file itself (large ones: `dvc add {path}`)"
             )
 
 

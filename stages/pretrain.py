@@ -7,6 +7,7 @@ outputs are written to temporaries and put in place together at the end, so afte
 point a rerun leaves every output, byte for byte, as an uninterrupted run would.
 """
 
+import subprocess
 import sys
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import common
 
 from tinytf.model.checkpoint import load_training_state
 from tinytf.tracking.runs import TrackerCallback, params_hash, stage_run
+from tinytf.train.distributed import relaunch_command
 from tinytf.train.pretrain import pretrain, resume_key, write_outputs
 
 
@@ -29,6 +31,10 @@ def main() -> None:
     )
     args = parser.parse_args()
     params = common.load_params("pretrain", args)
+    relaunch = relaunch_command(params.pretrain.launcher, sys.argv)
+    if relaunch:  # pretrain.launcher: this script again, under torchrun, from an argument list
+        print(f"pretrain: starting under torchrun {' '.join(params.pretrain.launcher[1:])}", file=sys.stderr)
+        sys.exit(subprocess.call(relaunch))
     logged = params.as_dict()
     # resuming the training state continues the MLflow run the killed process left behind
     key = resume_key(params_hash(logged), args.data)

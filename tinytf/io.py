@@ -8,6 +8,7 @@ same for all of a stage's outputs together, so a failing stage leaves the previo
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
@@ -21,6 +22,17 @@ from tinytf.errors import DataError, OutputError
 
 _UMASK = os.umask(0)
 os.umask(_UMASK)
+
+
+# a full disk, a quota, or a file-size limit (ulimit -f; Python ignores SIGXFSZ, so the write fails
+# with EFBIG instead of killing the process): one line naming the output, the previous one kept
+FULL = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT}
+
+
+def full_disk_message(exc: OSError, target: str | Path | None = None) -> str:
+    where = target or exc.filename or "an output"
+    hint = "raise the file-size limit (ulimit -f)" if exc.errno == errno.EFBIG else "free disk space"
+    return f"{where}: cannot write it ({exc.strerror}); {hint} and run again; the previous outputs are kept"
 
 
 def sha256_file(path: str | Path, chunk_size: int = 1 << 20) -> str:
@@ -51,7 +63,12 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     os.close(fd)
     tmp = Path(tmp_name)
     try:
-        yield tmp
+        try:
+            yield tmp
+        except OSError as exc:
+            if exc.errno in FULL:
+                raise OutputError(full_disk_message(exc, target)) from None
+            raise
         try:
             # mkstemp makes the file 0600; give it the permissions a plain open() would have
             os.chmod(tmp, 0o666 & ~_UMASK)

@@ -20,9 +20,18 @@ from tinytf.params.schema import UndeclaredParam
 STAGES = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
 
 
-def script_of(stage: dict) -> Path:
-    words = stage["cmd"].split()
-    return Path(next(w for w in words if w.startswith("stages/") and w.endswith(".py")))
+def scripts_of(stage: dict) -> list[Path]:
+    """The stage script and every module its commands run (`python -m tinytf.params.check`)."""
+    commands = [stage["cmd"]] if isinstance(stage["cmd"], str) else stage["cmd"]
+    scripts = []
+    for words in (command.split() for command in commands):
+        scripts += [Path(w) for w in words if w.startswith("stages/") and w.endswith(".py")]
+        scripts += [
+            Path(*b.split(".")).with_suffix(".py")
+            for a, b in zip(words, words[1:], strict=False)
+            if a == "-m"
+        ]
+    return scripts
 
 
 def is_code(path: str) -> bool:
@@ -32,7 +41,7 @@ def is_code(path: str) -> bool:
 @pytest.mark.parametrize("name", sorted(STAGES))
 def test_every_file_a_stage_reaches_is_a_dep_and_no_other_code(name):
     stage = STAGES[name]
-    reached = {str(p) for p in closure(script_of(stage), REPO)}
+    reached = {str(p) for script in scripts_of(stage) for p in closure(script, REPO)}
     deps = {d for d in stage["deps"] if isinstance(d, str)}
     undeclared = sorted(reached - deps)
     assert not undeclared, f"stage {name} imports {undeclared}, which dvc.yaml does not list as deps"

@@ -245,3 +245,11 @@ def test_the_ci_workflow_runs_ci_run_on_every_push():
     (job,) = workflow["jobs"].values()
     assert "bash .ci/run" in scripts(job)
     assert re.search(r"apt-get install .*\bnodejs\b", (REPO / ".ci" / "run").read_text())
+
+
+def test_the_gpu_workflows_preset_input_is_a_name_of_presets():
+    # free text once reached `tinytf preset "$PRESET"`; a choice of the presets' names cannot
+    preset = load("gpu.yml")["on"]["workflow_dispatch"]["inputs"]["preset"]
+    assert preset["type"] == "choice"
+    assert preset["options"] == sorted(p.stem for p in (REPO / "presets").glob("*.yaml"))
+    assert preset["default"] in preset["options"]

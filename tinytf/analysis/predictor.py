@@ -40,9 +40,17 @@ class SentimentPredictor:
             self.collate = PadCollate(max_length, prefix_id=prefix)
 
     @classmethod
-    def from_files(cls, checkpoint: str | Path, tokenizer: str | Path, labels: str | Path, max_length: int):
+    def from_files(
+        cls,
+        checkpoint: str | Path,
+        tokenizer: str | Path,
+        labels: str | Path,
+        max_length: int,
+        rebuild: str | None = None,
+    ):
+        """`rebuild`: what a damaged checkpoint's message tells to do (tinytf.model.checkpoint)."""
         classes = json.loads(Path(labels).read_text(encoding="utf-8"))["classes"]
-        return cls(load_model(checkpoint), load_tokenizer(tokenizer), classes, max_length)
+        return cls(load_model(checkpoint, rebuild=rebuild), load_tokenizer(tokenizer), classes, max_length)
 
     @torch.no_grad()
     def predict(self, texts: list[str], batch_size: int = 256) -> pd.DataFrame:

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
@@ -17,6 +19,7 @@ import yaml
 
 from tinytf.data.texts import from_command_line
 from tinytf.errors import ParamsError, TinyTFError
+from tinytf.io import FULL, full_disk_message
 from tinytf.params.schema import parse_overrides, set_dotted
 
 FILE_HELP = "a UTF-8 file whose whole content is one more text (- reads stdin); may be repeated"
@@ -35,7 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     from tinytf.cli import data
 
-    for add in (_add_run, _add_count_params, _add_text_tools, _add_presets, data.add_parser):
+    for add in (_add_run, _add_check, _add_count_params, _add_text_tools, _add_presets, data.add_parser):
         add(sub)
     return parser
 
@@ -57,6 +60,16 @@ def _add_run(sub) -> None:
         metavar="KEY=VALUE",
         help="passed on to the stage script, e.g. --set tokenize.vocab_size=4000",
     )
+
+
+def _add_check(sub) -> None:
+    check = sub.add_parser(
+        "check",
+        help="validate params.yaml and stop (`make repro` runs it before dvc repro)",
+        description="Validate the params file the way every stage does, and refuse one that holds more "
+        "YAML aliases than a few before DVC reads it (an alias bomb holds `dvc status` for minutes).",
+    )
+    check.add_argument("--params", default="params.yaml", help="params file (default: params.yaml)")
 
 
 def _add_count_params(sub) -> None:
@@ -168,9 +181,10 @@ def stage_commands(
     if stage not in stages:
         raise ParamsError(f"{dvc_file}: no stage '{stage}'; stages: {', '.join(stages)}")
     cmd, matrix = stages[stage]["cmd"], stages[stage].get("matrix")
+    lines = [cmd] if isinstance(cmd, str) else list(cmd)  # a list: commands run in turn
     params_ref = re.compile(r"\$\{(?!item\.)([\w.]+)\}")  # a params key, as DVC interpolates it
-    if not matrix and not params_ref.search(cmd):
-        return [shlex.split(cmd)]
+    if not matrix and not any(params_ref.search(line) for line in lines):
+        return [shlex.split(line) for line in lines]
     params = yaml.safe_load(params_file.read_text(encoding="utf-8")) or {}
     for dotted, value in (overrides or {}).items():
         set_dotted(params, dotted, value)
@@ -184,16 +198,16 @@ def stage_commands(
             node = node[part]
         return node
 
-    # a key in the command itself (pretrain's `${pretrain.launcher}`: python, or torchrun ...)
-    cmd = params_ref.sub(lambda m: str(resolve(m.group(0))), cmd)
+    lines = [params_ref.sub(lambda m: str(resolve(m.group(0))), line) for line in lines]
     if not matrix:
-        return [shlex.split(cmd)]
+        return [shlex.split(line) for line in lines]
     names = list(matrix)
     commands = []
     for values in itertools.product(*(resolve(matrix[n]) for n in names)):
         item = dict(zip(names, values, strict=True))
-        line = re.sub(r"\$\{item\.(\w+)\}", lambda m, item=item: str(item[m.group(1)]), cmd)
-        commands.append(shlex.split(line))
+        for line in lines:
+            line = re.sub(r"\$\{item\.(\w+)\}", lambda m, item=item: str(item[m.group(1)]), line)
+            commands.append(shlex.split(line))
     return commands
 
 
@@ -216,13 +230,25 @@ def run_stage(stage: str, overrides: Sequence[str]) -> None:
 
 
 def guarded(fn: Callable[[], int | None]) -> int:
-    """Run `fn` and return its exit status (None is 0); a user-fixable error becomes one line on
-    stderr and exit status 2."""
+    """Run `fn` and return its exit status (None is 0); a user-fixable error, a full disk or a
+    file-size limit becomes one line on stderr and exit status 2."""
     try:
         return fn() or 0
     except TinyTFError as exc:
         print(f"tinytf: error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except OSError as exc:
+        if exc.errno not in FULL or isinstance(exc, BrokenPipeError):
+            raise
+        print(f"tinytf: error: {full_disk_message(exc)}", file=sys.stderr)
+        return TinyTFError.exit_code
+
+
+def check_command(params_file: str) -> None:
+    from tinytf.params.config import load_params
+
+    load_params(params_file)
+    print(f"{params_file}: ok")
 
 
 def score(args: argparse.Namespace) -> None:
@@ -234,13 +260,28 @@ def score(args: argparse.Namespace) -> None:
 
 def predict(args: argparse.Namespace) -> None:
     names, texts = from_command_line(args.text, args.file)  # before mlflow's seconds of imports
-    from tinytf.tracking.champion import predict_command
     from tinytf.tracking.runs import tracking_uri
+    from tinytf.tracking.server import refuse_silent_server
+
+    refuse_silent_server(tracking_uri())  # in seconds, before those imports too
+    from tinytf.tracking.champion import predict_command
 
     predict_command(args.model, names, texts, tracking_uri())
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        code = dispatch(argv)
+        sys.stdout.flush()  # a reader that closed the pipe shows here, not as a message at exit
+        return code
+    except BrokenPipeError:
+        # `tinytf compare | head`: the reader has what it wanted; end quietly, with the status a
+        # tool killed by SIGPIPE has (Python ignores the signal), and no flush error at exit
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
+
+
+def dispatch(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     # `preset` and `compare` pass what they do not know on to dvc; every other command refuses it
     args, dvc_args = parser.parse_known_args(argv)
@@ -248,6 +289,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"unrecognized arguments: {' '.join(dvc_args)}")
     if args.command == "run":
         return guarded(lambda: run_stage(args.stage, args.overrides))
+    if args.command == "check":
+        return guarded(lambda: check_command(args.params))
     if args.command == "count-params":
         from tinytf.cli.tools import count_params_command
 

@@ -25,7 +25,7 @@ import yaml
 from tinytf.errors import ParamsError
 from tinytf.io import staged, write_json, write_text
 from tinytf.params.config import load_params
-from tinytf.params.schema import flatten
+from tinytf.params.schema import flatten, read_yaml
 
 
 def available(preset_dir: Path) -> list[str]:
@@ -35,15 +35,18 @@ def available(preset_dir: Path) -> list[str]:
 def preset_values(name: str, preset_dir: str | Path = "presets") -> dict:
     """The preset's values by dotted key."""
     preset_dir = Path(preset_dir)
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]*", name):
+        # a name, never a path: `tinytf preset ../params` once ran params.yaml as a preset
+        raise ParamsError(
+            f"preset {name!r}: a preset is a name of {preset_dir}/ ({', '.join(available(preset_dir))}); "
+            f"to run a file of your own, put it in a folder as NAME.yaml and pass --presets-dir FOLDER"
+        )
     path = preset_dir / f"{name}.yaml"
     if not path.exists():
         raise ParamsError(
             f"{path}: no preset '{name}'; available: {', '.join(available(preset_dir)) or 'none'}"
         )
-    try:
-        values = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as exc:
-        raise ParamsError(f"{path}: not valid YAML: {exc}") from None
+    values = read_yaml(path) or {}
     if not isinstance(values, dict):
         raise ParamsError(f"{path}: expected a mapping of params sections")
     return flatten(values)

@@ -22,6 +22,8 @@ def count_params_command(params_file: str, vocab_size: int | None, course_lab: b
     from tinytf.params.config import load_params
 
     params = load_params(params_file)
+    if vocab_size is not None and not 1 <= vocab_size <= 10_000_000:
+        raise DataError(f"--vocab-size {vocab_size}: expected a vocabulary size from 1 to 10,000,000")
     if vocab_size is None:
         tokenizer_file = Path("data/tokenizer.json")
         if tokenizer_file.exists():
@@ -47,6 +49,11 @@ def score_command(model_path: str, tokenizer_path: str, names: list[str], texts:
     if not model.config.causal:
         raise DataError(f"{model_path}: a masked-LM checkpoint cannot score text left to right")
     tokenizer = load_tokenizer(tokenizer_path)
+    if tokenizer.get_vocab_size() > model.config.vocab_size:  # its ids would index past the embedding
+        raise DataError(
+            f"{tokenizer_path}: {tokenizer.get_vocab_size():,} tokens, but {model_path} was trained on "
+            f"{model.config.vocab_size:,}; pass the tokenizer it was trained with (--tokenizer)"
+        )
     ids = [tokenizer.encode(text, add_special_tokens=False).ids for text in texts]
     refuse_tokenless(names, texts, ids, tokenizer_path)
     for text in texts:

@@ -18,7 +18,7 @@ import pandas as pd
 from tinytf.data.readers import read_table
 from tinytf.data.rows import TextKey, word_counts
 from tinytf.data.splits import SPLITS
-from tinytf.params.prepare import CorpusParams
+from tinytf.params.prepare import CorpusParams, encoding_of
 
 
 def in_domain_parts(params: CorpusParams, sentiment, unlabelled: pd.Series | None) -> dict[str, pd.Series]:
@@ -35,7 +35,7 @@ def in_domain_parts(params: CorpusParams, sentiment, unlabelled: pd.Series | Non
         texts, _ = imdb_unlabelled()
         parts["IMDB unlabelled reviews"] = pd.Series(texts, dtype=object)
     for path in wanted.files:
-        parts[str(path)] = read_table(path, params.text_column, None, params.encoding)["text"]
+        parts[str(path)] = read_table(path, params.text_column, None, encoding_of(params, path))["text"]
     if params.max_rows:
         parts = {name: texts.head(params.max_rows) for name, texts in parts.items()}
     return {name: texts.reset_index(drop=True) for name, texts in parts.items()}

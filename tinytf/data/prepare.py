@@ -24,7 +24,7 @@ from tinytf.data.rows import RowLedger, TextKey, describe_rule, drop_empty_and_r
 from tinytf.data.splits import SPLITS, stratified_group_split
 from tinytf.errors import DataError
 from tinytf.io import write_json, write_parquet, write_text
-from tinytf.params.prepare import CorpusParams, FileSplits, PrepareParams, SentimentParams
+from tinytf.params.prepare import CorpusParams, FileSplits, PrepareParams, SentimentParams, encoding_of
 
 
 @dataclass
@@ -139,7 +139,7 @@ def load_files(name, files: FileSplits, params, label_column, seed: int, key: Te
         raise DataError(f"prepare.{name}.files.train: a train file is required for source 'files'")
     ledger, frames = RowLedger(), {}
     for split, path in paths.items():
-        frame = read_table(path, params.text_column, label_column, params.encoding)
+        frame = read_table(path, params.text_column, label_column, encoding_of(params, path))
         ledger.read(path, len(frame))
         frames[split] = drop_empty_and_repeated(frame, path, ledger, key)
     held_out = set().union(*(set(frames[s]["key"]) for s in ("validation", "test") if s in frames))

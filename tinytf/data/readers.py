@@ -347,10 +347,51 @@ def read_table(
     suffix = path.suffix.lower()
     if suffix not in FORMATS:
         raise DataError(f"{path}: unsupported format '{suffix}'; use one of {', '.join(FORMATS)}")
-    if suffix == ".txt":
-        return _read_txt(path, bool(label_column), encoding)
     if suffix == ".parquet":
-        return _read_parquet(path, text_column, label_column)
-    if suffix == ".jsonl":
-        return _read_jsonl(path, text_column, label_column, encoding)
-    return _read_delimited(path, text_column, label_column, encoding)
+        frame = _read_parquet(path, text_column, label_column)
+    else:
+        _refuse_utf8_read_as_other(path, encoding)
+        if suffix == ".txt":
+            frame = _read_txt(path, bool(label_column), encoding)
+        elif suffix == ".jsonl":
+            frame = _read_jsonl(path, text_column, label_column, encoding)
+        else:
+            frame = _read_delimited(path, text_column, label_column, encoding)
+    _refuse_replacement_characters(path, frame)
+    return frame
+
+
+def _refuse_utf8_read_as_other(path: Path, encoding: str) -> None:
+    """A UTF-8 file declared as a single-byte codec (cp1252, latin-1) decodes without an error but
+    garbled ("Ã©" for "é"): non-ASCII bytes that are valid UTF-8 are almost never meant as cp1252,
+    so such a file is refused, naming a line, instead of being read wrongly and silently."""
+    _check_file(path)
+    if encoding.lower().replace("_", "-") in ("utf-8", "utf8", "utf-8-sig", "ascii"):
+        return
+    raw = path.read_bytes()
+    if raw.isascii():
+        return
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return  # not UTF-8: the declared codec is plausible
+    start = next(i for i, byte in enumerate(raw) if byte >= 0x80)
+    line = raw[:start].count(b"\n") + 1
+    raise DataError(
+        f"{path}: line {line}: the file is valid UTF-8 with non-ASCII text, but is declared {encoding}, "
+        f"which would read it garbled; set its encoding to utf-8 (per file: encoding: {{{path}: utf-8}})"
+    )
+
+
+def _refuse_replacement_characters(path: Path, frame: pd.DataFrame) -> None:
+    """U+FFFD in a text means bytes were already lost: decoded under a wrong codec with
+    errors="replace" before the file was saved. Kept, the texts would train as noise."""
+    if frame.empty:  # an empty split has no text column dtype to search; prepare names it
+        return
+    bad = frame["text"].astype(str).str.contains("\ufffd", regex=False).to_numpy()
+    if bad.any():
+        row = frame["row"].to_numpy()[bad.argmax()]
+        raise DataError(
+            f"{path}: {position(path)} {row}: a text holds U+FFFD (the replacement character): its bytes "
+            f"were lost when it was decoded under a wrong encoding; fix the text at its source"
+        )

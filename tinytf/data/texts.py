@@ -16,6 +16,11 @@ from tinytf.errors import DataError
 # caps neither the body nor the rows, so one request could hold the worker for minutes
 MAX_TEXTS = 1000
 MAX_CHARS = 100_000  # far beyond a review; the model reads only its first max_length tokens
+# and the request as a whole: the tokenizer holds about a hundred times a request's bytes while it
+# encodes (400 texts of 100,000 characters, 40 MB, peaked at 4.75 GB), so the total is bounded
+# first by bytes, before any encoding, then by the tokens they gave
+MAX_REQUEST_BYTES = 1_000_000  # UTF-8 bytes of all texts together
+MAX_REQUEST_TOKENS = 250_000  # tokens of all texts together
 
 UTF8_ARGUMENT = "pass UTF-8 text, or put it in a UTF-8 file and use --file PATH"
 
@@ -91,6 +96,20 @@ def check_rows(values: list, names: list[str]) -> None:
         refuse_blank(name, value)
         if len(value) > MAX_CHARS:
             raise DataError(f"{name} has {len(value):,} characters; at most {MAX_CHARS:,} per text")
+    total = sum(len(value.encode("utf-8")) for value in values)
+    if total > MAX_REQUEST_BYTES:
+        raise DataError(
+            f"the request's texts hold {total:,} bytes; at most {MAX_REQUEST_BYTES:,} a request: send them in parts"
+        )
+
+
+def check_request_tokens(ids: list[list[int]]) -> None:
+    """The request's tokens together, once encoded (see MAX_REQUEST_TOKENS)."""
+    total = sum(len(row) for row in ids)
+    if total > MAX_REQUEST_TOKENS:
+        raise DataError(
+            f"the request's texts give {total:,} tokens; at most {MAX_REQUEST_TOKENS:,} a request: send them in parts"
+        )
 
 
 def refuse_tokenless(names: list[str], texts: list[str], ids: list[list[int]], tokenizer: str) -> None:

@@ -69,7 +69,13 @@ def load_tokenizer(path: str | Path) -> Tokenizer:
     path = Path(path)
     if not path.exists():
         raise DataError(f"{path}: tokenizer not found; run `dvc repro tokenize`")
-    return Tokenizer.from_file(str(path))
+    try:
+        return Tokenizer.from_file(str(path))
+    except Exception as exc:  # the tokenizers library raises a bare Exception for any bad file
+        what = " ".join(str(exc).split())[:200]
+        raise DataError(
+            f"{path}: not a readable tokenizer file ({what}); `dvc repro tokenize` writes it"
+        ) from None
 
 
 def encode(tokenizer: Tokenizer, texts: list[str], add_special_tokens: bool = False) -> list[list[int]]:

@@ -7,6 +7,10 @@ Two kinds:
   killed run resumes to exactly the result of an uninterrupted one. It records a hash of the
   params that produced it and is only resumed by a run with the same hash.
 
+A model file's JSON records the sha256 of its weights and the stage that wrote them; every
+reader (`load_weights`) checks it first, so a damaged or swapped `.pt` is refused in one line
+naming the file and how to get it back, instead of loading and answering with other numbers.
+
 Everything loads with `torch.load(..., weights_only=True)`: a file carrying arbitrary pickled
 objects is refused instead of executed.
 
@@ -18,6 +22,7 @@ with the same params and seed then gives a byte-identical file, and DVC sees no 
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import pickle
@@ -28,7 +33,7 @@ from typing import Any
 import torch
 
 from tinytf.errors import DataError
-from tinytf.io import write_bytes, write_json
+from tinytf.io import sha256_file, write_bytes, write_json
 from tinytf.model import hf
 from tinytf.model.hf import HFClassifier
 from tinytf.model.transformer import ModelConfig, TinyTransformer
@@ -41,11 +46,41 @@ def serialize(obj: Any) -> bytes:
     return buffer.getvalue()
 
 
-def save_model(path: str | Path, model: TinyTransformer | HFClassifier, extra: dict | None = None) -> None:
+def save_model(
+    path: str | Path, model: TinyTransformer | HFClassifier, extra: dict | None = None, stage: str = ""
+) -> None:
+    """The weights, and beside them the JSON: config, `extra`, the weights' sha256 and `stage`,
+    the dvc.yaml stage that writes the file (named when a reader finds it damaged)."""
     path = Path(path)
-    write_bytes(path, serialize(model.state_dict()))
+    data = serialize(model.state_dict())
+    write_bytes(path, data)
     meta = model.meta() if isinstance(model, HFClassifier) else {"model": model.config.to_dict()}
-    write_json(path.with_suffix(".json"), {**meta, **(extra or {})})
+    digest = {"sha256": hashlib.sha256(data).hexdigest(), "stage": stage}
+    write_json(path.with_suffix(".json"), {**meta, **(extra or {}), **digest})
+
+
+def verify_weights(path: str | Path, meta: dict, rebuild: str | None = None) -> None:
+    """Refuse weights whose sha256 is not the one their JSON records. `rebuild` says how to get
+    them back; by default the writing stage's commands. A JSON without a digest (written before
+    digests were recorded) is not checked: its stage's next run records one."""
+    path = Path(path)
+    expected = meta.get("sha256")
+    if not expected or not path.is_file():
+        return  # a missing file is safe_load's to report
+    if sha256_file(path) != expected:
+        stage = meta.get("stage")
+        rerun = f"rebuild it with `dvc repro -f -s {stage}`" if stage else "rerun the stage that writes it"
+        how = rebuild or f"restore it with `dvc checkout {path}` or {rerun}"
+        by = f" (written by stage {stage})" if stage else ""
+        raise DataError(
+            f"{path}: damaged: its sha256 is not the one {path.with_suffix('.json')} records{by}; {how}"
+        )
+
+
+def load_weights(path: str | Path, rebuild: str | None = None) -> Any:
+    """A model file's state dict, its digest checked against the JSON beside it."""
+    verify_weights(path, read_config(path), rebuild)
+    return safe_load(path)
 
 
 def safe_load(path: str | Path) -> Any:
@@ -86,7 +121,9 @@ def config_differences(saved: dict, expected: dict) -> list[str]:
     ]
 
 
-def load_model(path: str | Path, expect: ModelConfig | None = None) -> TinyTransformer | HFClassifier:
+def load_model(
+    path: str | Path, expect: ModelConfig | None = None, rebuild: str | None = None
+) -> TinyTransformer | HFClassifier:
     """Build the model from the JSON beside `path` and load its weights: ours, or a fine-tuned
     external encoder (`hf` in the JSON; tinytf.model.hf).
 
@@ -103,6 +140,7 @@ def load_model(path: str | Path, expect: ModelConfig | None = None) -> TinyTrans
             if diffs:
                 raise DataError(f"{path}: config does not match the model: " + "; ".join(diffs))
         model = TinyTransformer(config)
+    verify_weights(path, meta, rebuild)
     state = safe_load(path)
     try:
         model.load_state_dict(state)

@@ -16,12 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-
 from tinytf.errors import ParamsError
 from tinytf.model.architecture import HEAD_MERGES, PARAM_FIELDS, HeadMerge, ModelConfig, PosEncoding
+from tinytf.params.launcher import check_launcher
 from tinytf.params.prepare import PrepareParams
-from tinytf.params.schema import DeclaredParams, bounded, parse_section, set_dotted
+from tinytf.params.schema import DeclaredParams, bounded, parse_section, read_yaml, set_dotted
 
 # --------------------------------------------------------------------------- sections
 
@@ -103,11 +102,15 @@ class PretrainParams:
     device: str = "auto"  # auto | cpu | cuda | cuda:N
     precision: Literal["auto", "fp32", "bf16"] = "auto"
     compile: Literal["auto"] | bool = "auto"  # auto: on for runs long enough to repay compiling
-    # what dvc.yaml runs the stage with: python, or e.g. "torchrun --nproc_per_node=8" (DDP);
-    # a param, not an environment variable, because with dropout it changes the numbers
-    launcher: str = "python"
+    # what the stage starts itself under: [] (python), or e.g. [torchrun, --nproc_per_node=8] (DDP);
+    # a param, not an environment variable, because with dropout it changes the numbers. A list
+    # from an allowed set, never shell text (tinytf.params.launcher says why)
+    launcher: Any = bounded([])
     # sentences scored after training (course report 004: normal / weird / long); params.yaml lists them
     samples: list[SampleText] = bounded([])
+
+    def validate(self, key: str, file: str) -> None:
+        self.launcher = check_launcher(self.launcher, f"{key}.launcher", file)
 
 
 @dataclass
@@ -337,10 +340,7 @@ def load_params(path: str | Path = "params.yaml", overrides: dict[str, Any] | No
     file = str(path)
     if not path.exists():
         raise ParamsError(f"{file}: file not found")
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as exc:
-        raise ParamsError(f"{file}: not valid YAML: {exc}") from None
+    raw = read_yaml(path) or {}
     if not isinstance(raw, dict):
         raise ParamsError(f"{file}: top level must be a mapping of sections, got {type(raw).__name__}")
     for dotted, value in (overrides or {}).items():

@@ -8,6 +8,7 @@ carved. Each message names the key that settles it.
 
 from __future__ import annotations
 
+import codecs
 from dataclasses import dataclass, field, fields
 from typing import Literal
 
@@ -38,6 +39,8 @@ class FileSplits:
 
 CorpusSourceName = Literal["ptb", "files"]
 SentimentSourceName = Literal["rt_critic_snippets", "sst2", "files"]
+# one encoding for every file of a source, or one per file ({data/raw/a.csv: cp1252}; others UTF-8)
+Encoding = str | dict[str, str]
 
 
 @dataclass
@@ -71,7 +74,7 @@ class CorpusParams:
     in_domain: InDomainParams = field(default_factory=InDomainParams)
     files: FileSplits = field(default_factory=FileSplits)
     text_column: str | None = "text"  # null: the default
-    encoding: str | None = "utf-8"
+    encoding: Encoding | None = "utf-8"
     split: SplitFractions = field(default_factory=lambda: SplitFractions(0.05, 0.05))
     # 0 keeps everything; a positive number keeps the first N rows of each split (tiny presets)
     max_rows: int = bounded(0, ge=0)
@@ -81,6 +84,7 @@ class CorpusParams:
         # text_column and encoding also read in_domain.files, so they may be set beside ptb then
         keys = ("text_column", "encoding") if not self.in_domain.files else ()
         check_source(self, key, file, official_splits=self.source == "ptb", file_keys=keys)
+        check_encodings(self, [*self.in_domain.files], key, file)
 
 
 @dataclass
@@ -103,7 +107,7 @@ class SentimentParams:
     label_column: str | None = "label"
     # class names in id order; empty (or null) means "infer": integers are kept, strings are sorted
     labels: list[str] | None = bounded([])
-    encoding: str | None = "utf-8"
+    encoding: Encoding | None = "utf-8"
     split: SplitFractions = field(default_factory=SplitFractions)
     max_rows: int = bounded(0, ge=0)
 
@@ -113,6 +117,7 @@ class SentimentParams:
         check_source(self, key, file, official_splits=self.source == "sst2", file_keys=keys)
         if self.source != "files":
             return
+        check_encodings(self, [], key, file)
         if self.text_column == self.label_column:
             raise ParamsError(
                 f"{file}: {key}: text_column and label_column are both '{self.text_column}'; "
@@ -127,6 +132,34 @@ class SentimentParams:
 class PrepareParams:
     corpus: CorpusParams = field(default_factory=CorpusParams)
     sentiment: SentimentParams = field(default_factory=SentimentParams)
+
+
+def encoding_of(section, path: str) -> str:
+    """The encoding `path` is read with: the section's one, or its entry in a per-file mapping
+    (files not listed there are UTF-8)."""
+    if isinstance(section.encoding, dict):
+        return section.encoding.get(str(path), "utf-8")
+    return section.encoding
+
+
+def check_encodings(section, extra_files: list[str], key: str, file: str) -> None:
+    """A per-file `encoding` names only files of the section, and codecs Python knows."""
+    wanted = section.encoding if isinstance(section.encoding, dict) else {"": section.encoding}
+    paths = {
+        str(getattr(section.files, f.name)) for f in fields(FileSplits) if getattr(section.files, f.name)
+    }
+    for path, codec in wanted.items():
+        where = f"{key}.encoding" + (f"[{path}]" if path else "")
+        if path and path not in paths | {str(p) for p in extra_files}:
+            raise ParamsError(
+                f"{file}: {where}: {path} is not one of the section's files ({', '.join(sorted(paths))})"
+            )
+        try:
+            codecs.lookup(codec)
+        except LookupError:
+            raise ParamsError(
+                f"{file}: {where}: unknown encoding '{codec}' (e.g. utf-8, cp1252, latin-1)"
+            ) from None
 
 
 def _changed(section, names: tuple[str, ...]) -> list[str]:

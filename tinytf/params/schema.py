@@ -13,11 +13,37 @@ import difflib
 import types
 import typing
 from dataclasses import field
+from pathlib import Path
 from typing import Any, Literal
 
 import yaml
 
 from tinytf.errors import ParamsError
+
+# YAML aliases a params file may hold: params.yaml and the presets use none, and each alias can
+# double what the loader builds, so a few hundred bytes of nested aliases (a "billion laughs")
+# hold DVC and this loader for minutes; counted on the token stream, before anything is built
+MAX_YAML_ALIASES = 20
+
+
+def read_yaml(path: Path) -> Any:
+    """A YAML file's content, refused in one line when it is not UTF-8, not YAML, or holds more
+    aliases than MAX_YAML_ALIASES."""
+    file = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+        aliases = sum(isinstance(token, yaml.AliasToken) for token in yaml.scan(text))
+        if aliases > MAX_YAML_ALIASES:
+            raise ParamsError(
+                f"{file}: {aliases} YAML aliases (*name); at most {MAX_YAML_ALIASES}: write the values out"
+            )
+        return yaml.safe_load(text)
+    except UnicodeDecodeError as exc:
+        raise ParamsError(f"{file}: byte {exc.start} is not UTF-8; save the file as UTF-8") from None
+    except yaml.YAMLError as exc:
+        raise ParamsError(f"{file}: not valid YAML: {' '.join(str(exc).split())}") from None
+    except OSError as exc:
+        raise ParamsError(f"{file}: cannot be read ({exc.strerror})") from None
 
 
 def bounded(default: Any, **limits: float) -> Any:

@@ -22,6 +22,7 @@ import sqlalchemy.exc
 
 from tinytf.data.texts import shown
 from tinytf.errors import DataError
+from tinytf.tracking.runs import bound_http
 
 EXAMPLE = ["a gripping, beautifully acted film", "a dull and lifeless mess"]
 
@@ -82,6 +83,11 @@ def log_champion(
     return version
 
 
+def set_alias(name: str, alias: str, version: str) -> None:
+    """Point `alias` at `version`: evaluate does this only once its outputs are in place."""
+    mlflow.MlflowClient().set_registered_model_alias(name, alias, version)
+
+
 def load_champion(uri: str, store: str):
     """The pyfunc model at `uri` (e.g. models:/tinytf-sentiment@champion) in the tracking `store`."""
     if store.startswith("sqlite:///") and uri.startswith(("models:/", "runs:/")):
@@ -95,15 +101,38 @@ def load_champion(uri: str, store: str):
                 f"registered the model, or set MLFLOW_TRACKING_URI to its store"
             )
         refuse_damaged_store(database)
+    bound_http()
     mlflow.set_tracking_uri(store)
     try:
         return mlflow.pyfunc.load_model(uri)
     except mlflow.exceptions.MlflowException as exc:
+        if store.startswith(("http://", "https://")) and unreachable(exc.message):
+            raise DataError(
+                f"{store}: the tracking server does not answer ({first_line(exc.message)}); start it, "
+                f"or point MLFLOW_TRACKING_URI at one that runs"
+            ) from None
         raise DataError(
-            f"{uri}: cannot load the model ({exc.message}); run the pipeline (evaluate registers it)"
+            f"{uri}: cannot load the model ({first_line(exc.message)}); run the pipeline (evaluate registers it)"
         ) from None
     except sqlalchemy.exc.DatabaseError as exc:  # damage quick_check did not see, or another database
         raise DataError(f"{store}: cannot read the MLflow store ({exc.orig}); {STORE_FIX}") from None
+
+
+def unreachable(message: str) -> bool:
+    """MLflow's message for a request that got no answer (refused, timed out, no such host)."""
+    signs = (
+        "Max retries exceeded",
+        "Connection refused",
+        "timed out",
+        "Read timed out",
+        "Failed to establish",
+    )
+    return any(sign in message for sign in signs)
+
+
+def first_line(message: str, width: int = 200) -> str:
+    line = " ".join(str(message).split())
+    return line if len(line) <= width else line[: width - 3] + "..."
 
 
 STORE_FIX = (

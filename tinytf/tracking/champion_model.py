@@ -28,20 +28,24 @@ class SentimentModel(mlflow.pyfunc.PythonModel):
             bundle / "tokenizer.json",
             bundle / "labels.json",
             context.model_config["max_length"],
+            # the bundle is a copy in the tracking store: evaluate logs and registers it again
+            rebuild="register the model again with `dvc repro -f -s evaluate`",
         )
 
     def check(self, texts: list, names: list[str]) -> None:
-        """Refuse a request the model cannot answer truly: a null, non-string, blank or over-long
-        text, too many rows, or a text that gives no tokens. An `MlflowException` with
+        """Refuse a request the model cannot answer truly, or that is too large to answer within
+        bounded memory: a null, non-string, blank or over-long text, too many rows, bytes or tokens
+        (tinytf.data.texts), or a text that gives no tokens. An `MlflowException` with
         INVALID_PARAMETER_VALUE is what MLflow's scoring server answers with a 400 and this message;
         any other exception becomes a 400 carrying a traceback with the server's paths."""
-        from tinytf.data.texts import check_rows, refuse_tokenless
+        from tinytf.data.texts import check_request_tokens, check_rows, refuse_tokenless
         from tinytf.data.tokenizer import encode
         from tinytf.errors import DataError
 
         try:
-            check_rows(texts, names)
+            check_rows(texts, names)  # rows, characters per text and bytes in all, before encoding
             ids = encode(self.predictor.tokenizer, texts, add_special_tokens=False)
+            check_request_tokens(ids)
             refuse_tokenless(names, texts, ids, "the model's tokenizer")
         except DataError as exc:
             raise MlflowException.invalid_parameter_value(str(exc)) from None

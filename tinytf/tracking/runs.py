@@ -200,9 +200,16 @@ def _quiet_mlflow_logs() -> None:
         logging.getLogger(name).setLevel(logging.WARNING)
 
 
-def _connect(experiment: str):
+def bound_http() -> None:
+    """A tracking server that does not answer is said within seconds, not after MLflow's default
+    retries with backoff (minutes: `tinytf predict` once printed nothing for 247 s). The stages and
+    `tinytf predict` share these; a user's own settings win."""
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "10")
+
+
+def _connect(experiment: str):
+    bound_http()
     _quiet_mlflow_logs()
     # MLflow's modules and its SQL store (about 1 s, built on the first lookup and cached) live as
     # long as the process: built once, without the garbage collector walking them (collector.py)

@@ -27,7 +27,7 @@ from tinytf.data.splits import SPLITS
 from tinytf.data.tokenizer import CLS, encode
 from tinytf.errors import DataError
 from tinytf.model import hf
-from tinytf.model.checkpoint import read_config, safe_load
+from tinytf.model.checkpoint import load_weights, read_config
 from tinytf.model.hf import HFClassifier
 from tinytf.model.transformer import ModelConfig, TinyTransformer, cls_loss
 from tinytf.train import distributed
@@ -104,7 +104,7 @@ def build_classifier(
     seed_everything(seed)  # the head (and for scratch the whole model) starts from this seed
     model = TinyTransformer(config)
     if init in ("pretrained", "frozen"):
-        model.load_base_state_dict(safe_load(pretrained_path))
+        model.load_base_state_dict(load_weights(pretrained_path))
     if init == "frozen":
         for p in model.base.parameters():
             p.requires_grad_(False)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from collections.abc import Callable
 from functools import cache
 from typing import Any
@@ -32,6 +33,17 @@ def rank() -> int:
 
 def local_rank() -> int:
     return int(os.environ.get("LOCAL_RANK", "0"))
+
+
+def relaunch_command(launcher: list[str], argv: list[str]) -> list[str] | None:
+    """The argument list that starts this script again under `launcher` (a checked list, e.g.
+    [torchrun, --nproc_per_node=8]; tinytf.params.launcher), or None when there is no launcher or
+    this process was already started by torchrun. An argument list, never a shell line, so no
+    value of params.yaml or the command line is read as code."""
+    if not launcher or "LOCAL_RANK" in os.environ:
+        return None
+    # torchrun is `python -m torch.distributed.run`: the same interpreter, not whatever is on PATH
+    return [sys.executable, "-m", "torch.distributed.run", *launcher[1:], *argv]
 
 
 def enabled() -> bool:

@@ -228,7 +228,10 @@ def write_snapshots(folder: Path, config, snapshots: dict[int, dict], epochs: in
     for epoch in range(1, epochs):
         model.load_state_dict(snapshots[epoch]["model"])
         save_model(
-            folder / f"epoch{epoch}.pt", model, {"pretrain_tokens": snapshots[epoch]["pretrain_tokens"]}
+            folder / f"epoch{epoch}.pt",
+            model,
+            {"pretrain_tokens": snapshots[epoch]["pretrain_tokens"]},
+            stage="pretrain",
         )
     if distributed.is_main():  # a longer run (no DVC to clear outs) left more
         for stale in folder.glob("epoch*.*"):
@@ -251,7 +254,7 @@ def write_outputs(result: PretrainResult, model_path: Path, report_dir: Path, ex
     """Model + config JSON, per-epoch CSV for DVC plots, metrics JSON, the sample table."""
     import pandas as pd
 
-    save_model(model_path, result.model, {**extra, "pretrain_tokens": result.final["tokens"]})
+    save_model(model_path, result.model, {**extra, "pretrain_tokens": result.final["tokens"]}, "pretrain")
     report_dir.mkdir(parents=True, exist_ok=True)
     epochs = pd.DataFrame(result.history)
     write_text(report_dir / "epochs.csv", epochs.to_csv(index=False))

@@ -89,6 +89,10 @@ def test_run_expands_a_matrix_stage_from_params(tmp_path, monkeypatch):
     (tmp_path / "dvc.yaml").write_text((REPO / "dvc.yaml").read_text())
     monkeypatch.chdir(tmp_path)
     commands = stage_commands("grid")
+    # each cell checks params.yaml in a command of its own before the line that carries its values
+    check = ["python", "-m", "tinytf.params.check", "params.yaml"]
+    assert commands[0::2] == [check, check]
+    commands = commands[1::2]
     assert [c[c.index("--optimizer") + 1] for c in commands] == ["AdamW", "SGD"]
     assert commands[0][-2:] == ["--out", "data/grid/AdamW-lr0.01-bs8-ep1"]
     assert stage_commands("prepare") == [
@@ -96,22 +100,20 @@ def test_run_expands_a_matrix_stage_from_params(tmp_path, monkeypatch):
     ]
     # --set picks the cells, as `dvc exp run -S` would: once the cells ignored it and ran AdamW
     # with `--set grid.optimizers=[SGD]` passed to a script that trains the cell it is given
-    commands = stage_commands("grid", overrides={"grid.optimizers": ["SGD"], "grid.lrs": [0.1, 0.2]})
+    commands = stage_commands("grid", overrides={"grid.optimizers": ["SGD"], "grid.lrs": [0.1, 0.2]})[1::2]
     assert [c[c.index("--out") + 1] for c in commands] == [
         "data/grid/SGD-lr0.1-bs8-ep1",
         "data/grid/SGD-lr0.2-bs8-ep1",
     ]
 
 
-def test_run_puts_params_named_in_a_command_into_it(tmp_path, monkeypatch):
-    # pretrain's command starts with ${pretrain.launcher}: once `tinytf run pretrain` tried to
-    # execute that text itself
-    (tmp_path / "params.yaml").write_text("pretrain: {launcher: python}\n")
+def test_pretrain_launcher_is_no_part_of_the_command(tmp_path, monkeypatch):
+    # pretrain's command once started with ${pretrain.launcher}, shell text DVC ran as given
+    # (`python; touch X` ran touch); now the stage starts itself under the checked list
+    (tmp_path / "params.yaml").write_text("pretrain: {launcher: [torchrun, --nproc_per_node=2]}\n")
     (tmp_path / "dvc.yaml").write_text((REPO / "dvc.yaml").read_text())
     monkeypatch.chdir(tmp_path)
     assert stage_commands("pretrain")[0][:2] == ["python", "stages/pretrain.py"]
-    torchrun = stage_commands("pretrain", overrides={"pretrain.launcher": "torchrun --nproc_per_node=2"})
-    assert torchrun[0][:3] == ["torchrun", "--nproc_per_node=2", "stages/pretrain.py"]
 
 
 def test_run_refuses_a_malformed_set_before_running_anything(tmp_path, monkeypatch, capsys):
@@ -396,12 +398,21 @@ def test_score_refuses_bytes_that_are_not_utf8_through_the_console_script(lm_fil
 
 
 def test_score_names_a_damaged_checkpoint(lm_files, tmp_path, capsys):
+    import json
     import shutil
     from pathlib import Path
 
     model = Path(lm_files[1])
     shutil.copy(model.with_suffix(".json"), tmp_path / "model.json")
     (tmp_path / "model.pt").write_bytes(model.read_bytes()[:1000])  # a copy cut short
+    assert main(["score", "--model", str(tmp_path / "model.pt"), *lm_files[2:], "the cat"]) == 2
+    err = capsys.readouterr().err
+    # the digest its JSON records refuses it first (issue 57); without one, the zip check does
+    assert (
+        f"{tmp_path / 'model.pt'}: damaged: its sha256 is not the one" in err and len(err.splitlines()) == 1
+    )
+    meta = json.loads((tmp_path / "model.json").read_text())
+    (tmp_path / "model.json").write_text(json.dumps({k: v for k, v in meta.items() if k != "sha256"}))
     assert main(["score", "--model", str(tmp_path / "model.pt"), *lm_files[2:], "the cat"]) == 2
     err = capsys.readouterr().err
     assert f"{tmp_path / 'model.pt'}: damaged or not a checkpoint" in err and len(err.splitlines()) == 1

@@ -31,6 +31,9 @@ BAD_ROWS = [
     ([float("nan")], "'text' of row 0 is null"),
     (["x" * 100_001], "'text' of row 0 has 100,001 characters; at most 100,000"),
     (["a"] * 1001, "1001 rows in one request; at most 1000"),
+    # the request as a whole (issue 57): bytes before encoding, then tokens
+    (["x" * 100_000] * 10 + ["x"], "the request's texts hold 1,000,001 bytes; at most 1,000,000 a request"),
+    (["a " * 50_000] * 10, r"the request's texts give 1,000,010 tokens; at most 250,000 a request"),
 ]
 
 
@@ -114,6 +117,34 @@ def test_the_champion_refuses_a_bad_text_naming_the_row(registered, rows, messag
         python_model.check(["\ud800"], ["'text' of row 0"])
     with pytest.raises(MlflowException, match=r"expected a 'text' column, got \['review'\]"):
         python_model.predict(None, pd.DataFrame({"review": ["a"]}))
+
+
+# the bound on what a request at the limit leaves behind, and on its peak, over the resident
+# memory before it; 400 texts of 100,000 characters once peaked 4.75 GB and kept 3.7 GB
+KEPT_BOUND_MIB = 64
+PEAK_BOUND_MIB = 512  # measured +43 to +152 MiB: the tokenizer's threads vary
+
+
+def test_a_request_at_the_limit_leaves_memory_within_its_bound(registered, record_property):
+    from tinytf.data.texts import MAX_REQUEST_BYTES
+
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.helpers.serve_memory", registered["store"]],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=Path(__file__).resolve().parents[3],
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    memory = json.loads(done.stdout.splitlines()[-1])
+    assert memory["bytes"] == MAX_REQUEST_BYTES  # at the limit, and answered
+    peak, kept = memory["peak_mib"] - memory["before_mib"], memory["after_mib"] - memory["before_mib"]
+    record_property("peak_mib_over_start", round(peak, 1))
+    record_property("kept_mib_over_start", round(kept, 1))
+    print(
+        f"request at the limit: peak +{peak:.1f} MiB, kept +{kept:.1f} MiB over {memory['before_mib']:.0f} MiB"
+    )
+    assert peak < PEAK_BOUND_MIB and kept < KEPT_BOUND_MIB, memory
 
 
 @pytest.mark.slow

@@ -122,28 +122,23 @@ def test_the_pretrain_stage_under_torchrun_writes_once_what_one_process_writes(d
         "pretrain.compile=false",
         "pretrain.log_every=1",
     ]
+    # 2 processes the way dvc.yaml starts them: `python stages/pretrain.py` with pretrain.launcher
+    # set, and the stage starts itself again under torchrun from that list (issue 57)
+    launcher = "[torchrun,--nproc_per_node=2,--master_port=0,--rdzv_backend=c10d,--rdzv_endpoint=127.0.0.1:0]"
     outputs = {}
     for processes in (1, 2):
         out = tmp_path / f"n{processes}"
-        run_stage(
-            "pretrain.py",
-            [
-                "--data",
-                str(data),
-                "--data-card",
-                str(out / "none.json"),
-                "--model",
-                str(out / "model.pt"),
-                "--reports",
-                str(out / "reports"),
-                "--state",
-                str(out / "state.pt"),
-                "--snapshots",
-                str(out / "snapshots"),
-            ],
-            small,
-            processes,
-        )
+        paths = ["--data", str(data), "--data-card", str(out / "none.json"), "--model", str(out / "model.pt")]
+        paths += ["--reports", str(out / "reports"), "--state", str(out / "state.pt")]
+        paths += ["--snapshots", str(out / "snapshots")]
+        if processes == 1:
+            run_stage("pretrain.py", paths, small, processes)
+        else:
+            overrides = [*small, f"pretrain.launcher={launcher}"]
+            done = launch(
+                ["stages/pretrain.py", *paths] + [a for item in overrides for a in ("--set", item)], 1
+            )
+            assert "pretrain: starting under torchrun --nproc_per_node=2" in done.stderr
         assert not list(out.rglob("*.tmp")), "a rank left a temporary file"
         outputs[processes] = out
     one, two = (pd.read_csv(outputs[n] / "reports" / "steps.csv")["train_loss"].tolist() for n in (1, 2))

@@ -1,0 +1,74 @@
+"""@champion moves only once evaluate's outputs are in place (issue 57): it once moved before they
+were written, so a kill in between left the alias on a version from a failed run. Here evaluate is
+killed (SIGKILL) at the moment it would move the alias: its outputs are already in place, the alias
+still names the version before, and the next run moves it to the version the outputs describe."""
+
+from __future__ import annotations
+
+import json
+import os
+import textwrap
+import time
+from pathlib import Path
+
+from tests.helpers.repo import dvc
+
+# run in the stage's process (PYTHONPATH): at the alias step, note what is on disk, then die
+KILL_AT_ALIAS = textwrap.dedent(
+    """
+    import json, os, signal
+    from pathlib import Path
+    import tinytf.tracking.champion as champion
+
+    def killed(name, alias, version):
+        metrics = Path("reports/metrics.json")
+        staging = sorted(p.name for p in Path("reports").glob(".*staging.tmp"))
+        Path(os.environ["ALIAS_NOTE"]).write_text(json.dumps(
+            {"version": version, "metrics_mtime": metrics.stat().st_mtime, "staging": staging}))
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    champion.set_alias = killed
+    """
+)
+
+
+def champion_version(workspace: Path) -> str | None:
+    import mlflow
+
+    client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{workspace / 'mlflow.db'}")
+    aliases = client.get_registered_model("tinytf-sentiment").aliases
+    return aliases.get("champion")
+
+
+def test_a_kill_before_the_alias_leaves_it_on_the_version_before(workspace, tmp_path, monkeypatch):
+    dvc(workspace, "repro", "--force", "--single-item", "evaluate")  # the workspace's own champion
+    before = champion_version(workspace)
+    assert before is not None
+
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(KILL_AT_ALIAS)
+    note = tmp_path / "note.json"
+    monkeypatch.setenv("PYTHONPATH", f"{hook}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    monkeypatch.setenv("ALIAS_NOTE", str(note))
+    started = time.time()
+    killed = dvc(workspace, "repro", "--force", "--single-item", "evaluate", check=False)
+    assert killed.returncode != 0
+    seen = json.loads(note.read_text())
+    # at the alias step the outputs were already in place: written by this run, none still staged
+    assert seen["metrics_mtime"] >= started and seen["staging"] == []
+    assert int(seen["version"]) > int(before)
+    assert champion_version(workspace) == before  # never a version whose outputs are not in place
+
+    monkeypatch.delenv("ALIAS_NOTE")
+    monkeypatch.setenv("PYTHONPATH", os.environ["PYTHONPATH"].split(os.pathsep, 1)[1])
+    dvc(workspace, "repro", "--force", "--single-item", "evaluate")
+    after = champion_version(workspace)
+    assert int(after) > int(seen["version"])
+    # the alias names the run whose outputs are in place: its logged metrics.json is the file's
+    import mlflow
+
+    client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{workspace / 'mlflow.db'}")
+    run_id = client.get_model_version("tinytf-sentiment", after).run_id
+    logged = Path(client.download_artifacts(run_id, "metrics.json", str(tmp_path)))
+    assert logged.read_bytes() == (workspace / "reports/metrics.json").read_bytes()

@@ -1,0 +1,71 @@
+"""A model file proves it is whole (issue 57): its JSON records the weights' sha256, and every
+reader refuses a mismatch in one line naming the file and the stage that writes it. Once 5 KB
+zeroed inside pretrained.pt still loaded, and `tinytf score` answered with other numbers."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.helpers.model_fixtures import build
+from tinytf.cli.main import main
+from tinytf.errors import DataError
+from tinytf.model.checkpoint import load_model, load_weights, save_model
+from tinytf.train.classify import build_classifier, classifier_config
+
+
+@pytest.fixture
+def saved(tmp_path):
+    path = tmp_path / "models" / "pretrained.pt"
+    save_model(path, build(d_model=64, d_ff=128), {"pretrain_tokens": 10}, stage="pretrain")
+    return path
+
+
+def zero_range(path, start: int = 2000, size: int = 5000) -> None:
+    data = bytearray(path.read_bytes())
+    assert len(data) > start + size
+    data[start : start + size] = bytes(size)
+    path.write_bytes(bytes(data))
+
+
+def test_the_json_records_the_weights_digest_and_the_stage(saved):
+    meta = json.loads(saved.with_suffix(".json").read_text())
+    assert len(meta["sha256"]) == 64 and meta["stage"] == "pretrain" and meta["pretrain_tokens"] == 10
+    assert load_model(saved).config.d_model == 64  # whole: loads
+
+
+def test_a_zeroed_range_is_refused_by_every_reader_in_one_line(saved):
+    zero_range(saved)
+    with pytest.raises(DataError) as by_model:
+        load_model(saved)
+    with pytest.raises(DataError) as by_weights:
+        load_weights(saved)
+    config = classifier_config(saved, n_classes=2)
+    with pytest.raises(DataError) as by_finetune:  # finetune's and grid's pretrained start
+        build_classifier("pretrained", config, saved, seed=1)
+    for err in (by_model, by_weights, by_finetune):
+        message = str(err.value)
+        assert message.startswith(f"{saved}: damaged: its sha256") and "\n" not in message
+        assert "stage pretrain" in message and "dvc repro -f -s pretrain" in message
+
+
+def test_the_served_bundle_names_evaluate_as_what_rebuilds_it(saved):
+    zero_range(saved, start=100, size=64)
+    with pytest.raises(DataError, match=r"dvc repro -f -s evaluate"):
+        load_model(saved, rebuild="register the model again with `dvc repro -f -s evaluate`")
+
+
+def test_score_refuses_a_damaged_model_in_one_line(saved, tmp_path, capsys):
+    zero_range(saved)
+    code = main(["score", "a sentence", "--model", str(saved), "--tokenizer", str(tmp_path / "none.json")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "damaged: its sha256" in err, err
+
+
+def test_a_json_without_a_digest_is_loaded_as_before(saved):
+    meta_path = saved.with_suffix(".json")
+    meta = json.loads(meta_path.read_text())
+    del meta["sha256"]
+    meta_path.write_text(json.dumps(meta))
+    assert load_model(saved).config.d_model == 64
