@@ -30,9 +30,10 @@ from tinytf.model.architecture import model_config
 from tinytf.model.transformer import TinyTransformer
 from tinytf.params.config import load_params
 from tinytf.train import lm
-from tinytf.train.loop import build_optimizer, train_step
+from tinytf.train.loop import build_optimizer
 from tinytf.train.pretrain import lm_step_loss, loop_config, step_tokens
 from tinytf.train.runtime import maybe_compile, resolve_runtime, seed_everything
+from tinytf.train.step import train_step
 
 
 def side(params, vocab, tokens, steps_per_epoch, chunked: torch.nn.LinearCrossEntropyOptions | None):
