@@ -14,7 +14,7 @@
 # `--prepare` runs just those two, on any machine (no GPU needed); their outputs data/tokens,
 # data/tokenizer.json, data/prepared/sentiment, reports/data.json and reports/tokenize.json then
 # travel with the checkout; `--prepare` also copies them into ${INPUTS:-gpu-study-inputs}/ (git-ignored),
-# one folder to carry, which the study copies back into place where they are missing. Like
+# one folder to carry, which the study copies into place over what the checkout has. Like
 # `tinytf run`, the stages write into the checkout's data/ and
 # reports/. Without CUDA it refuses unless --cpu (or TINYTF_STUDY_CPU=1) allows it: the test
 # runs it so on the tiny preset.
@@ -45,8 +45,8 @@ export TINYTF_TRACKING=0  # no MLflow: the stages' outputs and the report are th
 inputs=${INPUTS:-gpu-study-inputs}
 carried="data/tokens data/tokenizer.json data/prepared/sentiment reports/data.json reports/tokenize.json"
 if [ "$mode" = study ] && [ -d "$inputs" ]; then
-    for path in $carried; do  # what --prepare bundled, where the checkout lacks it
-        [ -e "$path" ] || { mkdir -p "$(dirname "$path")" && cp -R "$inputs/$path" "$path"; }
+    for path in $carried; do  # what --prepare bundled: its data card and tokenizer report go with its tokens
+        rm -rf "$path" && mkdir -p "$(dirname "$path")" && cp -R "$inputs/$path" "$path"
     done
 fi
 
