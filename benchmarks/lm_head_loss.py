@@ -97,7 +97,7 @@ def main() -> None:
     )
     steps = {"stage": stage_step, "chunked": chunked_step}
     for name, step in steps.items():  # the warm-up: compilation, the allocator, kernel choice
-        losses = [step()[0] for _ in range(3)]
+        losses = [step().values()[0] for _ in range(3)]  # the loss, read back from the device
         print(f"  first 3 losses, {name:8s} " + ", ".join(f"{loss:.6f}" for loss in losses))
     per_step = {name: step_tokens(p, block) for name in steps}
     rates = timed_rounds(steps, per_step, args.steps, args.rounds, runtime.device)
