@@ -27,13 +27,8 @@ from tinytf.model.architecture import model_config
 from tinytf.model.transformer import TinyTransformer
 from tinytf.params.config import load_params
 from tinytf.process.allocator import keep_freed_memory
-from tinytf.train.classify import (
-    ClassifierRecipe,
-    SentimentData,
-    classifier_runtime,
-    planned_steps,
-    train_classifier,
-)
+from tinytf.train.classify import ClassifierRecipe, SentimentData, planned_steps, train_classifier
+from tinytf.train.finetune import finetune_runtime
 from tinytf.train.runtime import seed_everything
 from tinytf.train.workers import one_thread
 
@@ -54,7 +49,7 @@ def main() -> int:
         print(f"classifier_epoch: {exc}", file=sys.stderr)
         return 2
     steps = planned_steps(data, f.batch_size, 1)
-    runtime = classifier_runtime(f, 0)  # as the finetune stage resolves it: every run is short
+    runtime = finetune_runtime(f, data)  # as the finetune stage resolves it
     print(
         f"{len(data.splits['train']):,} train texts, batch {f.batch_size}: {steps} steps an epoch; "
         f"{runtime.describe()} ({device_name(runtime.device)})"

@@ -4,7 +4,7 @@ against the course lab's `nn.TransformerEncoder` classifier in eager fp32.
 Both sides train the same classifier shape (params.yaml's `model:`, pooled head, dropout) on
 the same batches of sentiment texts (length-grouped and padded as the stage pads them; real
 texts when `data/tokens` exists, else random ids of the same lengths), AdamW and gradient
-clipping. tinytf runs `tinytf.train.loop.train_step` with the runtime the stage resolves from
+clipping. tinytf runs `tinytf.train.step.train_step` with the runtime the stage resolves from
 `finetune:`. Rounds alternate; figures are medians, the speedup a ratio of medians. The last
 line is the headline: `speedup: <ratio>x ...`, the step as the `grid` stage runs it (one
 process, every core).
@@ -37,8 +37,9 @@ from tinytf.model.architecture import model_config
 from tinytf.model.transformer import TinyTransformer
 from tinytf.params.config import load_params
 from tinytf.train.classify import classifier_runtime, classifier_step_loss
-from tinytf.train.loop import LoopConfig, build_optimizer, train_step
+from tinytf.train.loop import LoopConfig, build_optimizer
 from tinytf.train.runtime import Runtime, seed_everything
+from tinytf.train.step import train_step
 from tinytf.train.workers import worker_count
 
 

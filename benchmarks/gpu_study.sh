@@ -5,11 +5,17 @@
 #   ${OUT:-gpu-study}/timings.txt   one line per stage (wall seconds) and the total
 #   ${OUT:-gpu-study}/report/       the generated report (reports/ without presets/)
 #   ${OUT:-gpu-study}/logs/         each stage's output; env.txt: torch, device, GPU
+#   ${OUT:-gpu-study}/gpu_use.txt   the GPU's utilisation and memory per stage (nvidia-smi sampled
+#                                   each second into gpu_use.csv; benchmarks/gpu_use.py)
+#   ${OUT:-gpu-study}/verdict.md    does our pretrained model beat TF-IDF + LR with all labels, over
+#                                   seeds and over test items (benchmarks/study_verdict.py)
 # and one record in benchmarks/results/gpu_study.jsonl ($TINYTF_BENCH_RESULTS names another folder).
 # Run it from the repository root once `prepare` and `tokenize` have run with the same preset:
 # `--prepare` runs just those two, on any machine (no GPU needed); their outputs data/tokens,
 # data/tokenizer.json, data/prepared/sentiment, reports/data.json and reports/tokenize.json then
-# travel with the checkout. Like `tinytf run`, the stages write into the checkout's data/ and
+# travel with the checkout; `--prepare` also copies them into ${INPUTS:-gpu-study-inputs}/ (git-ignored),
+# one folder to carry, which the study copies into place over what the checkout has. Like
+# `tinytf run`, the stages write into the checkout's data/ and
 # reports/. Without CUDA it refuses unless --cpu (or TINYTF_STUDY_CPU=1) allows it: the test
 # runs it so on the tiny preset.
 #
@@ -36,6 +42,13 @@ done
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 export PYTHONUNBUFFERED=1
 export TINYTF_TRACKING=0  # no MLflow: the stages' outputs and the report are the record
+inputs=${INPUTS:-gpu-study-inputs}
+carried="data/tokens data/tokenizer.json data/prepared/sentiment reports/data.json reports/tokenize.json"
+if [ "$mode" = study ] && [ -d "$inputs" ]; then
+    for path in $carried; do  # what --prepare bundled: its data card and tokenizer report go with its tokens
+        rm -rf "$path" && mkdir -p "$(dirname "$path")" && cp -R "$inputs/$path" "$path"
+    done
+fi
 
 # Everything checked before the first stage; one line names what is missing. Prints the stages
 # to run, then the preset's KEY=VALUE pairs, one a line.
@@ -117,26 +130,53 @@ echo "gpu_study: preset $preset, stages: ${stages[*]}" | tee -a "$out/env.txt"
 
 now() { date +%s.%N; }
 seconds() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
+: > "$out/stages.tsv"
+smi=${NVIDIA_SMI:-nvidia-smi}
+if [ "$mode" = study ] && command -v "$smi" > /dev/null; then
+    # the GPU's use each second, summarised per stage at the end (benchmarks/gpu_use.py)
+    "$smi" --query-gpu=timestamp,utilization.gpu,memory.used,memory.total --format=csv,noheader,nounits \
+        -l 1 > "$out/gpu_use.csv" 2> /dev/null &
+    sampler=$!
+    trap 'kill "$sampler" 2> /dev/null; rm -f "$errors"' EXIT
+fi
+gpu_use() {  # the samples so far, per stage; a run stopped from outside leaves gpu_use.csv and stages.tsv
+    [ -n "${sampler:-}" ] || return 0
+    kill "$sampler" 2> /dev/null
+    "$python" benchmarks/gpu_use.py "$out/gpu_use.csv" "$out/stages.tsv" --json "$out/gpu_use.json" | tee "$out/gpu_use.txt"
+}
 begin=$(now)
 for stage in "${stages[@]}"; do
     start=$(now)
     "$python" -m tinytf.cli run "$stage" "${sets[@]}" > "$out/logs/$stage.log" 2>&1
     rc=$?
-    line="stage $stage: $(seconds "$start" "$(now)") s"
+    end=$(now)
+    printf '%s\t%s\t%s\n' "$stage" "$start" "$end" >> "$out/stages.tsv"
+    line="stage $stage: $(seconds "$start" "$end") s"
     if [ $rc -ne 0 ]; then
         echo "$line, exit status $rc" | tee -a "$out/timings.txt"
         tail -n 20 "$out/logs/$stage.log" >&2
         echo "gpu_study: stage $stage failed (exit status $rc); its output: $out/logs/$stage.log" >&2
+        gpu_use
         exit 1
     fi
     echo "$line" | tee -a "$out/timings.txt"
 done
 if [ "$mode" = prepare ]; then
-    echo "gpu_study: prepare and tokenize done with preset $preset; what the GPU machine needs:"
-    du -sh data/tokens data/tokenizer.json data/prepared/sentiment
+    rm -rf "$inputs"
+    for path in $carried; do
+        mkdir -p "$inputs/$(dirname "$path")" && cp -R "$path" "$inputs/$path"
+    done
+    echo "gpu_study: prepare and tokenize done with preset $preset; what the GPU machine needs, in $inputs/:"
+    du -sh $carried
+    size=$(du -sm "$inputs" | cut -f1)
+    echo "$inputs: $size MiB in all; carry it: [\"$inputs\"]"
+    [ "$size" -lt 64 ] || echo "gpu_study: warning: $inputs is over the 64 MiB a device call carries" >&2
     exit 0
 fi
 echo "all ${#stages[@]} stages after tokenize: $(seconds "$begin" "$(now)") s" | tee -a "$out/timings.txt"
+gpu_use
+"$python" benchmarks/study_verdict.py --reports reports --out "$out/verdict.md" \
+    || echo "gpu_study: no verdict: benchmarks/study_verdict.py failed" >&2
 
 mkdir -p "$out/report"
 for entry in reports/*; do
@@ -145,7 +185,9 @@ done
 echo "gpu_study: report in $out/report/README.md"
 "$python" - "$out/timings.txt" "$preset" "${extra[@]}" <<'EOF'
 import argparse
+import json
 import sys
+from pathlib import Path
 
 import torch
 
@@ -157,6 +199,11 @@ lines = open(timings, encoding="utf-8").read().splitlines()
 seconds = {line.split(":")[0].removeprefix("stage "): float(line.split()[-2]) for line in lines[:-1]}
 device = "cuda" if torch.cuda.is_available() else "cpu"
 figures = {"preset": preset, "total_s": float(lines[-1].split()[-2]), "stage_s": seconds}
+out = Path(timings).parent
+gpu_use, verdict = out / "gpu_use.json", out / "verdict.json"
+figures["gpu_use"] = json.loads(gpu_use.read_text()) if gpu_use.exists() else {}
+if verdict.exists():
+    figures["verdict"] = json.loads(verdict.read_text()) | {"line": (out / "verdict.md").read_text().splitlines()[-1]}
 record("gpu_study", f"{lines[-1]} ({preset} preset on {device})", figures,
        argparse.Namespace(preset=preset, overrides=extra), device)  # fmt: skip
 EOF

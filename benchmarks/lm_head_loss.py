@@ -30,9 +30,10 @@ from tinytf.model.architecture import model_config
 from tinytf.model.transformer import TinyTransformer
 from tinytf.params.config import load_params
 from tinytf.train import lm
-from tinytf.train.loop import build_optimizer, train_step
+from tinytf.train.loop import build_optimizer
 from tinytf.train.pretrain import lm_step_loss, loop_config, step_tokens
 from tinytf.train.runtime import maybe_compile, resolve_runtime, seed_everything
+from tinytf.train.step import train_step
 
 
 def side(params, vocab, tokens, steps_per_epoch, chunked: torch.nn.LinearCrossEntropyOptions | None):
@@ -96,7 +97,7 @@ def main() -> None:
     )
     steps = {"stage": stage_step, "chunked": chunked_step}
     for name, step in steps.items():  # the warm-up: compilation, the allocator, kernel choice
-        losses = [step()[0] for _ in range(3)]
+        losses = [step().values()[0] for _ in range(3)]  # the loss, read back from the device
         print(f"  first 3 losses, {name:8s} " + ", ".join(f"{loss:.6f}" for loss in losses))
     per_step = {name: step_tokens(p, block) for name in steps}
     rates = timed_rounds(steps, per_step, args.steps, args.rounds, runtime.device)

@@ -4,7 +4,7 @@ user of the course lab has).
 
 Both sides do the same work: the same shape, dropout, batches (real corpus tokens when
 `data/tokens` exists, else uniform random ids), AdamW with the stage's weight decay and
-gradient clipping, the loss in fp32. tinytf runs `tinytf.train.loop.train_step` with the
+gradient clipping, the loss in fp32. tinytf runs `tinytf.train.step.train_step` with the
 runtime the stage resolves from `pretrain:` (device, precision, compile; --precision and
 --compile override). Shapes: params.yaml's model (default), the course lab's (d_model 200, 2
 heads, d_ff 200) and, for GPUs, 6x384 (6 layers x 384 wide, d_ff 1536, block 256, batch 64) and
@@ -56,9 +56,10 @@ from tinytf.model.transformer import TinyTransformer
 from tinytf.params.config import load_params
 from tinytf.process.allocator import keep_freed_memory
 from tinytf.train import lm
-from tinytf.train.loop import build_optimizer, train_step
+from tinytf.train.loop import build_optimizer
 from tinytf.train.pretrain import BlockSource, epoch_steps, lm_step_loss, loop_config, step_tokens
 from tinytf.train.runtime import Runtime, resolve_runtime, seed_everything
+from tinytf.train.step import train_step
 
 # each shape: (model fields, pretrain fields) replaced in params.yaml's
 SHAPES = {

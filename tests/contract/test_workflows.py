@@ -229,6 +229,19 @@ def test_the_gpu_workflow_has_the_jobs_issue_16_asks_for():
     assert all(f"{torch} --index-url" in scripts(job) for job in jobs.values())
 
 
+def test_the_gpu_workflows_stage_runs_record_the_gpus_use_in_mlflow():
+    """System metrics on, and the NVML bindings MLflow reads the GPU through installed wherever a
+    job logs runs (the `gpu` extra, pinned in requirements.lock)."""
+    workflow = load("gpu.yml")
+    assert workflow["env"]["MLFLOW_ENABLE_SYSTEM_METRICS_LOGGING"] == "true"
+    extras = re.search(r"^gpu = \[(.*)\]$", (REPO / "pyproject.toml").read_text(), re.M).group(1)
+    assert '"nvidia-ml-py' in extras
+    assert re.search(r"^nvidia-ml-py==", (REPO / "requirements.lock").read_text(), re.M)
+    for name, job in workflow["jobs"].items():
+        if job.get("env", {}).get("TINYTF_TRACKING") != "0" and "tinytf" in scripts(job):
+            assert "-c requirements.lock -e '.[dev,gpu]'" in scripts(job), name
+
+
 def test_the_gpu_workflow_runs_the_speed_checks_on_the_default_data_and_keeps_their_output():
     (speed,) = [job for job in load("gpu.yml")["jobs"].values() if "gpu_checks.sh" in scripts(job)]
     script = scripts(speed)

@@ -95,11 +95,28 @@ def test_the_tiny_study_runs_every_stage_after_tokenize_and_writes_the_report(tm
     assert prepared.returncode == 0, prepared.stdout + prepared.stderr[-3000:]
     assert "prepare and tokenize done with preset tiny" in prepared.stdout
     assert json.loads((root / "reports" / "tokenize.json").read_text())["vocab_size"] == 400
+    # what the GPU machine needs, in one folder to carry; the checkout there has none of it
+    assert 'carry it: ["gpu-study-inputs"]' in prepared.stdout
+    for path in ("data/tokens", "data/tokenizer.json", "data/prepared/sentiment"):
+        assert (root / "gpu-study-inputs" / path).exists(), path
+        shutil.rmtree(root / path) if (root / path).is_dir() else (root / path).unlink()
+    # a checkout whose tracked reports are the default run's: the bundle's go with its tokens
+    shutil.copy2(REPO / "reports" / "tokenize.json", root / "reports" / "tokenize.json")
 
     out, results = tmp_path / "study", tmp_path / "results"
-    result = run(
-        ["--cpu"], root, env | {"PRESET": "tiny", "OUT": str(out), "TINYTF_BENCH_RESULTS": str(results)}
+    smi = tmp_path / "bin" / "nvidia-smi"  # a GPU's samples each 0.2 s, as `nvidia-smi -l 1` writes them
+    smi.parent.mkdir()
+    smi.write_text(
+        "#!/bin/bash\nwhile :; do echo \"$(date '+%Y/%m/%d %H:%M:%S.%3N'), 42, 1234, 81559\"; sleep 0.2; done\n"
     )
+    smi.chmod(0o755)
+    study_env = {
+        "PRESET": "tiny",
+        "OUT": str(out),
+        "TINYTF_BENCH_RESULTS": str(results),
+        "NVIDIA_SMI": str(smi),
+    }
+    result = run(["--cpu"], root, env | study_env)
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
 
     stages = list(yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"])
@@ -122,3 +139,15 @@ def test_the_tiny_study_runs_every_stage_after_tokenize_and_writes_the_report(tm
     [entry] = [json.loads(line) for line in (results / "gpu_study.jsonl").read_text().splitlines()]
     assert entry["headline"] == f"{lines[-1]} (tiny preset on cpu)"
     assert list(entry["figures"]["stage_s"]) == after_tokenize and entry["figures"]["total_s"] > 0
+    # the GPU's use beside the timings, per stage; and the study's question answered
+    use = entry["figures"]["gpu_use"]
+    assert set(use) == {*after_tokenize, "all"}, use
+    assert use["all"]["util_mean_pct"] == 42.0 and use["all"]["memory_max_mib"] == 1234.0
+    assert (out / "gpu_use.txt").read_text().splitlines()[-1].startswith("all: GPU 42% busy on average")
+    verdict = (out / "verdict.md").read_text().splitlines()
+    assert (
+        verdict[0].startswith("With all labels, our pretrained start reaches")
+        and "over 3 seeds" in verdict[0]
+    )
+    assert verdict[-1].startswith("verdict: ") and entry["figures"]["verdict"]["line"] == verdict[-1]
+    assert "gpu_study: warning" not in result.stderr  # the bundle's tokenize.json came back with it

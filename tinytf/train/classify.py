@@ -32,7 +32,8 @@ from tinytf.model.hf import HFClassifier
 from tinytf.model.transformer import ModelConfig, TinyTransformer, cls_loss
 from tinytf.train import distributed
 from tinytf.train.loop import Callback, LoopConfig, run_loop
-from tinytf.train.runtime import Runtime, maybe_compile, resolve_device, resolve_runtime, seed_everything
+from tinytf.train.runtime import CLASSIFIER_COMPILE_MIN_STEPS as CLASSIFIER_MIN_STEPS
+from tinytf.train.runtime import Runtime, maybe_compile, resolve_runtime, seed_everything
 
 INITS = ("pretrained", "scratch", "frozen", "hf")
 
@@ -121,15 +122,12 @@ def build_hf_classifier(
 
 def classifier_runtime(params, planned_steps: int = 0) -> Runtime:
     """Where classifiers train and predict: the `finetune:` section's device, precision and
-    compile (the grid and evaluate use them too); `planned_steps` decides `compile: auto`.
-
-    On a CPU `auto` does not compile the classifier: its batches are small and of varying length,
-    so a run of a few hundred steps does not repay the compile (benchmarks/classifier_throughput.py
-    with `finetune.compile: true` against a run without)."""
-    mode = params.compile
-    if mode == "auto" and resolve_device(params.device).type == "cpu":
-        mode = False
-    return resolve_runtime(params.device, params.precision, mode, planned_steps)
+    compile (the grid and evaluate use them too); `planned_steps` decides `compile: auto` against
+    the classifier's own thresholds (`CLASSIFIER_COMPILE_MIN_STEPS`): never on a CPU, from a
+    hundred steps on CUDA."""
+    return resolve_runtime(
+        params.device, params.precision, params.compile, planned_steps, CLASSIFIER_MIN_STEPS
+    )
 
 
 def planned_steps(data: SentimentData, batch_size: int, epochs: int) -> int:

@@ -42,6 +42,7 @@ from tinytf.train.classify import (
     classifier_config,
     classifier_runtime,
     evaluate_test_split,
+    planned_steps,
     train_classifier,
 )
 from tinytf.train.linear_probe import ProbeFit, fit_probe, layer_features
@@ -130,13 +131,19 @@ class RunSpec:
         }
 
 
+def finetune_runtime(params: FinetuneParams, data: SentimentData) -> Runtime:
+    """The stage's runtime. Its runs are short, but on CUDA one process trains them all (one worker),
+    so one compile serves every run: the all-labels run's planned steps decide `compile: auto`."""
+    return classifier_runtime(params, planned_steps(data, params.batch_size, params.epochs))
+
+
 class Trainer:
     """Trains one run of a spec; built once per worker process (`tinytf.train.workers`)."""
 
     def __init__(self, params: FinetuneParams, data_dir, max_length: int, hf: HFParams | None):
         self.params, self.data_dir, self.max_length, self.hf = params, data_dir, max_length, hf
         self.data = SentimentData.load(data_dir)
-        self.runtime = classifier_runtime(params, 0)  # every run is short: `auto` never compiles here
+        self.runtime = finetune_runtime(params, self.data)
         self.hf_data = None  # the hf arm's texts, encoded once
 
     def build(self, arm: str, start: Path, seed: int, dropout: float):
@@ -360,7 +367,7 @@ def run_finetune(
     if "hf" in params.arms and hf is None:
         raise ValueError("finetune.arms has 'hf': pass the hf params")
     check_label_counts(params, data_dir)
-    runtime = classifier_runtime(params, 0)
+    runtime = finetune_runtime(params, SentimentData.load(data_dir))
     pretrained = Path(pretrained)
     plan = params.curve_plan()
     search_seeds = list(params.seeds[: params.search_seeds])  # its runs are curve runs too

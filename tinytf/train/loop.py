@@ -28,6 +28,7 @@ from tinytf.errors import TinyTFError
 from tinytf.model.checkpoint import load_training_state, save_training_state
 from tinytf.train import distributed
 from tinytf.train.runtime import Runtime, rng_state, set_rng_state
+from tinytf.train.step import FiniteCheck, train_step
 
 
 class TrainingDiverged(TinyTFError):
@@ -110,61 +111,6 @@ def build_optimizer(model: torch.nn.Module, cfg: LoopConfig) -> torch.optim.Opti
     return optimizer_cls(groups, lr=cfg.lr, **kwargs)
 
 
-def train_step(
-    model: torch.nn.Module,
-    optimizer: torch.optim.Optimizer,
-    source: BatchSource,
-    loss_fn: Callable[[Any], torch.Tensor],
-    cfg: LoopConfig,
-    runtime: Runtime,
-    ddp: torch.nn.Module | None = None,
-) -> tuple[float, float | None]:
-    """One optimizer step: cfg.grad_accum micro-batches forward and backward, gradient clipping,
-    the update. Returns (loss, gradient norm before clipping); a non-finite loss returns before
-    the update, with the gradients cleared. What `run_loop` runs each step, and what
-    benchmarks/ time as "tinytf's training step".
-
-    With `ddp` (torchrun), each micro-batch is this rank's slice of the global batch, and only
-    the last micro-batch all-reduces the gradients."""
-    if ddp is not None:
-        return _ddp_train_step(model, optimizer, source, cfg, runtime, ddp)
-    loss_sum = None
-    for _ in range(cfg.grad_accum):
-        batch = source.next_batch()
-        with runtime.autocast():
-            loss = loss_fn(batch) / cfg.grad_accum
-        loss.backward()
-        loss_sum = loss.detach() if loss_sum is None else loss_sum + loss.detach()
-    return _finish_step(model, optimizer, float(loss_sum), cfg)
-
-
-def _ddp_train_step(model, optimizer, source, cfg, runtime, ddp):
-    loss_sum = None
-    for micro in range(cfg.grad_accum):
-        batch, weight = distributed.shard(source.next_batch())
-        with distributed.no_sync(ddp, sync=micro == cfg.grad_accum - 1), runtime.autocast():
-            loss = ddp(batch)
-            # an empty slice's loss is NaN but its gradients are zeros: weight 0 keeps both out
-            loss = loss * weight / cfg.grad_accum if weight else loss.nan_to_num(0.0) * 0.0
-            loss.backward()  # inside no_sync: DDP decides at backward whether to all-reduce
-        loss_sum = loss.detach() if loss_sum is None else loss_sum + loss.detach()
-    return _finish_step(model, optimizer, float(distributed.mean(loss_sum)), cfg)
-
-
-def _finish_step(model, optimizer, loss_value: float, cfg: LoopConfig) -> tuple[float, float | None]:
-    # float(loss) above is the one host sync of a step: the NaN check needs the value
-    if not math.isfinite(loss_value):
-        optimizer.zero_grad(set_to_none=True)
-        return loss_value, None
-    grad_norm = None
-    if cfg.grad_clip:
-        norm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip, foreach=True)
-        grad_norm = float(norm)
-    optimizer.step()
-    optimizer.zero_grad(set_to_none=True)
-    return loss_value, grad_norm
-
-
 class _StopFlag:
     """SIGINT sets a flag the loop checks between steps, so a stop never lands mid-update."""
 
@@ -188,7 +134,33 @@ class _StopFlag:
             signal.signal(signal.SIGINT, self._previous)
 
 
-# One function on purpose (~110 lines): the loop reads top to bottom like nanoGPT's train.py, and the
+def _step_metrics(result, lr: float, cfg: LoopConfig, steps_per_s: float) -> dict[str, float]:
+    """A logging step's figures: reading the loss and the norm back is this step's host sync."""
+    loss_value, grad_norm = result.values()
+    metrics = {"train_loss": loss_value, "lr": lr}
+    if grad_norm is not None:
+        metrics["grad_norm"] = grad_norm
+    if cfg.tokens_per_step:
+        metrics["tokens_per_s"] = cfg.tokens_per_step * steps_per_s
+    return metrics
+
+
+def _diverged(cfg: LoopConfig, step: int, loss: float, saved: Path | str | None, saved_step: int):
+    where = f"{saved} (step {saved_step})" if saved else "none saved yet"
+    return TrainingDiverged(
+        f"{cfg.desc}: loss is {loss} at step {step}; stopped. Last good checkpoint: {where}. Lower the "
+        f"learning rate or enable gradient clipping."
+    )
+
+
+def _show(bar, metrics: dict[str, float]) -> None:
+    postfix = {"loss": f"{metrics['train_loss']:.3f}", "lr": f"{metrics['lr']:.2e}"}
+    if "tokens_per_s" in metrics:
+        postfix["tok/s"] = f"{metrics['tokens_per_s']:,.0f}"
+    bar.set_postfix(postfix, refresh=False)
+
+
+# One function on purpose (~115 lines): the loop reads top to bottom like nanoGPT's train.py, and the
 # state it mutates (step, optimizer, history, the last good checkpoint) would otherwise travel through
 # half a dozen helpers' arguments.
 def run_loop(
@@ -264,38 +236,32 @@ def run_loop(
         dynamic_ncols=True,
     )
     window_started, window_steps = time.perf_counter(), 0
+    finite = FiniteCheck()
     with _StopFlag() as stop:
         while step < cfg.total_steps:
             lr = lr_at(step, cfg)
             for group in optimizer.param_groups:
                 group["lr"] = lr
-            loss_value, grad_norm = train_step(model, optimizer, source, loss_fn, cfg, runtime, ddp)
-            if not math.isfinite(loss_value):
-                bar.close()
-                where = f"{state_path} (step {last_good})" if state_path and last_good else "none saved yet"
-                raise TrainingDiverged(
-                    f"{cfg.desc}: loss is {loss_value} at step {step + 1}; stopped. Last good checkpoint: "
-                    f"{where}. Lower the learning rate or enable gradient clipping."
-                )
+            result = train_step(model, optimizer, source, loss_fn, cfg, runtime, ddp)
             step += 1
+            finite.add(step, result.loss)
             window_steps += 1
             bar.update(1)
+            at_epoch = step % cfg.steps_per_epoch == 0 or step == cfg.total_steps
+            # the host waits for the device only here: before a step is logged or checkpointed
+            if step % cfg.log_every == 0 or at_epoch or step % cfg.checkpoint_every == 0 or stop.raised:
+                if (bad := finite.first_bad()) is not None:
+                    bar.close()
+                    raise _diverged(cfg, *bad, state_path if last_good else None, last_good)
             if step % cfg.log_every == 0 or step == cfg.total_steps:
                 elapsed = max(time.perf_counter() - window_started, 1e-9)
-                metrics = {"train_loss": loss_value, "lr": lr}
-                if grad_norm is not None:
-                    metrics["grad_norm"] = grad_norm
-                step_log.append({"step": step, **metrics})
-                if cfg.tokens_per_step:
-                    metrics["tokens_per_s"] = cfg.tokens_per_step * window_steps / elapsed
-                postfix = {"loss": f"{loss_value:.3f}", "lr": f"{lr:.2e}"}
-                if cfg.tokens_per_step:
-                    postfix["tok/s"] = f"{metrics['tokens_per_s']:,.0f}"
-                bar.set_postfix(postfix, refresh=False)
+                metrics = _step_metrics(result, lr, cfg, window_steps / elapsed)
+                step_log.append({"step": step, **{k: v for k, v in metrics.items() if k != "tokens_per_s"}})
+                _show(bar, metrics)
                 for cb in callbacks:
                     cb.on_step(step, metrics)
                 window_started, window_steps = time.perf_counter(), 0
-            if step % cfg.steps_per_epoch == 0 or step == cfg.total_steps:
+            if at_epoch:
                 epoch = math.ceil(step / cfg.steps_per_epoch)
                 metrics = {"epoch": epoch, "step": step, **on_epoch_end(epoch, step)}
                 history.append(metrics)

@@ -23,10 +23,15 @@ import torch
 from tinytf.errors import ParamsError
 from tinytf.process import cpu
 
-# Below this many optimizer steps compiling does not repay its time. CPU: compiling the default
-# pretraining step takes ~35 s and saves ~0.26 s a step (benchmarks/pretrain_throughput.py), so
-# it pays from ~135 steps. CUDA: not measured here; kept where it was.
+# Below this many optimizer steps compiling does not repay its time, per device type. Pretraining
+# on a CPU: compiling the default step takes ~35 s and saves ~0.26 s a step
+# (benchmarks/pretrain_throughput.py), so it pays from ~135 steps. CUDA: not measured here.
 COMPILE_MIN_STEPS = {"cpu": 200, "cuda": 400}
+# The classifier (tinytf.train.classify): never under `auto` on a CPU, where its small batches of
+# varying length do not repay the compile (benchmarks/classifier_throughput.py); on CUDA an eager
+# epoch is bound by kernel launches, and one compile (dynamic shapes) serves every run of a
+# process, so a 319-step run compiles (benchmarks/results/classifier_epoch.jsonl).
+CLASSIFIER_COMPILE_MIN_STEPS = {"cpu": None, "cuda": 100}
 
 
 @dataclass
@@ -76,16 +81,24 @@ def compiler_available(device: torch.device) -> bool:
     return any(shutil.which(name) for name in (os.environ.get("CXX", "g++"), "g++", "clang++", "c++"))
 
 
-def resolve_runtime(device: str, precision: str, compile_mode: str | bool, planned_steps: int) -> Runtime:
+def resolve_runtime(
+    device: str,
+    precision: str,
+    compile_mode: str | bool,
+    planned_steps: int,
+    min_steps: dict[str, int | None] = COMPILE_MIN_STEPS,
+) -> Runtime:
     """Decide the runtime from params. `auto` depends only on what the machine has (a GPU, bf16
-    instructions, a compiler) and on the planned number of steps, never on a timing, so the same
-    machine always makes the same choice; stages record it in their outputs."""
+    instructions, a compiler) and on the planned number of steps against `min_steps` of the
+    device's type (None: never), never on a timing, so the same machine always makes the same
+    choice; stages record it in their outputs."""
     dev = resolve_device(device)
     if precision == "auto":
         native = torch.cuda.is_bf16_supported() if dev.type == "cuda" else cpu_has_bf16()
         precision = "bf16" if native else "fp32"
     if compile_mode == "auto":
-        use_compile = planned_steps >= COMPILE_MIN_STEPS[dev.type] and compiler_available(dev)
+        threshold = min_steps.get(dev.type)
+        use_compile = threshold is not None and planned_steps >= threshold and compiler_available(dev)
     else:
         use_compile = bool(compile_mode)
     return Runtime(dev, precision, use_compile)

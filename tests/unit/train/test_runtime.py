@@ -7,9 +7,18 @@ import torch
 
 from tinytf.model.architecture import ModelConfig
 from tinytf.model.transformer import TinyTransformer
+from tinytf.params.config import FinetuneParams
 from tinytf.train import runtime as rt
+from tinytf.train.classify import classifier_runtime
+from tinytf.train.finetune import finetune_runtime
 from tinytf.train.pretrain import lm_step_loss
-from tinytf.train.runtime import COMPILE_MIN_STEPS, Runtime, maybe_compile, resolve_runtime
+from tinytf.train.runtime import (
+    CLASSIFIER_COMPILE_MIN_STEPS,
+    COMPILE_MIN_STEPS,
+    Runtime,
+    maybe_compile,
+    resolve_runtime,
+)
 
 
 @pytest.mark.parametrize("native", [True, False])
@@ -28,6 +37,47 @@ def test_auto_compile_needs_enough_steps_and_a_compiler(monkeypatch):
     monkeypatch.setattr(rt, "compiler_available", lambda device: False)
     assert not resolve_runtime("cpu", "fp32", "auto", enough).compile
     assert resolve_runtime("cpu", "fp32", True, 1).compile  # an explicit true is obeyed
+
+
+def fake_device(monkeypatch, kind: str) -> None:
+    """`device` resolves to `kind` on this machine, whatever it has; a compiler is present."""
+    monkeypatch.setattr(rt, "resolve_device", lambda name: torch.device(kind))
+    monkeypatch.setattr(rt, "compiler_available", lambda device: True)
+
+
+@pytest.mark.parametrize("kind", ["cpu", "cuda"])
+def test_pretraining_compiles_from_its_threshold_on_each_device_type(monkeypatch, kind):
+    fake_device(monkeypatch, kind)
+    enough = COMPILE_MIN_STEPS[kind]
+    assert resolve_runtime("auto", "fp32", "auto", enough).compile
+    assert not resolve_runtime("auto", "fp32", "auto", enough - 1).compile
+
+
+def test_the_classifier_never_compiles_on_a_cpu_and_does_on_cuda_from_its_threshold(monkeypatch):
+    params = FinetuneParams(device="auto", precision="fp32", compile="auto")
+    fake_device(monkeypatch, "cpu")
+    assert not classifier_runtime(params, 100_000).compile  # however long the run
+    assert classifier_runtime(FinetuneParams(device="auto", precision="fp32", compile=True), 1).compile
+    fake_device(monkeypatch, "cuda")
+    threshold = CLASSIFIER_COMPILE_MIN_STEPS["cuda"]
+    assert threshold <= 319  # one epoch of the default data: the run benchmarks/classifier_epoch.py times
+    assert classifier_runtime(params, threshold).compile
+    assert not classifier_runtime(params, threshold - 1).compile
+    assert not classifier_runtime(
+        FinetuneParams(device="auto", precision="fp32", compile=False), 10**6
+    ).compile
+
+
+def test_the_finetune_stage_decides_on_its_all_labels_run(monkeypatch):
+    """One process trains every run on CUDA, so the longest run's steps decide, not a run's own."""
+    data = type("Data", (), {"splits": {"train": list(range(3200))}})()
+    params = FinetuneParams(device="auto", precision="fp32", compile="auto", batch_size=32, epochs=2)
+    fake_device(monkeypatch, "cuda")
+    assert finetune_runtime(params, data).compile  # 200 steps planned by its all-labels run
+    monkeypatch.setitem(rt.CLASSIFIER_COMPILE_MIN_STEPS, "cuda", 201)
+    assert not finetune_runtime(params, data).compile
+    fake_device(monkeypatch, "cpu")
+    assert not finetune_runtime(params, data).compile
 
 
 def test_a_failing_compile_falls_back_to_eager_once(monkeypatch, capsys):
