@@ -149,5 +149,6 @@ def test_the_tiny_study_runs_every_stage_after_tokenize_and_writes_the_report(tm
         verdict[0].startswith("With all labels, our pretrained start reaches")
         and "over 3 seeds" in verdict[0]
     )
+    assert verdict[1].startswith("Over ") and " test items (paired permutation test" in verdict[1]
     assert verdict[-1].startswith("verdict: ") and entry["figures"]["verdict"]["line"] == verdict[-1]
     assert "gpu_study: warning" not in result.stderr  # the bundle's tokenize.json came back with it
