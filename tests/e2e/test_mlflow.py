@@ -139,3 +139,31 @@ def test_mlflow_ui_lists_runs_and_renders_a_metric_chart(workspace, tmp_path):
             what="train_loss chart",
         )
         driver.save_screenshot(str(workspace / "mlflow-chart.png"))
+
+
+def test_predict_right_after_the_tiny_preset_names_the_command_that_works(workspace):
+    """The preset ran as a temporary experiment: it registered a version and rightly left
+    @champion alone. The first `tinytf predict` says which version exists and how to use it."""
+    import os
+    import re
+    import shlex
+    import subprocess
+    import sys
+
+    env = dict(os.environ, MLFLOW_TRACKING_URI=f"sqlite:///{workspace / 'mlflow.db'}")
+
+    def predict(*args):
+        command = [sys.executable, "-m", "tinytf.cli", "predict", *args]
+        return subprocess.run(command, cwd=workspace, env=env, capture_output=True, text=True, timeout=300)
+
+    first = predict("a gripping film")
+    err = first.stderr.strip()
+    assert first.returncode == 2 and len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert "no version is @champion yet; the newest is 1 by experiment " in err, err
+    assert "dvc exp apply " in err and "dvc repro --single-item evaluate" in err
+    command = re.search(r'tinytf predict --model models:/tinytf-sentiment/1 "your text"', err)
+    assert command, err
+    # the command it names, as named, answers
+    words = shlex.split(command.group(0).replace('"your text"', '"a gripping film"'))
+    answered = predict(*words[2:])
+    assert answered.returncode == 0 and "a gripping film" in answered.stdout, answered.stderr

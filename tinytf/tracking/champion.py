@@ -111,11 +111,34 @@ def load_champion(uri: str, store: str):
                 f"{store}: the tracking server does not answer ({first_line(exc.message)}); start it, "
                 f"or point MLFLOW_TRACKING_URI at one that runs"
             ) from None
-        raise DataError(
-            f"{uri}: cannot load the model ({first_line(exc.message)}); run the pipeline (evaluate registers it)"
-        ) from None
+        raise DataError(f"{uri}: cannot load the model ({first_line(exc.message)}); {way_out(uri)}") from None
     except sqlalchemy.exc.DatabaseError as exc:  # damage quick_check did not see, or another database
         raise DataError(f"{store}: cannot read the MLflow store ({exc.orig}); {STORE_FIX}") from None
+
+
+def way_out(uri: str) -> str:
+    """What to run when `uri` names an alias nobody set: the newest registered version and the two
+    commands that work (use that version, or bring its experiment into the workspace and evaluate
+    there), or, with no version at all, the pipeline."""
+    name, _, alias = uri.removeprefix("models:/").partition("@")
+    try:
+        versions = mlflow.MlflowClient().search_model_versions(f"name = '{name}'") if alias else []
+    except mlflow.exceptions.MlflowException:
+        versions = []
+    if not versions:
+        return "run the pipeline (evaluate registers it)"
+    newest = max(versions, key=lambda v: int(v.version))
+    experiment = (newest.tags or {}).get("tinytf.experiment")
+    made = f" by experiment {experiment}" if experiment else ""
+    apply = (
+        f", or make it the workspace's run: dvc exp apply {experiment} && dvc repro --single-item evaluate"
+        if experiment
+        else ""
+    )
+    return (
+        f"no version is @{alias} yet; the newest is {newest.version}{made}: "
+        f'tinytf predict --model models:/{name}/{newest.version} "your text"{apply}'
+    )
 
 
 def unreachable(message: str) -> bool:

@@ -273,3 +273,31 @@ def test_tinytf_predict_names_a_damaged_store(registered, tmp_path):
         (tmp_path / name).write_bytes(damage)
         result = predict_cli(f"sqlite:///{tmp_path / name}", "a fine film")
         refused(result, f"{tmp_path / name}: the MLflow store is damaged", "dvc repro")
+
+
+def test_predict_without_the_alias_names_the_newest_version_and_the_commands(tmp_path):
+    import mlflow
+
+    from tinytf.tracking.champion import log_champion, way_out
+
+    store = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    mlflow.set_tracking_uri(store)
+    mlflow.create_experiment("no-alias", artifact_location=(tmp_path / "artifacts").as_uri())
+    mlflow.set_experiment("no-alias")
+    tokenizer = train_tokenizer([f"review {i} film" for i in range(100)], TokenizeParams(vocab_size=200))
+    tokenizer.save(str(tmp_path / "tokenizer.json"))
+    config = ModelConfig(vocab_size=tokenizer.get_vocab_size(), d_model=16, n_head=2, d_ff=32, n_layer=1)
+    save_model(tmp_path / "model.pt", TinyTransformer(config).eval())
+    (tmp_path / "labels.json").write_text(json.dumps({"classes": ["bad", "good"]}))
+    assert way_out("models:/tinytf-sentiment@champion") == "run the pipeline (evaluate registers it)"
+    files = (tmp_path / "model.pt", tmp_path / "tokenizer.json", tmp_path / "labels.json", 16)
+    for experiment in ("first-exp", "second-exp"):  # two temporary experiments, neither the champion
+        with mlflow.start_run():
+            log_champion(*files, "tinytf-sentiment", None, {"tinytf.experiment": experiment})
+    said = way_out("models:/tinytf-sentiment@champion")
+    assert said.startswith("no version is @champion yet; the newest is 2 by experiment second-exp: ")
+    assert 'tinytf predict --model models:/tinytf-sentiment/2 "your text"' in said
+    assert said.endswith("dvc exp apply second-exp && dvc repro --single-item evaluate")
+    result = predict_cli(store, "a film")
+    err = result.stderr.decode()
+    assert result.returncode == 2 and len(err.strip().splitlines()) == 1 and said in err, err
