@@ -12,41 +12,59 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.helpers.imports import closure
 from tests.helpers.paths import REPO
+from tinytf.cli.deps import closure, differences, write
 from tinytf.params.config import load_params, narrow_params
 from tinytf.params.schema import UndeclaredParam
 
 STAGES = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
 
 
-def scripts_of(stage: dict) -> list[Path]:
-    """The stage script and every module its commands run (`python -m tinytf.params.check`)."""
-    commands = [stage["cmd"]] if isinstance(stage["cmd"], str) else stage["cmd"]
-    scripts = []
-    for words in (command.split() for command in commands):
-        scripts += [Path(w) for w in words if w.startswith("stages/") and w.endswith(".py")]
-        scripts += [
-            Path(*b.split(".")).with_suffix(".py")
-            for a, b in zip(words, words[1:], strict=False)
-            if a == "-m"
-        ]
-    return scripts
-
-
-def is_code(path: str) -> bool:
-    return path.endswith(".py") and path.startswith(("stages/", "tinytf/"))
-
-
 @pytest.mark.parametrize("name", sorted(STAGES))
 def test_every_file_a_stage_reaches_is_a_dep_and_no_other_code(name):
-    stage = STAGES[name]
-    reached = {str(p) for script in scripts_of(stage) for p in closure(script, REPO)}
-    deps = {d for d in stage["deps"] if isinstance(d, str)}
-    undeclared = sorted(reached - deps)
-    assert not undeclared, f"stage {name} imports {undeclared}, which dvc.yaml does not list as deps"
-    unreached = sorted(d for d in deps if is_code(d) and d not in reached)
-    assert not unreached, f"stage {name} lists {unreached} as deps, but its script never imports them"
+    missing, stale = differences(REPO).get(name, ([], []))
+    assert not missing, (
+        f"stage {name} imports {missing}, which dvc.yaml does not list as deps (tinytf deps --write)"
+    )
+    assert not stale, f"stage {name} lists {stale} as deps, but its script never imports them"
+
+
+def test_tinytf_deps_write_adds_an_import_to_the_stage_that_makes_it(tmp_path):
+    (tmp_path / "stages").mkdir()
+    (tmp_path / "tinytf").mkdir()
+    (tmp_path / "tinytf/__init__.py").write_text("")
+    (tmp_path / "tinytf/a.py").write_text("")
+    (tmp_path / "tinytf/b.py").write_text("")
+    (tmp_path / "stages/one.py").write_text("import tinytf.a\n")
+    (tmp_path / "stages/two.py").write_text("import tinytf.b\n")
+    (tmp_path / "dvc.yaml").write_text(
+        "# the pipeline\nstages:\n"
+        "  one:\n    cmd: python stages/one.py\n    deps:\n      - stages/one.py\n"
+        "      - tinytf/__init__.py\n      - tinytf/a.py\n      - data/raw  # a data dep stays\n"
+        "    outs:\n      - out1\n"
+        "  two:\n    cmd: python stages/two.py\n    deps:\n      - stages/two.py\n"
+        "      - tinytf/__init__.py\n      - tinytf/b.py\n    outs:\n      - out2\n"
+    )
+    before = (tmp_path / "dvc.yaml").read_text()
+    assert differences(tmp_path) == {} and write(tmp_path) == []
+    (tmp_path / "stages/one.py").write_text("import tinytf.a\nfrom tinytf import b\n")  # an added import
+    assert differences(tmp_path) == {"one": (["tinytf/b.py"], [])}
+    assert write(tmp_path) == ["one"] and differences(tmp_path) == {}
+    after = (tmp_path / "dvc.yaml").read_text()
+    assert after.startswith("# the pipeline\n") and "      - data/raw  # a data dep stays\n" in after
+    assert after.split("  two:")[1] == before.split("  two:")[1]  # the other stage untouched
+    assert yaml.safe_load(after)["stages"]["one"]["deps"] == [
+        "stages/one.py",
+        "tinytf/__init__.py",
+        "tinytf/a.py",
+        "tinytf/b.py",
+        "data/raw",
+    ]
+    (tmp_path / "stages/one.py").write_text("import tinytf.a\n")  # and a removed one
+    assert (
+        write(tmp_path) == ["one"]
+        and "tinytf/b.py" not in yaml.safe_load((tmp_path / "dvc.yaml").read_text())["stages"]["one"]["deps"]
+    )
 
 
 def test_closure_follows_imports_inside_functions(tmp_path):

@@ -38,7 +38,15 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     from tinytf.cli import data
 
-    for add in (_add_run, _add_check, _add_count_params, _add_text_tools, _add_presets, data.add_parser):
+    for add in (
+        _add_run,
+        _add_check,
+        _add_deps,
+        _add_count_params,
+        _add_text_tools,
+        _add_presets,
+        data.add_parser,
+    ):
         add(sub)
     return parser
 
@@ -70,6 +78,21 @@ def _add_check(sub) -> None:
         "YAML aliases than a few before DVC reads it (an alias bomb holds `dvc status` for minutes).",
     )
     check.add_argument("--params", default="params.yaml", help="params file (default: params.yaml)")
+
+
+def _add_deps(sub) -> None:
+    deps = sub.add_parser(
+        "deps",
+        help="check dvc.yaml's code deps against what each stage imports (--write fixes them)",
+        description="A stage's deps in dvc.yaml must list every project file its script reaches "
+        "through imports, and no code it never reaches (editing a reached file must make `dvc status` "
+        "list the stage). Without options: list what differs, exit 1 if anything does. Run from the "
+        "repository root.",
+    )
+    deps.add_argument(
+        "--write", action="store_true", help="rewrite each stage's code deps to its import closure"
+    )
+    deps.add_argument("--check", action="store_true", help="only check (the default)")
 
 
 def _add_count_params(sub) -> None:
@@ -291,6 +314,10 @@ def dispatch(argv: Sequence[str] | None = None) -> int:
         return guarded(lambda: run_stage(args.stage, args.overrides))
     if args.command == "check":
         return guarded(lambda: check_command(args.params))
+    if args.command == "deps":
+        from tinytf.cli.deps import deps_command
+
+        return guarded(lambda: deps_command(args.write))
     if args.command == "count-params":
         from tinytf.cli.tools import count_params_command
 
