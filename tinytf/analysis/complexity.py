@@ -96,8 +96,8 @@ def _cuda_peak(x, heads: int, kind: str) -> int:
     return torch.cuda.max_memory_allocated() - base
 
 
-# ~65 lines: the sweep over kinds x shapes and the timing protocol (warm-up, repeats, median) belong
-# together; a reader checks the measurement method in one place.
+# One function: the sweep over kinds x shapes and the timing protocol (warm-up, repeats, median)
+# belong together; a reader checks the measurement method in one place.
 def measure(
     kinds=KINDS,
     lengths=(768, 1024, 1280, 1536),

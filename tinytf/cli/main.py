@@ -25,7 +25,6 @@ from tinytf.params.schema import parse_overrides, set_dotted
 FILE_HELP = "a UTF-8 file whose whole content is one more text (- reads stdin); may be repeated"
 
 
-# ~80 lines on purpose: every subcommand and its options in one place, as `tinytf --help` lists them
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tinytf",

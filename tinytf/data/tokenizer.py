@@ -104,7 +104,7 @@ def encode_stream(tokenizer: Tokenizer, texts: list[str], chunk_lines: int = 256
     return np.concatenate(parts) if parts else np.empty(0, dtype=dtype)
 
 
-# One recipe (~75 lines): train, encode each split while counting, then write every file only once
+# One recipe: train, encode each split while counting, then write every file only once
 # everything is computed, so a failure leaves nothing half-written; split up, that order is harder to see.
 def run_tokenize(
     params: TokenizeParams,

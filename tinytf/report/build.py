@@ -238,8 +238,6 @@ class _Report:
             )
         transfer_section(self)
 
-    # ~65 lines: the grid's three inputs (cells, headline metrics, test report) are checked together,
-    # since the best cell named in one must be among the others.
     def grid(self) -> None:
         grid_section(self)
 

@@ -141,8 +141,8 @@ class Tracker:
 
         def _log():
             with _dataset_warnings_silenced():
-                # Two full passes of MLflow's over every value are skipped (together 15 s for a
-                # 6.4M-row LM split): its digest maps type() over the whole frame although it
+                # Two full passes of MLflow's over every value are skipped (seconds on a
+                # multi-million-row LM split): its digest maps type() over the whole frame although it
                 # hashes only 10k rows, so we pass the sha256 of the file written, which covers
                 # every row; and it infers the schema value by value, where the columns hold one
                 # type each, so a sample tells it (`schema` is a cached property: filling the
@@ -211,7 +211,7 @@ def bound_http() -> None:
 def _connect(experiment: str):
     bound_http()
     _quiet_mlflow_logs()
-    # MLflow's modules and its SQL store (about 1 s, built on the first lookup and cached) live as
+    # MLflow's modules and its SQL store (slow to build: built on the first lookup and cached) live as
     # long as the process: built once, without the garbage collector walking them (collector.py)
     first = "mlflow" not in sys.modules
     # read before set_tracking_uri, which exports MLFLOW_TRACKING_URI for subprocesses

@@ -276,7 +276,6 @@ class BestEpoch:
         return self.epoch
 
 
-# ~70 lines, a third of them the keyword arguments every caller (finetune, grid, evaluate) names
 @dataclass(frozen=True)
 class ClassifierRecipe:
     """How one classifier trains, built once by the stage that runs it (finetune, grid) from its

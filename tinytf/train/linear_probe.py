@@ -100,7 +100,7 @@ def fit_probe(features: dict[str, np.ndarray], labels: dict[str, np.ndarray], cs
 
     best = None
     # One BLAS thread: after torch has run, its OpenMP workers spin on the cores OpenBLAS's threads
-    # wait for, and a fit at 1,000 labels took 8.9 s instead of 0.2 on 2 cores. It also makes the
+    # wait for, and a fit at 1,000 labels ran dozens of times slower on 2 cores. It also makes the
     # fit independent of the core count: BLAS's summation order moved L-BFGS's stopping point enough
     # to change test predictions with all labels.
     with threadpool_limits(1, user_api="blas"):

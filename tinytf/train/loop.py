@@ -101,9 +101,9 @@ def build_optimizer(model: torch.nn.Module, cfg: LoopConfig) -> torch.optim.Opti
     optimizer_cls = getattr(torch.optim, cfg.optimizer)
     kwargs = dict(cfg.optimizer_kwargs)
     if "fused" in inspect.signature(optimizer_cls).parameters and "fused" not in kwargs:
-        # one kernel for the whole update instead of a few per parameter (AdamW: ~2 ms of CPU a
-        # step for this model unfused); where the class or device has no fused kernel, torch raises
-        # and the plain implementation is used
+        # one kernel for the whole update instead of a few per parameter (benchmarks/profile_step.py
+        # lists the optimizer's operators in a step); where the class or device has no fused
+        # kernel, torch raises and the plain implementation is used
         try:
             return optimizer_cls(groups, lr=cfg.lr, fused=True, **kwargs)
         except (RuntimeError, ValueError):
@@ -160,10 +160,36 @@ def _show(bar, metrics: dict[str, float]) -> None:
     bar.set_postfix(postfix, refresh=False)
 
 
-# One function on purpose (~115 lines): the loop reads top to bottom like nanoGPT's train.py, and the
-# state it mutates (step, optimizer, history, the last good checkpoint) would otherwise travel through
-# half a dozen helpers' arguments.
-def run_loop(
+def _resume(saved: dict, model, optimizer, source: BatchSource, extra_state: dict | None):
+    """Put a saved training state back; returns (history, step, step_log)."""
+    model.load_state_dict(saved["model"])
+    optimizer.load_state_dict(saved["optimizer"])
+    source.load_state(saved["source"])
+    set_rng_state(saved["rng"])
+    for key, value in (extra_state or {}).items():  # in place: the caller holds these objects
+        if isinstance(value, dict) and isinstance(saved.get(key), dict):
+            value.clear()
+            value.update(saved[key])
+    return saved["history"], saved["step"], saved.get("step_log", [])
+
+
+def _progress_bar(cfg: LoopConfig, step: int):
+    return tqdm(
+        total=cfg.total_steps,
+        initial=step,
+        desc=cfg.desc,
+        unit="step",
+        file=sys.stderr,
+        mininterval=1.0,
+        disable=None if distributed.is_main() and cfg.progress else True,
+        dynamic_ncols=True,
+    )
+
+
+# One function on purpose: the loop reads top to bottom like nanoGPT's train.py, and the state it
+# mutates (step, optimizer, history, the last good checkpoint) would otherwise travel through half
+# a dozen helpers' arguments.
+def run_loop(  # noqa: PLR0915
     model: torch.nn.Module,
     source: BatchSource,
     loss_fn: Callable[[Any], torch.Tensor],
@@ -184,20 +210,11 @@ def run_loop(
     task's own state, filled as it goes (pretraining's snapshots) and refilled in place on resume.
     """
     optimizer = build_optimizer(model, cfg)
-    history: list[dict] = []
-    step_log: list[dict] = []  # the deterministic per-step values (no timings), for loss curves
-    step = 0
+    # step_log: the deterministic per-step values (no timings), for loss curves
+    history, step, step_log = [], 0, []
     saved = load_training_state(state_path, params_hash) if (state_path and resume) else None
     if saved is not None:
-        model.load_state_dict(saved["model"])
-        optimizer.load_state_dict(saved["optimizer"])
-        source.load_state(saved["source"])
-        set_rng_state(saved["rng"])
-        history, step, step_log = saved["history"], saved["step"], saved.get("step_log", [])
-        for key, value in (extra_state or {}).items():  # in place: the caller holds these objects
-            if isinstance(value, dict) and isinstance(saved.get(key), dict):
-                value.clear()
-                value.update(saved[key])
+        history, step, step_log = _resume(saved, model, optimizer, source, extra_state)
         print(f"resuming {cfg.desc} from step {step} ({state_path})", file=sys.stderr)
     last_good = step
     ddp = distributed.wrap(model, loss_fn, runtime.device) if distributed.enabled() else None
@@ -225,16 +242,7 @@ def run_loop(
         last_good = step
 
     model.train()
-    bar = tqdm(
-        total=cfg.total_steps,
-        initial=step,
-        desc=cfg.desc,
-        unit="step",
-        file=sys.stderr,
-        mininterval=1.0,
-        disable=None if distributed.is_main() and cfg.progress else True,
-        dynamic_ncols=True,
-    )
+    bar = _progress_bar(cfg, step)
     window_started, window_steps = time.perf_counter(), 0
     finite = FiniteCheck()
     with _StopFlag() as stop:

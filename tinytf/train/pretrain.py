@@ -138,7 +138,7 @@ def words_with_eos(stats_path: Path) -> dict[str, int] | None:
     return {s: v["words"] + v["rows"] for s, v in corpus["splits"].items() if s != "train"}
 
 
-# One recipe (~75 lines), nanochat-style: data, model, runtime, loss, evaluation, loop, samples, read
+# One recipe, nanochat-style: data, model, runtime, loss, evaluation, loop, samples, read
 # top to bottom; its closures share the model and runtime, which helpers would pass around.
 def pretrain(
     model_params: ModelParams,

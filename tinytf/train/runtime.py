@@ -24,8 +24,8 @@ from tinytf.errors import ParamsError
 from tinytf.process import cpu
 
 # Below this many optimizer steps compiling does not repay its time, per device type. Pretraining
-# on a CPU: compiling the default step takes ~35 s and saves ~0.26 s a step
-# (benchmarks/pretrain_throughput.py), so it pays from ~135 steps. CUDA: not measured here.
+# on a CPU: the compile's cost over what it saves a step (benchmarks/pretrain_throughput.py, with
+# and without --compile) puts the break-even well under 200 steps. CUDA: not measured here.
 COMPILE_MIN_STEPS = {"cpu": 200, "cuda": 400}
 # The classifier (tinytf.train.classify): never under `auto` on a CPU, where its small batches of
 # varying length do not repay the compile (benchmarks/classifier_throughput.py); on CUDA an eager
