@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import torch
 
@@ -156,6 +157,10 @@ def test_a_damaged_training_state_says_it_may_be_deleted(tmp_path):
 def test_a_missing_sentiment_token_file_under_finetune(tmp_path):
     root = workspace(tmp_path, sentiment=True)
     (root / "data/tokens/sentiment/train.parquet").unlink()
+    # the baselines' outputs it compares with are there: the missing token file is what it names
+    (root / "reports/baselines").mkdir(parents=True)
+    (root / "reports/baselines/summary.json").write_text('{"label_curve": {}}')
+    pd.DataFrame({"arm": ["tfidf_lr"]}).to_parquet(root / "reports/baselines/predictions.parquet")
     args = [
         "--data",
         "data",
@@ -165,6 +170,12 @@ def test_a_missing_sentiment_token_file_under_finetune(tmp_path):
         "data/models/snapshots",
         "--reports",
         "reports/finetune",
+        "--baselines",
+        "reports/baselines/summary.json",
+        "--baseline-predictions",
+        "reports/baselines/predictions.parquet",
+        "--predictions",
+        "data/predictions/finetune.parquet",
     ]
     one_line_exit_2(
         stage(root, "finetune.py", *args), "data/tokens/sentiment/train.parquet", "dvc repro tokenize"

@@ -115,7 +115,9 @@ def test_the_masked_presets_export_pairs_its_run_with_the_committed_causal_run(t
     assert set(written["objectives"]["label_curve"]) == {"250", "1000", "all"}
     readme = (out / "README.md").read_text()
     assert readme.startswith("README.md\n## Masked vs causal pretraining on the label curve")
-    assert "The course's claim (seed 000)" in readme and "- all labels: masked − causal -2.0" in readme
+    assert (
+        "The course's claim (course report 000)" in readme and "- all labels: masked − causal -2.0" in readme
+    )
     assert (
         "| all (10201) | 72.0 % | 70.0 % | 70.0 % | 70.0 % | -2.0 |"
         in (out / "tables" / "objectives.md").read_text()
