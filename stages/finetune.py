@@ -20,6 +20,7 @@ from tinytf.analysis.evaluation import arm_summary, curve_summary, gap_trend, sn
 from tinytf.analysis.items import METHOD as ITEM_METHOD
 from tinytf.analysis.items import ItemSource, chosen_predictions
 from tinytf.data.subsets import count_name
+from tinytf.errors import DataError
 from tinytf.io import write_json, write_parquet, write_text
 from tinytf.report.plots import plot_finetune_curves
 from tinytf.tracking.runs import TrackerCallback, stage_run
@@ -93,6 +94,9 @@ def main() -> None:
     snapshots = sorted(Path(args.snapshots).glob("epoch*.pt"), key=lambda p: int(p.stem[5:]))
 
     check_label_counts(params.finetune, args.data)  # before the MLflow run: a refused count leaves none
+    for path in (args.baselines, args.baseline_predictions):  # before any run: the comparisons need them
+        if not Path(path).exists():
+            raise DataError(f"{path}: not found; stage 'baselines' writes it: run `dvc repro baselines`")
     baselines = json.loads(Path(args.baselines).read_text())
     baseline_predictions = pd.read_parquet(args.baseline_predictions)
     staged = common.staged_outputs(args, "finetune", into=("reports",), whole=("predictions",))

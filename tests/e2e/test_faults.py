@@ -180,6 +180,10 @@ def test_a_missing_sentiment_token_file_under_finetune(tmp_path):
     one_line_exit_2(
         stage(root, "finetune.py", *args), "data/tokens/sentiment/train.parquet", "dvc repro tokenize"
     )
+    (root / "reports/baselines/summary.json").unlink()  # and the baselines' summary it compares with
+    one_line_exit_2(
+        stage(root, "finetune.py", *args), "reports/baselines/summary.json: not found", "dvc repro baselines"
+    )
 
 
 def test_an_unwritable_output_folder_names_the_folder(tmp_path):

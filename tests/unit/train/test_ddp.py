@@ -165,6 +165,13 @@ def test_the_finetune_stage_under_torchrun_gives_what_one_process_gives(data, tm
         "finetune.compile=false",
         "tokenize.max_length=32",
     ]
+    # the comparisons with TF-IDF read the baselines' outputs; none here (no raw texts): none made
+    from tinytf.data.predictions import COLUMNS
+
+    baselines = tmp_path / "baselines"
+    baselines.mkdir()
+    (baselines / "summary.json").write_text('{"label_curve": {}}')
+    pd.DataFrame(columns=list(COLUMNS)).to_parquet(baselines / "predictions.parquet")
     outputs = {}
     for processes in (1, 2):
         out = tmp_path / f"n{processes}"
@@ -180,6 +187,12 @@ def test_the_finetune_stage_under_torchrun_gives_what_one_process_gives(data, tm
                 str(out / "snapshots"),
                 "--reports",
                 str(out / "reports"),
+                "--baselines",
+                str(baselines / "summary.json"),
+                "--baseline-predictions",
+                str(baselines / "predictions.parquet"),
+                "--predictions",
+                str(out / "predictions.parquet"),
             ],
             small,
             processes,

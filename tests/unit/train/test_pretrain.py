@@ -154,7 +154,12 @@ def test_checkpoint_safety(corpus, tmp_path):
         load_model(tmp_path / "m.pt", expect=other)
     evil = tmp_path / "evil.pt"
     torch.save({"payload": Crash(1)}, evil)
-    (tmp_path / "evil.json").write_text((tmp_path / "m.json").read_text())
+    meta = json.loads((tmp_path / "m.json").read_text())
+    (tmp_path / "evil.json").write_text(json.dumps(meta))
+    with pytest.raises(DataError, match="damaged: its sha256 is not the one"):  # the digest first
+        load_model(evil)
+    meta.pop("sha256")  # a JSON from before digests: the unpickler itself refuses the payload
+    (tmp_path / "evil.json").write_text(json.dumps(meta))
     with pytest.raises(DataError, match="refused"):
         load_model(evil)
 
