@@ -58,31 +58,27 @@ class Inputs:
         return None if data is None else split_frame(data, self.root / UPSTREAM[name].path)
 
     def parquet(self, name: str, columns: tuple[str, ...] = ()) -> pd.DataFrame | None:
-        path = self.exists(name)
-        if path is None:
-            return None
-        try:
-            frame = pd.read_parquet(path)
-        except (OSError, ValueError) as exc:
-            raise DataError(f"{path}: not a readable parquet file ({exc})") from None
-        absent = [c for c in columns if c not in frame.columns]
-        if absent:
-            raise DataError(f"{path}: missing column(s) {absent}; has {list(frame.columns)}")
-        return frame
+        return self._frame(name, columns, pd.read_parquet, "parquet file", (OSError, ValueError))
 
     def csv(self, name: str, columns: tuple[str, ...] = ()) -> pd.DataFrame | None:
+        bad = (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError)
+        frame = self._frame(name, columns, pd.read_csv, "CSV", bad)
+        if frame is not None and frame.empty:
+            raise DataError(f"{self.root / UPSTREAM[name].path}: no rows")
+        return frame
+
+    def _frame(self, name: str, columns: tuple[str, ...], read, kind: str, bad: tuple) -> pd.DataFrame | None:
+        """The file as a DataFrame with `columns`, None when absent; DataError naming it otherwise."""
         path = self.exists(name)
         if path is None:
             return None
         try:
-            frame = pd.read_csv(path)
-        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-            raise DataError(f"{path}: not a readable CSV ({exc})") from None
+            frame = read(path)
+        except bad as exc:
+            raise DataError(f"{path}: not a readable {kind} ({exc})") from None
         absent = [c for c in columns if c not in frame.columns]
         if absent:
             raise DataError(f"{path}: missing column(s) {absent}; has {list(frame.columns)}")
-        if frame.empty:
-            raise DataError(f"{path}: no rows")
         return frame
 
 
