@@ -224,7 +224,11 @@ def compare_objectives(
         "",
         "Added by the export from `objectives.json`: this run's masked-LM start against the causal start "
         "of the committed default run it differs from only in `pretrain.objective`, paired over the same "
-        "seeds (subset, head init and batch order), Holm across the label counts.",
+        "seeds (subset, head init and batch order), Holm across the label counts. Both runs fine-tune "
+        f"every start under {values.get('finetune.attention', 'its own')} attention "
+        "(`finetune.attention`), so the two scratch starts are the same model. The masked LM had the "
+        "causal one's budget: the same steps, batch, lr and tokens read, 15 % of those tokens predicted "
+        "(the causal LM predicts every one).",
         "",
         "The course's claim (course report 000): a causal LM's unidirectionality \"could harm the results even with "
         'fine tuning", while BERT\'s masked objective "allows the model to generalize better". Here:',

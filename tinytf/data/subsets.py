@@ -30,7 +30,7 @@ def label_order(labels: np.ndarray, seed: int) -> np.ndarray:
 
 
 def label_subset(labels: np.ndarray, count: int, seed: int) -> np.ndarray:
-    """Row indices of the first `count` labels of the course report's order (all rows for ALL), sorted."""
+    """Row indices of the first `count` labels of the seed's order (all rows for ALL), sorted."""
     if count == ALL or count >= len(labels):
         return np.arange(len(labels))
     return np.sort(label_order(labels, seed)[:count])

@@ -155,7 +155,7 @@ class FinetuneParams:
     # grows with the labels
     probe_cs: list[float] = bounded([0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0], gt=0)
     search_labels: int = bounded(1000, ge=0)  # the subset every start's recipe is chosen on
-    # on its first few seeds, by mean validation accuracy: one course report's validation split decides
+    # on its first few seeds, by mean validation accuracy: one seed's validation split decides
     # between recipes by a handful of texts
     search_seeds: int = bounded(3, ge=1)
     # fine-tune from the pretraining snapshots at this many labels: the pretraining-tokens curve
@@ -165,6 +165,9 @@ class FinetuneParams:
     device: str = "auto"
     precision: Literal["auto", "fp32", "bf16"] = "auto"
     compile: Literal["auto"] | bool = "auto"  # auto: on for runs long enough to repay compiling
+    # the classifier's attention for every start: the pretrained body's own (`pretraining`), or one
+    # for all, so that two runs whose bodies were pretrained differently fine-tune alike
+    attention: Literal["pretraining", "causal", "bidirectional"] = "pretraining"
 
     def curve_plan(self) -> list[tuple[int, list[int]]]:
         """[(label count, seeds)] in increasing label count (0 = all labels, last), every count

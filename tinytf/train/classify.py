@@ -85,13 +85,17 @@ class SentimentData:
 
 
 def classifier_config(
-    pretrained_path: str | Path, n_classes: int, dropout: float | None = None
+    pretrained_path: str | Path, n_classes: int, dropout: float | None = None, attention: str = "pretraining"
 ) -> ModelConfig:
-    """The pretrained model's architecture with a head for `n_classes`."""
+    """The pretrained model's architecture with a head for `n_classes`; its attention is the
+    body's own (`pretraining`: causal after a causal LM, bidirectional after a masked one) unless
+    `attention` names one (finetune.attention)."""
     config = read_config(pretrained_path)["model"]
     config["n_classes"] = n_classes
     if dropout is not None:
         config["dropout"] = dropout
+    if attention != "pretraining":
+        config["causal"] = attention == "causal"
     return ModelConfig.from_dict(config)
 
 

@@ -90,7 +90,7 @@ def check_label_counts(params: FinetuneParams, data_dir: str | Path) -> None:
 
 
 def subset(data: SentimentData, count: int, seed: int) -> tuple[SentimentData, np.ndarray]:
-    """The data with train cut to the course report's `count` labels, and the train rows kept."""
+    """The data with train cut to the seed's `count` labels, and the train rows kept."""
     train = data.splits["train"]
     rows = label_subset(np.asarray(train.labels), count, seed)
     splits = dict(
@@ -150,7 +150,8 @@ class Trainer:
         """(model, its data, its max_length): the hf arm has its own tokenizer, hence its own ids."""
         n_classes = len(self.data.classes)
         if arm != "hf":
-            model = build_classifier(arm, classifier_config(start, n_classes, dropout), start, seed)
+            config = classifier_config(start, n_classes, dropout, self.params.attention)
+            model = build_classifier(arm, config, start, seed)
             return model, self.data, self.max_length
         model = build_hf_classifier(self.hf.checkpoint, n_classes, self.hf.max_length, seed, dropout)
         if self.hf_data is None:
@@ -259,7 +260,7 @@ class Runner:
         self.predictions: list[pd.DataFrame] = []  # per run and split, one row per text
 
     def probe(self, spec: RunSpec) -> dict:
-        """The frozen start's run: the probe fitted on the course report's train rows."""
+        """The frozen start's run: the probe fitted on the seed's train rows."""
         began = time.perf_counter()
         model, _, _ = self.trainer.build(spec.arm, spec.start, spec.seed, 0.0)  # features: eval mode
         self.parameters[spec.arm] = classifier_parameters(model)
@@ -270,7 +271,7 @@ class Runner:
         key = (
             spec.start_name,
             rows.tobytes(),
-        )  # every course report's "all labels" is the same rows: one fit
+        )  # every seed's "all labels" is the same rows: one fit
         if key not in self.probe_fits:
             features = dict(start_features, train=start_features["train"][rows])
             labels = {s: np.asarray(self.data.splits[s].labels) for s in ("validation", "test")}

@@ -105,6 +105,7 @@ def test_the_masked_presets_export_pairs_its_run_with_the_committed_causal_run(t
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
     _commit(repo, "the causal run")
     params["pretrain"]["objective"] = "masked"
+    params["finetune"]["attention"] = "causal"  # the preset fine-tunes both bodies alike
     (repo / "params.yaml").write_text(yaml.safe_dump(params))
     runs({"250": 0.01, "1000": 0.0, "all": -0.02}).to_csv(reports / "finetune" / "runs.csv", index=False)
 
@@ -118,6 +119,8 @@ def test_the_masked_presets_export_pairs_its_run_with_the_committed_causal_run(t
     assert (
         "The course's claim (course report 000)" in readme and "- all labels: masked − causal -2.0" in readme
     )
+    assert "fine-tune every start under causal attention (`finetune.attention`)" in readme
+    assert "15 % of those tokens predicted" in readme
     assert (
         "| all (10201) | 72.0 % | 70.0 % | 70.0 % | 70.0 % | -2.0 |"
         in (out / "tables" / "objectives.md").read_text()

@@ -183,3 +183,24 @@ def test_grid_cells_are_found_by_content_and_missing_ones_named(tmp_path):
     assert table["key"].tolist() == [cell_key(**cell)] and table["checkpoint"].tolist() == ["x.pt"]
     with pytest.raises(FileNotFoundError, match="no result for grid cell SGD-lr0.01-bs8-ep1"):
         load_cells(GridParams(optimizers=["SGD"], lrs=[0.01], batch_sizes=[8], epochs=[1]), tmp_path)
+
+
+def test_finetune_attention_puts_every_start_under_one_attention(workdir):
+    """A masked body fine-tunes bidirectionally by default (its own attention); finetune.attention
+    names one for every start, so a masked and a causal run's scratch starts are the same model."""
+    pretrained = workdir / "models" / "pretrained.pt"
+    own = classifier_config(pretrained, 2)
+    assert own.causal  # the fixture's body is a causal LM
+    assert not classifier_config(pretrained, 2, attention="bidirectional").causal
+    assert classifier_config(pretrained, 2, attention="causal").causal
+    data = SentimentData.load(workdir)
+    batch = data.splits["validation"].input_ids[0][:8]
+    ids = torch.tensor([batch, batch])
+    ids[1, -1] = (ids[1, -1] + 1) % own.vocab_size  # change the last token only
+    for attention, sees_ahead in (("causal", False), ("bidirectional", True)):
+        model = build_classifier(
+            "scratch", classifier_config(pretrained, 2, attention=attention), pretrained, 1
+        )
+        hidden = model.eval().base(ids)
+        moved = float((hidden[0, :-1] - hidden[1, :-1]).abs().max())
+        assert (moved > 1e-6) == sees_ahead, (attention, moved)

@@ -28,7 +28,7 @@ def test_a_cell_trains_at_the_studys_lr_and_budget_not_pretrainings():
 
 
 def _cells(pos_gap: float, merge_gap: float, seeds: int = 6, noise: float = 4.0):
-    """Cells of a 2 x 2 design: dev = 400 + gaps + a course report's noise (fixed draws, so no flakes)."""
+    """Cells of a 2 x 2 design: dev = 400 + gaps + a seed's noise (fixed draws, so no flakes)."""
     rng = np.random.default_rng(0)
     rows = [
         {
