@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from tinytf.analysis.items import chosen_predictions
+from tinytf.data.predictions import RUN_KEYS
 from tinytf.report.facts import UPSTREAM
 
 ROWS = 5  # per direction of disagreement; the champion's mistakes get twice as many
@@ -77,8 +79,11 @@ def mistakes_section(r) -> None:
     texts = texts["text"].tolist()
     classes = (r.f.finetune or {}).get("classes") or (r.f.test_report or {}).get("classes")
     finetune = r.inputs.parquet("finetune_predictions", ("arm", "labels", "split", "item", "prediction"))
-    if finetune is not None and {"pretrained", "scratch"} <= set(finetune["arm"]):
-        chosen = _chosen(finetune, r)
+    runs = r.inputs.csv("finetune_runs", ("chosen", *RUN_KEYS)) if finetune is not None else None
+    if runs is not None and {"pretrained", "scratch"} <= set(finetune["arm"]):
+        # the runs the curve reports (each start's chosen recipe, from the final model), all labels
+        chosen = chosen_predictions(finetune, runs.astype({"labels": str}))
+        chosen = chosen[chosen["labels"] == "all"]
         r.table(
             "disagreements",
             "Where pretrained and scratch disagree",
@@ -99,17 +104,6 @@ def mistakes_section(r) -> None:
             champion_mistakes(champion, texts, classes),
             floatfmt=".3f",
         )
-
-
-def _chosen(finetune: pd.DataFrame, r) -> pd.DataFrame:
-    """The all-label runs the curve reports: each start's chosen recipe, from the final model."""
-    recipes = (r.f.finetune or {}).get("recipes") or {}
-    rows = finetune[(finetune["labels"] == "all") & (finetune["start"] == "final")]
-    keep = pd.Series(True, index=rows.index)
-    for arm, recipe in recipes.items():
-        mine = rows["arm"] == arm
-        keep &= ~mine | ((rows["lr"] == recipe["lr"]) & (rows["dropout"] == recipe["dropout"]))
-    return rows[keep]
 
 
 def _seeds(rows: pd.DataFrame) -> int:

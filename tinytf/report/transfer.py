@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import pandas as pd
 
-from tinytf.analysis.evaluation import decisive_p
+from tinytf.analysis.evaluation import ALPHA, decisive_p
 from tinytf.analysis.evaluation import verdict as analysis_verdict
 from tinytf.report import tables as rt
 from tinytf.report.facts import UPSTREAM, ReportView
 
 ARMS = ("pretrained", "scratch", "frozen")
-ALPHA = 0.05  # a paired difference is called a gain or a loss only below this p value
 # Published SST-2 numbers, cited for context only (another dataset than the default one)
 PUBLISHED = (
     ("SVM (bag of words), Socher et al. 2013", 0.794),
@@ -190,7 +189,8 @@ def trend_text(s: dict) -> list[str]:
     if not trend:
         return []
     low, high = trend["ci95"]
-    found = trend["p_value"] < ALPHA
+    p = trend["p_value"]  # None: every seed the same slope, so no t-test
+    found = p is not None and p < ALPHA
     said = (
         f"pretraining's gain {'shrinks' if trend['slope_per_decade'] < 0 else 'grows'} as labels grow"
         if found
@@ -198,7 +198,7 @@ def trend_text(s: dict) -> list[str]:
     )
     return [
         f"- Trend: {said} (slope {100 * trend['slope_per_decade']:+.1f} points per tenfold labels, 95 % CI "
-        f"[{100 * low:+.1f}, {100 * high:+.1f}], p = {trend['p_value']:.3g}; {trend['model']}, "
+        f"[{100 * low:+.1f}, {100 * high:+.1f}], {f'p = {p:.3g}' if p is not None else 'no t-test'}; {trend['model']}, "
         f"n = {trend['n']})."
     ]
 

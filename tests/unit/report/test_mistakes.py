@@ -67,3 +67,11 @@ def test_the_baseline_sentence_says_who_wins_ties_or_loses():
     assert ": it beats scratch, ties with pretrained:" in line
     assert "(a tie, Holm p = 0.3; over the 1,275 test texts -1.1 points, p = 0.2)" in line
     assert against_tfidf("all", {"pretrained": {"mean": 0.7}}) is None
+
+
+def test_a_trend_whose_seeds_share_one_slope_is_said_without_a_p():
+    from tinytf.report.transfer import trend_text
+
+    trend = {"slope_per_decade": 0.0, "ci95": [0.0, 0.0], "p_value": None, "model": "m", "n": 3}
+    [line] = trend_text({"trend": trend})
+    assert "no trend of the gain with the label count detected" in line and "no t-test" in line
