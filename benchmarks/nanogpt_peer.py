@@ -75,7 +75,9 @@ class NanoGPT(nn.Module):
         self.drop = nn.Dropout(c.dropout)
         self.h = nn.ModuleList(Block(c) for _ in range(c.n_layer))
         self.ln_f = nn.LayerNorm(c.d_model)
-        self.lm_head = nn.Linear(c.d_model, c.vocab_size, bias=False)
+        self.lm_head = nn.Linear(
+            c.d_model, c.vocab_size, bias=c.bias
+        )  # tinytf's head has one where its layers do
         if c.tie_weights:  # nanoGPT always ties; tinytf's default does not, and the peer follows tinytf
             self.wte.weight = self.lm_head.weight
         for name, p in self.named_parameters():  # nanoGPT's init, residual projections scaled down

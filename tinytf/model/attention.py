@@ -166,15 +166,21 @@ class SelfAttention(nn.Module):
             compiling=torch.compiler.is_compiling(),
             training_dropout=self.training and self.dropout > 0,
             records_grad=x.requires_grad,
+            low_precision=torch.is_autocast_enabled(x.device.type),
         )
 
 
-def sdpa_is_faster(device_type: str, compiling: bool, training_dropout: bool, records_grad: bool) -> bool:
+def sdpa_is_faster(
+    device_type: str, compiling: bool, training_dropout: bool, records_grad: bool, low_precision: bool = False
+) -> bool:
     """Whether SDPA beats the written-out math (the same math, equal up to rounding) on a device type:
     - on CUDA it always does: its flash kernel never writes the L x L scores to memory, under compile
       too, and drops out inside the kernel (benchmarks/pretrain_throughput.py --nanogpt);
-    - elsewhere, under torch.compile it does not: inductor fuses the scale, mask, softmax and dropout
-      around the two matmuls, where SDPA stays an opaque kernel (benchmarks/);
+    - elsewhere, under torch.compile in fp32 without dropout it does too: its CPU flash kernels,
+      forward and backward, beat the two fp32 matmuls and the L x L scores they write
+      (pretrain_throughput.py --precision fp32 on a CPU without bf16 units);
+    - under torch.compile in bf16 (autocast) it does not: inductor fuses the scale, mask, softmax
+      and dropout around the two matmuls, where SDPA stays an opaque kernel (benchmarks/);
     - with dropout in training, SDPA would fall back to the same math with torch's slower random
       numbers (tinytf.model.dropout explains why ours);
     - wherever autograd records it on a CPU (its input requires grad, so a backward may follow):
@@ -182,6 +188,8 @@ def sdpa_is_faster(device_type: str, compiling: bool, training_dropout: bool, re
     It does in inference (under no_grad)."""
     if device_type == "cuda":
         return True
-    if compiling or training_dropout:
+    if training_dropout:
         return False
+    if compiling:
+        return not low_precision
     return not (records_grad and device_type == "cpu")

@@ -349,7 +349,9 @@ def train_classifier(
 
     def on_epoch_end(epoch: int, step: int) -> dict[str, float]:
         metrics = source.take_epoch_stats()
-        validation = predict(model, data.splits["validation"], 256, r.max_length, runtime, **options)
+        validation = predict(
+            model, data.splits["validation"], runtime.inference_batch, r.max_length, runtime, **options
+        )
         last[:] = [validation]
         metrics.update(validation_loss=validation.loss, validation_accuracy=validation.accuracy)
         metrics["data_epochs"] = epoch * r.eval_every
@@ -412,7 +414,8 @@ def classifier_loop(
 
 
 def evaluate_test_split(model, data: SentimentData, max_length: int, runtime: Runtime) -> dict:
-    test = predict(model, data.splits["test"], 256, max_length, runtime, **data.loader_options(model))
+    options = data.loader_options(model)
+    test = predict(model, data.splits["test"], runtime.inference_batch, max_length, runtime, **options)
     return {
         "test_accuracy": test.accuracy,
         "test_loss": test.loss,

@@ -326,10 +326,8 @@ class Runner:
             self.parameters[spec.arm] = out["parameters"]
         track = self.callbacks_for is not None
         with self.callbacks_for(spec.tags()) if track else contextlib.nullcontext([]) as callbacks:
-            for name, index, metrics in out["events"]:
-                for callback in callbacks:
-                    getattr(callback, name)(index, metrics)
             for callback in callbacks:
+                callback.replay(out["events"])
                 callback.on_end({"test_accuracy": row["test_accuracy"], "test_loss": row["test_loss"]})
         self.curves += [{"arm": spec.arm, "seed": spec.seed, **h} for h in out["history"]]
         self.predictions += out["predictions"]

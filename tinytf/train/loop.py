@@ -53,6 +53,12 @@ class Callback:
     def on_end(self, metrics: dict[str, float]) -> None:
         """Once, with the run's final figures (e.g. test accuracy), after the loop's caller has them."""
 
+    def replay(self, events: list[tuple[str, int, dict[str, float]]]) -> None:
+        """A finished run's ("on_step" | "on_epoch", index, metrics) calls, recorded in a worker
+        process (tinytf.train.finetune), made here in order."""
+        for name, index, metrics in events:
+            getattr(self, name)(index, metrics)
+
 
 @dataclass
 class LoopConfig:

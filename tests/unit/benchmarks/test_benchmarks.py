@@ -354,6 +354,28 @@ def test_classifier_epoch_benchmark_times_each_epoch_from_a_fresh_model(tiny_par
     assert re.match(rf"epoch: [\d.]+ s first, then [\d.]+ s, {steps} steps on cpu", out.splitlines()[-1]), out
 
 
+@pytest.mark.slow
+def test_finetune_breakdown_parts_add_up_to_the_run(tiny_params, tmp_path, results):
+    from tests.helpers.lm_fixtures import make_sentiment_dir
+
+    (tmp_path / "data").mkdir()
+    make_sentiment_dir(tmp_path / "data")
+    params = tmp_path / "params.yaml"
+    params.write_text(tiny_params.read_text())
+    args = ["--params", str(params), "--labels", "0", "--repeats", "1", "--tracking", "--eval-batch", "16"]
+    out = run_benchmark("finetune_breakdown.py", args, tmp_path, {"TINYTF_BENCH_RESULTS": str(results)})
+    assert "evaluation batch 16" in out, out
+    parts = {m[0]: float(m[1]) for m in re.findall(r"^  (\w[\w-]*) +([\d.]+) s +[\d.]+ %", out, re.M)}
+    assert set(parts) >= {"data", "build", "training", "validation", "test", "rows", "tracking"}, out
+    assert min(parts["training"], parts["validation"], parts["test"], parts["tracking"]) > 0, out
+    whole = float(re.search(r"^  whole +([\d.]+) s", out, re.M)[1])
+    assert sum(parts.values()) == pytest.approx(whole, abs=0.05), out
+    share = float(re.match(r"non-training share: ([\d.]+) %", out.splitlines()[-1])[1])
+    assert share == pytest.approx(100 * (1 - parts["training"] / whole), abs=0.2), out
+    (entry,) = recorded("finetune_breakdown")
+    assert entry["figures"]["inference_batch"] == 16 and entry["figures"]["worker_startup_s"] > 0
+
+
 def test_classifier_epoch_benchmark_without_tokens_names_the_missing_file(tmp_path):
     result = subprocess.run(
         [

@@ -3,7 +3,7 @@ import socket
 import pytest
 
 from tinytf.process.cpu import cpu_kind
-from tinytf.tracking.runs import Tracker, stage_run
+from tinytf.tracking.runs import Tracker, TrackerCallback, stage_run
 
 
 @pytest.fixture
@@ -36,6 +36,32 @@ def test_stage_run_records_params_tags_and_metrics(store):
     assert len(row["tags.tinytf.params_hash"]) == 16
     assert row["metrics.rows"] == 3
     assert (store / "mlflow.db").exists()
+
+
+def test_a_replayed_run_logs_every_metric_at_its_step_as_the_calls_would(store):
+    """The finetune stage replays a worker's events in one batch: the same history as a call each."""
+    import mlflow
+
+    events = [("on_step", s, {"loss": 1.0 / (s + 1), "lr": None}) for s in range(0, 30, 3)]
+    events += [("on_epoch", 1, {"validation_accuracy": 0.6, "epoch": 1}), ("on_step", 33, {"loss": 0.01})]
+    histories = {}
+    for how in ("calls", "batch"):
+        with stage_run("finetune", {"how": how}, "tinytf-test", run_name=how) as tracker:
+            callback = TrackerCallback(tracker, prefix="p/")
+            if how == "batch":
+                callback.replay(events)
+            else:
+                for name, index, metrics in events:
+                    getattr(callback, name)(index, metrics)
+            run_id = mlflow.active_run().info.run_id
+        client = mlflow.MlflowClient()
+        histories[how] = {
+            key: [(m.step, m.value) for m in client.get_metric_history(run_id, key)]
+            for key in ("p/loss", "p/lr", "p/epoch_validation_accuracy", "p/epoch_epoch")
+        }
+    assert histories["batch"] == histories["calls"]
+    assert len(histories["batch"]["p/loss"]) == 11 and histories["batch"]["p/lr"] == []
+    assert histories["batch"]["p/epoch_validation_accuracy"] == [(1, 0.6)]
 
 
 def test_inputs_are_logged_without_mlflow_warnings(store, tmp_path, recwarn):
