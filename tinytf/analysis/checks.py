@@ -31,8 +31,8 @@ def parameter_table(ours: ModelConfig, lab: ModelConfig) -> pd.DataFrame:
             "component": k,
             "ours analytic": ours_a[k],
             "ours counted": ours_c[k],
-            "seed lab analytic": lab_a[k],
-            "seed lab counted": lab_c[k],
+            "course lab analytic": lab_a[k],
+            "course lab counted": lab_c[k],
             "analytic = counted": "yes" if ours_a[k] == ours_c[k] and lab_a[k] == lab_c[k] else "NO",
         }
         for k in ours_a

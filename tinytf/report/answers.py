@@ -12,16 +12,16 @@ MASKED_RUN = "tinytf preset masked"
 def answers(r: ReportView) -> list[str]:
     """The course's questions, course report by course report, each answered from the facts."""
     return [
-        "### Seeds 000 and 002 (the lab, Q1–Q5)",
+        "### Course reports 000 and 002 (the lab, Q1–Q5)",
         "",
         *_lab_model(r),
         *_lab_transfer(r),
         "",
-        "### Seed 003 (discussion questions)",
+        "### Course report 003 (discussion questions)",
         "",
         *_discussion(r),
         "",
-        "### Seed 004 (attention, mini transformer, fine-tuning)",
+        "### Course report 004 (attention, mini transformer, fine-tuning)",
         "",
         *_attention_and_data(r),
         *_fine_tuning(r),
@@ -56,7 +56,7 @@ def _lab_model(r: ReportView) -> list[str]:
             f"the pooled (`{p.model.pooling}`) token to the classes ({c['cls_head']:,} parameters)."
         )
         out.append(
-            f"- **Q3 parameters.** The seed lab at vocabulary 100: body {lab['base']:,}, with classifier "
+            f"- **Q3 parameters.** The course lab at vocabulary 100: body {lab['base']:,}, with classifier "
             f"{lab['base+cls_head']:,}, with LM head {lab['base+lm_head']:,}; ours: body {c['base']:,}, with "
             f"classifier {c['base+cls_head']:,} ([tables/parameters.md](tables/parameters.md))."
         )
@@ -69,14 +69,14 @@ def _lab_transfer(r: ReportView) -> list[str]:
     first = rt.first_epoch(f.curves)
     out = []
     if f.finetune is not None:
-        line = f"- **Q4 pretrained vs scratch.** Test accuracy: {rt.arms_text(f.finetune)} (seed 000: 80% vs 75%)."
+        line = f"- **Q4 pretrained vs scratch.** Test accuracy: {rt.arms_text(f.finetune)} (course report 000: 80% vs 75%)."
         if "pretrained_vs_scratch" in f.finetune:
             line += f" Paired pretrained − scratch: {rt.paired_text(f.finetune['pretrained_vs_scratch'])}."
         if first is not None and {"pretrained", "scratch"} <= set(first.index):
             d = first.loc["pretrained"] - first.loc["scratch"]
             line += (
                 f" After the first epoch, pretrained − scratch is {rt.pp(d['train_accuracy'])} in train and "
-                f"{rt.pp(d['validation_accuracy'])} in validation accuracy (seed 000: '25% higher')."
+                f"{rt.pp(d['validation_accuracy'])} in validation accuracy (course report 000: '25% higher')."
             )
         out.append(line)
     else:
@@ -169,7 +169,7 @@ def _attention_and_data(r: ReportView) -> list[str]:
             f"- **§2.2 baseline**: train {m.get('train_perplexity', float('nan')):,.1f}, dev "
             f"{m['validation_perplexity']:,.1f}"
             + (f", samples: {samples}" if samples else "")
-            + " perplexity per token ([tables/pretrain.md](tables/pretrain.md)); seed 004's numbers are per "
+            + " perplexity per token ([tables/pretrain.md](tables/pretrain.md)); course report 004's numbers are per "
             "GPT-2 token on another corpus, not comparable."
             + (" Variants: [tables/variants.md](tables/variants.md)." if stats is not None else "")
         )

@@ -95,7 +95,7 @@ class _Report:
                     "parameters",
                     "Parameter counts",
                     f"Trainable parameters per component of our model "
-                    f"(`params.yaml: model`, vocabulary {vocab:,}, {classes} classes) and of the seed lab's "
+                    f"(`params.yaml: model`, vocabulary {vocab:,}, {classes} classes) and of the course lab's "
                     "nn.TransformerEncoder model at the same vocabulary, in closed form and counted from "
                     "the built module.",
                     table,
@@ -132,7 +132,7 @@ class _Report:
                 "Pretraining loss and perplexity",
                 f"The {self.f.objective} language model "
                 f"after {m['steps']} steps: loss and perplexity per split and per sample sentence "
-                "(seed 004's baseline table).",
+                "(course report 004's baseline table).",
                 rt.pretrain_table(m, [x.name for x in self.params.pretrain.samples]),
                 floatfmt=("", ".3f", ",.1f", ",.1f"),
             )
@@ -181,7 +181,7 @@ class _Report:
             "Positional encoding × head merge",
             f"Perplexity per BPE token after "
             f"{self.params.variants.steps} pretraining steps, mean ± std over seeds "
-            f"{sorted(cells['seed'].unique().tolist())} (seed 004 §2.2). {variants_resolution(cells)}",
+            f"{sorted(cells['seed'].unique().tolist())} (course report 004 §2.2). {variants_resolution(cells)}",
             stats,
             rt.variants_markdown_frame(stats),
         )
@@ -232,7 +232,7 @@ class _Report:
             self.plot(
                 "finetune_curves",
                 "Accuracy and loss per epoch for each start with all labels (mean ± std "
-                "over seeds; seed 000's figure).",
+                "over seeds; course report 000's figure).",
                 plot_finetune_curves,
                 curves,
             )
@@ -254,7 +254,7 @@ class _Report:
             self.table(
                 "probes",
                 "Attention as selection and averaging",
-                "Seed 004 §1: each constructed query or "
+                "Course report 004 §1: each constructed query or "
                 "key, the weights it achieves, and the error against the target.",
                 probes,
                 floatfmt=".3g",
@@ -266,7 +266,7 @@ class _Report:
                 "complexity",
                 "Cost of attention",
                 "Fitted log-log exponents of attention time and memory "
-                "against sequence length and width (seed 003 Q3), beside the operation-count "
+                "against sequence length and width (course report 003 Q3), beside the operation-count "
                 "prediction.",
                 rt.complexity_table(fits),
                 floatfmt=".3g",

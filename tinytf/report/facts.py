@@ -91,8 +91,10 @@ UPSTREAM = {
     "grid": Upstream("grid cells", "data/grid", "grid"),
     "metrics": Upstream("evaluation metrics", "reports/metrics.json", "evaluate"),
     "evaluate_test_report": Upstream("test report", "reports/evaluate/test_report.json", "evaluate"),
-    "probes_probes": Upstream("probes (seed 004 §1)", "reports/probes/probes.csv", "probes"),
-    "complexity_fits": Upstream("attention cost (seed 003)", "reports/complexity/fits.csv", "complexity"),
+    "probes_probes": Upstream("probes (course report 004 §1)", "reports/probes/probes.csv", "probes"),
+    "complexity_fits": Upstream(
+        "attention cost (course report 003)", "reports/complexity/fits.csv", "complexity"
+    ),
     "checks_attention": Upstream("attention weights", "reports/checks/attention.json", "checks"),
     "models_pretrained": Upstream("pretrained model config", "data/models/pretrained.json", "pretrain"),
     "finetune_predictions": Upstream(

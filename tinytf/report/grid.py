@@ -67,7 +67,7 @@ def grid_section(report) -> None:
     report.plot(
         "optimizer_curves",
         f"Loss and accuracy per epoch of every optimizer at the best cell's lr "
-        f"{best['lr']:g} and batch size {best['batch_size']} (seed 004's optimizer figures).",
+        f"{best['lr']:g} and batch size {best['batch_size']} (course report 004's optimizer figures).",
         plot_optimizer_curves,
         curves,
         best["lr"],

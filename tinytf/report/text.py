@@ -87,13 +87,13 @@ def _wrong(r: ReportView) -> list[str]:
 def _wrong_arithmetic(f) -> list[str]:
     out = []
     out.append(
-        "- **Parameter arithmetic (seeds 000, 002)**, every claim in [tables/seed_claims.md]"
+        "- **Parameter arithmetic (course reports 000, 002)**, every claim in [tables/seed_claims.md]"
         "(tables/seed_claims.md):"
     )
     for _, c in (f.course_claims if f.course_claims is not None else pd.DataFrame()).iterrows():
         if c["verdict"] != "right":
             out.append(
-                f"  - seed {c['seed']}, {c['quantity']}: claimed {c['claimed']:,}, PyTorch {c['PyTorch']:,} "
+                f"  - course report {c['seed']}, {c['quantity']}: claimed {c['claimed']:,}, PyTorch {c['PyTorch']:,} "
                 f"({c['verdict']}); {c['note']}."
             )
     return out
@@ -104,17 +104,17 @@ def _wrong_checks(f) -> list[str]:
     checks, c, out = f.checks, f.counts, []
     row = checks.iloc[0]
     out.append(
-        f"- **'{row['claim']}'** (seed 000 Q1): {row['check']}: {row['measured']}. {row['verdict'].capitalize()} "
+        f"- **'{row['claim']}'** (course report 000 Q1): {row['check']}: {row['measured']}. {row['verdict'].capitalize()} "
         "(and the blocked entries are −∞, not ∞: exp(−∞) = 0 is what removes them from the softmax)."
     )
     out.append(
-        f"- **'We use a network that was trained on a specific classification task'** (seed 000 Q2): the body "
+        f"- **'We use a network that was trained on a specific classification task'** (course report 000 Q2): the body "
         f"is pretrained as a {f.objective} language model; only the classification head "
         f"({c['cls_head']:,} parameters) is new."
     )
     stats = f.variants
     row = checks.iloc[1]
-    line = f"- **Shuffle / shift head merges (seed 004 §2.2.3)**: {row['check']}: {row['measured']}. {row['verdict'].capitalize()}."
+    line = f"- **Shuffle / shift head merges (course report 004 §2.2.3)**: {row['check']}: {row['measured']}. {row['verdict'].capitalize()}."
     if stats is not None:
         pairs = [(pos, m) for pos in dict.fromkeys(stats["pos_encoding"]) for m in ("shuffle", "shift")]
         spread = rt.spread_text(stats, pairs)
@@ -126,7 +126,7 @@ def _wrong_checks(f) -> list[str]:
     out.append(line)
     row = checks.iloc[2]
     line = (
-        f"- **Re-weighting heads (seed 004 table 5: dev 345.57 vs 380.80 baseline, normal sample 2,178,713 vs "
+        f"- **Re-weighting heads (course report 004 table 5: dev 345.57 vs 380.80 baseline, normal sample 2,178,713 vs "
         f"280.21)**: {row['check']}: {row['measured']}. Ours weighs each head per token, "
         "w_h(t) = ‖o_h(t)‖ / Σ‖o_h'(t)‖, so it is causal; a norm over the whole sequence lets position t see "
         "later tokens, which can flatter train/dev perplexity on full blocks."
@@ -150,7 +150,7 @@ def _wrong_training(f) -> list[str]:
     if scratch is not None and "scratch" in scratch.index and f.majority_val is not None:
         v = scratch.loc["scratch", "validation_accuracy"]
         out.append(
-            f"- **'The model trained from scratch starts from zero accuracy'** (seed 002 Q4): after our first "
+            f"- **'The model trained from scratch starts from zero accuracy'** (course report 002 Q4): after our first "
             f"epoch scratch has validation accuracy {rt.pct(v)} (majority-class share {rt.pct(f.majority_val)}). "
             "A two-class classifier at 0% would be a perfect one with its outputs swapped; untrained, it "
             "sits near the majority share."
@@ -158,7 +158,7 @@ def _wrong_training(f) -> list[str]:
     if f.probes is not None:
         pr = f.probes
         out.append(
-            f"- **Seed 004 §1 solved q Kᵀ = (100, 0, 0, 0) by least squares**: 4 equations in 3 unknowns have "
+            f"- **Course report 004 §1 solved q Kᵀ = (100, 0, 0, 0) by least squares**: 4 equations in 3 unknowns have "
             "no exact solution in general, and softmax only needs score *gaps*. Our constructions "
             f"([tables/probes.md](tables/probes.md)) meet the tolerance in {int(pr['pass'].sum())} of "
             f"{len(pr)} exercises (largest weight error {pr['weight_err'].max():.2g})."
@@ -200,7 +200,7 @@ def _positions(f) -> list[str]:
         else f"{'within' if gap <= 2 * sd else 'beyond'} twice the largest seed std ({sd:,.1f})"
     )
     return [
-        "- **'Sinusoidal positional encoding hurts'** (seed 004 §2.2.2, one run each: dev 485.56 vs "
+        "- **'Sinusoidal positional encoding hurts'** (course report 004 §2.2.2, one run each: dev 485.56 vs "
         "380.80 learned): ours with concat heads, dev perplexity "
         + ", ".join(f"{q} {rt.pm(*v, 1)}" for q, v in vals)
         + f"; {low[0]} is lower by {gap:,.1f}, "
@@ -220,7 +220,7 @@ def _grid_note(r: ReportView) -> str:
             f"{lm_corpus(f.data, p.prepare.corpus.source)}"
         )
     text = (
-        "- **Seed 004's grid was chosen for roberta-base, not for a model like ours.** Batch 64/128/256, lr "
+        "- **Course report 004's grid was chosen for roberta-base, not for a model like ours.** Batch 64/128/256, lr "
         "1e-4/5e-5/1e-5, Adagrad (20 epochs by default, 2 or 5 in its search) fine-tunes roberta-base: 125M "
         "parameters, already a strong pretrained encoder, where small learning rates avoid destroying it. Ours "
         f"has {total:,} parameters ({125e6 / total:.0f}× fewer), {trained}, so it needs lr ~1e-3 and few "
@@ -296,7 +296,7 @@ def render_readme(r: ReportView) -> str:
         ]
     lines += [
         "",
-        "## Where the seed reports went wrong",
+        "## Where the course reports went wrong",
         "",
         "Where a seed and PyTorch (or our measurement) disagree, PyTorch wins.",
         "",
