@@ -30,17 +30,34 @@ def main(argv: list[str] | None = None) -> int:
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         parser.error("no command: put it after --, e.g. make-repro -- make repro")
-    start = time.perf_counter()
+    began, start = time.time(), time.perf_counter()
     code = subprocess.call(command, cwd=ROOT)
     seconds = round(time.perf_counter() - start, 1)
     if code:  # a failed run's time says nothing about a successful one
         print(f"durations: `{shlex.join(command)}` exited with {code}; nothing recorded", file=sys.stderr)
         return code
     figures = {"name": args.name, "command": shlex.join(command), "seconds": seconds}
+    if args.name in ("make-repro", "tiny-preset"):  # the pipeline's stages opened MLflow runs
+        figures["stages_s"] = stages(began, time.time())
     headline = f"{args.name}: {seconds:.1f} s ({phrase(seconds)})"
     record("durations", headline, figures, args)
     print(headline)
     return 0
+
+
+def stages(began: float, ended: float) -> dict[str, float] | None:
+    """Each stage's wall time in the window (stage_times.py), None where no store says."""
+    import os
+
+    from stage_times import stage_seconds
+
+    store = os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{ROOT / 'mlflow.db'}"
+    try:
+        found = stage_seconds(store, began, ended)
+    except Exception as exc:  # a measurement aid: the duration stands without it
+        print(f"durations: no stage times ({type(exc).__name__}: {exc})", file=sys.stderr)
+        return None
+    return {stage: round(value, 1) for stage, value in sorted(found.items(), key=lambda kv: -kv[1])}
 
 
 if __name__ == "__main__":
