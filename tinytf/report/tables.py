@@ -351,6 +351,11 @@ def paired_text(test: dict) -> str:
             stats += f", Holm-adjusted p = {test['p_holm']:.3g}"
     elif no_spread(test) and test.get("sign_test_p") is not None:
         stats = f"the same in every seed, so no t-test; a sign test gives p = {test['sign_test_p']:.3g}"
+    elif no_spread(test) and (test.get("items") or {}).get("p_value") is not None:
+        stats = (
+            f"the same in every seed, so no t-test; over the {test['items']['n_items']:,} test texts "
+            f"p = {test['items']['p_value']:.3g}"
+        )
     elif no_spread(test):
         stats = (
             f"the same in every seed, so no t-test; {test['n']} seeds are too few for a sign test to "

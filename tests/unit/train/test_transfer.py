@@ -13,6 +13,7 @@ import torch
 from tests.helpers.paths import REPO
 from tinytf.analysis.baselines import baseline_curve, fit_baselines, majority_accuracy
 from tinytf.analysis.evaluation import curve_summary, gap_trend, holm, paired_comparison, snapshot_curve
+from tinytf.analysis.evaluation import verdict as evaluation_verdict
 from tinytf.analysis.power import detectable_difference
 from tinytf.data.subsets import ALL, check_counts, label_order, label_subset
 from tinytf.errors import ParamsError
@@ -433,6 +434,15 @@ def test_verdicts_and_detectable_difference():
     assert "a sign test gives p = 0.0312" in paired_text(six)
     assert "no spread: t-test undefined" in paired_text(
         {**same, "mean_difference": 0.0, "n": 3, "sign_test_p": None}
+    )
+    # both sides one fit for every seed (the frozen probe and TF-IDF on all labels): the seeds vary
+    # nothing, and the test over the test texts decides
+    texts = {**three, "mean_difference": -0.13, "items": {"p_value": 0.0002, "n_items": 1275}}
+    assert verdict(texts) == "hurt" and evaluation_verdict(texts) == "lower"
+    assert "over the 1,275 test texts p = 0.0002" in paired_text(texts)
+    assert (
+        evaluation_verdict({**texts, "items": {"p_value": 0.2, "n_items": 1275}})
+        == "no detectable difference"
     )
     # t(0.975, 8) + t(0.8, 8) = 2.306 + 0.889; times std 1 and sqrt(2/2)
     assert detectable_difference(1.0, 2, 8) == pytest.approx(3.195, abs=1e-3)
