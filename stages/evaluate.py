@@ -1,8 +1,14 @@
-"""Stage `evaluate`: pick the best grid cell by validation accuracy (ties: lower validation
-loss), evaluate it once on test (accuracy with a bootstrap 95 % interval, per-class P/R/F1,
-confusion matrix), write the headline metrics (with the labelled-data curve and the
-baselines beside it), and register the cell's model in the MLflow
-registry with the alias `champion`.
+"""Stage `evaluate`: pick the best grid cell by validation accuracy (ties: lower validation loss),
+evaluate it once on test (accuracy with a bootstrap 95 % interval, per-class P/R/F1, confusion
+matrix), write the headline metrics (with the labelled-data curve and the baselines beside it) and
+the model card, and register the cell's model in the MLflow registry with the card as its
+description and its test predictions as a table.
+
+In the workspace's own run the new version becomes @champion only when it is at least as good as
+the current champion on the validation split, both scored through their pyfunc; the champion it
+replaces becomes @previous (`tinytf champion rollback` swaps them back). The decision is
+`promotion` in reports/metrics.json and the tag `tinytf.promotion` on the version. A temporary or
+queued experiment registers without comparing, and leaves the aliases alone.
 """
 
 import json
@@ -11,25 +17,30 @@ import sys
 from pathlib import Path
 
 import common
+import pandas as pd
 
 from tinytf.analysis.evaluation import classification_report, headline_metrics
 from tinytf.analysis.grid import BEST_COLUMNS, best_cell, load_cells
 from tinytf.data.predictions import prediction_rows
 from tinytf.io import write_json, write_parquet, write_text
-from tinytf.model.checkpoint import load_model
+from tinytf.model.checkpoint import load_model, read_config
 from tinytf.model.hf import HFClassifier
-from tinytf.tracking.runs import stage_run
+from tinytf.report.model_card import CardFacts, model_card
+from tinytf.tracking.runs import in_temporary_copy, stage_run
 from tinytf.train.classify import SentimentData, classifier_runtime, evaluate_test_split
 
 
 def main() -> None:
     parser = common.stage_parser("evaluate", __doc__)
     parser.add_argument("--grid", required=True, help="folder of the grid cells")
-    parser.add_argument("--data", required=True, help="folder holding tokenizer.json and tokens/sentiment/")
+    parser.add_argument("--data", required=True, help="folder holding tokenizer.json, tokens/ and prepared/")
+    parser.add_argument("--data-card", required=True, help="the prepare stage's data card (data.json)")
     parser.add_argument("--finetune", required=True, help="summary.json of the finetune stage")
     parser.add_argument("--baselines", required=True, help="summary.json of the baselines stage")
     parser.add_argument("--metrics", required=True, help="the headline metrics JSON to write")
-    parser.add_argument("--reports", required=True, help="folder for test_report.json and grid.csv")
+    parser.add_argument(
+        "--reports", required=True, help="folder for test_report.json, grid.csv, model_card.md"
+    )
     parser.add_argument("--predictions", required=True, help="the best cell's test predictions (.parquet)")
     args = parser.parse_args()
     params = common.load_params("evaluate", args)
@@ -37,19 +48,46 @@ def main() -> None:
     staged = common.staged_outputs(args, "evaluate", into=("reports",), whole=("metrics", "predictions"))
     with stage_run("evaluate", params.as_dict()) as tracker:
         with staged:
-            registered = evaluate(args, params, tracker)
+            promotion = evaluate(args, params, tracker)
         # the outputs are in place: only now may @champion move to the version they describe (a
         # kill before this leaves the alias on the previous version, which the previous outputs
         # describe)
-        if registered:
-            tracker.call("set_alias", point_alias, *registered)
+        if promotion["candidate_version"]:
+            tracker.call("promotion", settle_promotion, params.evaluate.registry_name, promotion)
 
 
-def evaluate(args, params, tracker) -> tuple[str, str, str] | None:
-    """Test the best cell, write the outputs (into the staging paths of `args`), log them and
-    register the model: (name, alias, version) for the alias to move to once the outputs are in
-    place, or None (tracking off, or a temporary experiment, which leaves the alias alone)."""
+def evaluate(args, params, tracker) -> dict:
+    """Test the best cell, register it, decide its promotion, write the outputs (into the staging
+    paths of `args`) and log them; returns the decision (reports/metrics.json's `promotion`)."""
     common.log_token_inputs(tracker, args.data, "sentiment", ("test",))
+    chosen = test_best_cell(args, params)
+    name = params.evaluate.registry_name
+    version = tracker.call(
+        "register_model", register_champion, chosen["checkpoint"], Path(args.data), chosen["max_length"], name
+    )
+    promotion = gate(tracker, name, version, Path(args.data), chosen["data"].classes)
+    best = chosen["best"]
+    best_values = {k: (v.item() if hasattr(v, "item") else v) for k, v in best[BEST_COLUMNS].items()}
+    finetune = json.loads(Path(args.finetune).read_text())
+    baselines = json.loads(Path(args.baselines).read_text())
+    metrics = headline_metrics(chosen["report"], best_values, finetune, baselines)
+    metrics["promotion"] = promotion
+    card = model_card(
+        card_facts(args, params, chosen, metrics, f"{name} version {version}" if version else None)
+    )
+    write_outputs(args, params, chosen, metrics, card)
+    log_outputs(args, tracker, chosen, card, (name, version))
+    low, high = chosen["report"]["accuracy_ci95"]
+    print(
+        f"evaluate: best cell {best['key']} (validation {best['validation_accuracy']:.4f}); "
+        f"test accuracy {chosen['report']['accuracy']:.4f} [{low:.4f}, {high:.4f}]",
+        file=sys.stderr,
+    )
+    return promotion
+
+
+def test_best_cell(args, params) -> dict:
+    """The grid's table, its best cell and that cell's model, data and test results."""
     table = load_cells(params.grid, args.grid)
     best = best_cell(table)
     checkpoint = Path(args.grid) / best["checkpoint"]
@@ -57,8 +95,7 @@ def evaluate(args, params, tracker) -> tuple[str, str, str] | None:
     max_length = params.tokenize.max_length
     if isinstance(model, HFClassifier):  # grid.init hf: its own tokenizer, carried in the checkpoint
         data, max_length = data.for_hf(args.data, model), model.config.max_length
-    runtime = classifier_runtime(params.finetune)
-    test = evaluate_test_split(model, data, max_length, runtime)
+    test = evaluate_test_split(model, data, max_length, classifier_runtime(params.finetune))
     report = classification_report(
         test["predictions"],
         test["labels"],
@@ -66,16 +103,53 @@ def evaluate(args, params, tracker) -> tuple[str, str, str] | None:
         params.evaluate.bootstrap_resamples,
         params.base.seed,
     )
-    best_values = {k: (v.item() if hasattr(v, "item") else v) for k, v in best[BEST_COLUMNS].items()}
-    finetune = json.loads(Path(args.finetune).read_text())
-    baselines = json.loads(Path(args.baselines).read_text())
-    metrics = headline_metrics(report, best_values, finetune, baselines)
+    return {
+        "table": table,
+        "best": best,
+        "checkpoint": checkpoint,
+        "model": model,
+        "data": data,
+        "max_length": max_length,
+        "test": test,
+        "report": report,
+    }
+
+
+def card_facts(args, params, chosen: dict, metrics: dict, registered: str | None) -> CardFacts:
+    return CardFacts(
+        meta=read_config(chosen["checkpoint"]),
+        parameters=sum(p.numel() for p in chosen["model"].parameters()),
+        init=str(params.grid.init),
+        max_length=chosen["max_length"],
+        data=json.loads(Path(args.data_card).read_text())["sentiment"],
+        best={**metrics["best"], "key": str(chosen["best"]["key"])},
+        cells=len(chosen["table"]),
+        seed=params.grid.seed,
+        report=chosen["report"],
+        metrics=metrics,
+        registered=registered,
+    )
+
+
+def write_outputs(args, params, chosen: dict, metrics: dict, card: str) -> None:
     reports = Path(args.reports)
     write_json(Path(args.metrics), metrics)
-    write_json(reports / "test_report.json", report)
-    write_text(reports / "grid.csv", table.to_csv(index=False))
-    write_predictions(args.predictions, params, best, test)
+    write_json(reports / "test_report.json", chosen["report"])
+    write_text(reports / "grid.csv", chosen["table"].to_csv(index=False))
+    write_text(reports / "model_card.md", card)
+    keys = {
+        "arm": str(params.grid.init),
+        "labels": "all",
+        "seed": params.grid.seed,
+        "start": str(chosen["best"]["key"]),
+    }
+    test = chosen["test"]
+    rows = prediction_rows(keys, "test", test["labels"], test["predictions"], test["probabilities"])
+    write_parquet(args.predictions, rows)
 
+
+def log_outputs(args, tracker, chosen: dict, card: str, registered: tuple[str, str | None]) -> None:
+    report = chosen["report"]
     low, high = report["accuracy_ci95"]
     tracker.log_metrics(
         {
@@ -85,61 +159,76 @@ def evaluate(args, params, tracker) -> tuple[str, str, str] | None:
             "test_macro_f1": report["macro_f1"],
         }
     )
-    tracker.set_tags({"tinytf.best_cell": str(best["key"])})
-    tracker.log_artifact(args.metrics)
-    tracker.log_artifact(reports / "test_report.json")
-    registered = tracker.call(
-        "register_model",
-        register_champion,
-        checkpoint,
-        Path(args.data),
-        max_length,
-        params.evaluate.registry_name,
+    tracker.set_tags({"tinytf.best_cell": str(chosen["best"]["key"])})
+    for path in (
+        Path(args.metrics),
+        Path(args.reports) / "test_report.json",
+        Path(args.reports) / "model_card.md",
+    ):
+        tracker.log_artifact(path)
+    tracker.call("log_table", log_test_table, Path(args.data), chosen["data"].classes, chosen["test"])
+    if registered[1]:
+        tracker.call("describe_model", describe_version, *registered, card)
+
+
+def gate(tracker, name: str, version: str | None, data_dir: Path, classes: list[str]) -> dict:
+    """Whether `version` is to become @champion, why, and against which version (`promotion`)."""
+    decision = {"promoted": False, "reason": "", "champion_version": None, "candidate_version": version}
+    if version is None:
+        return {**decision, "reason": f"not registered: {tracker.failure or 'MLflow tracking is off'}"}
+    if in_temporary_copy():  # @champion names the workspace's own run
+        experiment = os.environ.get("DVC_EXP_NAME") or "?"
+        return {**decision, "reason": f"not compared: registered by experiment {experiment}; @champion stays"}
+    frame = pd.read_parquet(
+        data_dir / "prepared" / "sentiment" / "validation.parquet", columns=["text", "label"]
     )
-    print(
-        f"evaluate: best cell {best['key']} (validation {best['validation_accuracy']:.4f}); "
-        f"test accuracy {report['accuracy']:.4f} [{low:.4f}, {high:.4f}]",
-        file=sys.stderr,
-    )
-    return registered
+    # `prepare` numbers the classes in labels.json's order; the pyfunc answers with their names
+    labels = [classes[i] for i in frame["label"]]
+    decided = tracker.call("promotion_gate", decide_promotion, name, version, frame["text"].tolist(), labels)
+    if decided is None:  # the gate failed: tracking is off from here, and the aliases stay
+        return {**decision, "reason": f"not compared: {tracker.failure}"}
+    return decided
 
 
-def write_predictions(path: str, params, best, test: dict) -> None:
-    keys = {
-        "arm": str(params.grid.init),
-        "labels": "all",
-        "seed": params.grid.seed,
-        "start": str(best["key"]),
-    }
-    write_parquet(
-        path, prediction_rows(keys, "test", test["labels"], test["predictions"], test["probabilities"])
-    )
+# imported in the functions below: the rest of the stage runs where mlflow is not installed (tracking off)
 
 
-def register_champion(
-    checkpoint: Path, data_dir: Path, max_length: int, name: str
-) -> tuple[str, str, str] | None:
-    # imported here: the rest of the stage runs where mlflow is not installed (tracking off)
+def register_champion(checkpoint: Path, data_dir: Path, max_length: int, name: str) -> str:
     from tinytf.tracking.champion import log_champion
-    from tinytf.tracking.runs import in_temporary_copy
 
     labels = data_dir / "tokens" / "sentiment" / "labels.json"
-    # @champion names the workspace's own run: a temporary or queued experiment registers a
-    # version tagged with its name, and `dvc exp apply` then a workspace run moves the alias
+    # a temporary or queued experiment's version is tagged with its name: `dvc exp apply` then a
+    # workspace run is what makes it a candidate for @champion
     experiment = os.environ.get("DVC_EXP_NAME", "")
-    alias = None if in_temporary_copy() else "champion"
     tags = {"tinytf.experiment": experiment} if experiment else {}
     version = log_champion(checkpoint, data_dir / "tokenizer.json", labels, max_length, name, None, tags)
-    said = "" if alias else f" for experiment {experiment or '?'} (@champion stays)"
-    print(f"registered {name} version {version}{said}", file=sys.stderr)
-    return (name, alias, version) if alias else None
+    print(f"registered {name} version {version}", file=sys.stderr)
+    return version
 
 
-def point_alias(name: str, alias: str, version: str) -> None:
-    from tinytf.tracking.champion import set_alias
+def decide_promotion(name: str, version: str, texts: list[str], labels: list[str]) -> dict:
+    from tinytf.tracking.promotion import decide
 
-    set_alias(name, alias, version)
-    print(f"{name} version {version} is @{alias}", file=sys.stderr)
+    return decide(name, version, texts, labels).as_dict()
+
+
+def settle_promotion(name: str, promotion: dict) -> None:
+    from tinytf.tracking.promotion import Decision, settle
+
+    settle(name, Decision(**promotion))
+
+
+def describe_version(name: str, version: str, card: str) -> None:
+    from tinytf.tracking.champion import describe
+
+    describe(name, version, card)
+
+
+def log_test_table(data_dir: Path, classes: list[str], test: dict) -> None:
+    from tinytf.tracking.champion import log_test_table
+
+    texts = pd.read_parquet(data_dir / "prepared" / "sentiment" / "test.parquet", columns=["text"])["text"]
+    log_test_table(texts.tolist(), classes, test["labels"], test["predictions"], test["probabilities"])
 
 
 if __name__ == "__main__":

@@ -67,6 +67,7 @@ EDGE = {
     "tinytf.tracking.runs",
     "tinytf.tracking.champion",
     "tinytf.tracking.champion_model",
+    "tinytf.tracking.promotion",
 }  # the modules that import mlflow
 
 

@@ -1,6 +1,6 @@
-"""The `tinytf` console script: tools that need no pipeline (`count-params`, `score`, `preset`),
-and `run STAGE`, which runs a stage's command from dvc.yaml for a user without DVC (no caching:
-`dvc repro` is the way to run the pipeline)."""
+"""The `tinytf` console script: tools that need no pipeline (`count-params`, `score`, `preset`,
+`champion`), and `run STAGE`, which runs a stage's command from dvc.yaml for a user without DVC (no
+caching: `dvc repro` is the way to run the pipeline)."""
 
 from __future__ import annotations
 
@@ -43,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
         _add_deps,
         _add_count_params,
         _add_text_tools,
+        _add_champion,
         _add_presets,
         data.add_parser,
     ):
@@ -139,6 +140,25 @@ def _add_text_tools(sub) -> None:
         default="models:/tinytf-sentiment@champion",
         help="an MLflow model URI (default: %(default)s)",
     )
+
+
+def _add_champion(sub) -> None:
+    champion = sub.add_parser(
+        "champion",
+        help="the served model's aliases: show them, or roll @champion back to @previous",
+        description="`evaluate` moves @champion to a new version only when it is at least as good on "
+        "validation as the current one, which becomes @previous. These commands read and move the "
+        "aliases in the tracking store at the repository root (or MLFLOW_TRACKING_URI).",
+    )
+    actions = champion.add_subparsers(dest="action", metavar="ACTION", required=True)
+    for action, said in (
+        ("show", "the newest versions, each with its aliases and its promotion decision"),
+        ("rollback", "swap @champion and @previous: serve the version before again (run it again to undo)"),
+    ):
+        parser = actions.add_parser(action, help=said, description=said[0].upper() + said[1:] + ".")
+        parser.add_argument(
+            "--name", default="tinytf-sentiment", help="the registered model (default: %(default)s)"
+        )
 
 
 def _add_presets(sub) -> None:
@@ -291,6 +311,16 @@ def predict(args: argparse.Namespace) -> None:
     predict_command(args.model, names, texts, tracking_uri())
 
 
+def champion(args: argparse.Namespace) -> None:
+    from tinytf.tracking.runs import tracking_uri
+    from tinytf.tracking.server import refuse_silent_server
+
+    refuse_silent_server(tracking_uri())  # in seconds, before mlflow's imports
+    from tinytf.tracking.promotion import champion_command
+
+    champion_command(args.action, args.name, tracking_uri())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         code = dispatch(argv)
@@ -325,6 +355,8 @@ def dispatch(argv: Sequence[str] | None = None) -> int:
         return guarded(lambda: score(args))
     if args.command == "predict":
         return guarded(lambda: predict(args))
+    if args.command == "champion":
+        return guarded(lambda: champion(args))
     if args.command == "data":
         from tinytf.cli.data import add_command
 

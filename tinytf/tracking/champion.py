@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 
 import mlflow
+import numpy as np
 import pandas as pd
 import sqlalchemy.exc
 
@@ -88,14 +89,45 @@ def set_alias(name: str, alias: str, version: str) -> None:
     mlflow.MlflowClient().set_registered_model_alias(name, alias, version)
 
 
-def load_champion(uri: str, store: str):
-    """The pyfunc model at `uri` (e.g. models:/tinytf-sentiment@champion) in the tracking `store`."""
-    if store.startswith("sqlite:///") and uri.startswith(("models:/", "runs:/")):
+TEST_TABLE = "champion_test_predictions.json"  # the evaluate run's table of the champion's test predictions
+
+
+def log_test_table(texts: list[str], classes: list[str], labels, predictions, probabilities) -> None:
+    """The champion's test predictions as an MLflow table of the active run (the UI shows it as a
+    table to sort and filter): each text, its true class, the predicted one and the probability the
+    model gave it (`probabilities`, one per text, as evaluate_test_split gives them)."""
+    table = pd.DataFrame(
+        {
+            "text": list(texts),
+            "label": [classes[i] for i in labels],
+            "prediction": [classes[i] for i in predictions],
+            "probability": np.asarray(probabilities, dtype=np.float64),
+        }
+    )
+    mlflow.log_table(data=table, artifact_file=TEST_TABLE)
+
+
+# MLflow's column for a model version's description (VARCHAR(5000) in its SQL stores)
+DESCRIPTION_LIMIT = 5000
+
+
+def describe(name: str, version: str, card: str) -> None:
+    """Set the model card as the version's description (cut to what the store holds: the whole card
+    is the run's artifact model_card.md)."""
+    if len(card) > DESCRIPTION_LIMIT:
+        cut = "\n\n(cut here: the whole card is the run's artifact model_card.md)"
+        card = card[: DESCRIPTION_LIMIT - len(cut)] + cut
+    mlflow.MlflowClient().update_model_version(name, version, description=card)
+
+
+def connect(store: str, checked: bool = True) -> None:
+    """Point MLflow at the tracking `store`; `checked`: refuse a SQLite store that is missing (MLflow
+    would create an empty one there, and then report that the model is missing) or damaged."""
+    if checked and store.startswith("sqlite:///"):
         from sqlalchemy.engine import make_url  # MLflow's own dependency; it parses ?query strings too
 
         database = Path(make_url(store).database or "")
         if not database.is_file():
-            # MLflow would create an empty store there, and then report that the model is missing
             raise DataError(
                 f"{database.resolve()}: no MLflow store here; run this in the repository whose pipeline "
                 f"registered the model, or set MLFLOW_TRACKING_URI to its store"
@@ -103,6 +135,11 @@ def load_champion(uri: str, store: str):
         refuse_damaged_store(database)
     bound_http()
     mlflow.set_tracking_uri(store)
+
+
+def load_champion(uri: str, store: str):
+    """The pyfunc model at `uri` (e.g. models:/tinytf-sentiment@champion) in the tracking `store`."""
+    connect(store, checked=uri.startswith(("models:/", "runs:/")))
     try:
         return mlflow.pyfunc.load_model(uri)
     except mlflow.exceptions.MlflowException as exc:

@@ -18,7 +18,7 @@ def test_help_lists_the_subcommands(capsys):
     except SystemExit as exc:
         assert exc.code == 0
     out = capsys.readouterr().out
-    for command in ("run", "count-params", "score", "preset"):
+    for command in ("run", "count-params", "score", "preset", "champion"):
         assert command in out
 
 

@@ -1,0 +1,191 @@
+"""The promotion gate (issue 55): a new version becomes @champion only when it is at least as good on
+validation, the old champion becomes @previous, and `tinytf champion rollback` swaps them back."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import mlflow
+import pytest
+import torch
+
+from tinytf.cli.main import main
+from tinytf.data.texts import MAX_REQUEST_TOKENS, MAX_TEXTS
+from tinytf.data.tokenizer import train_tokenizer
+from tinytf.model.architecture import ModelConfig
+from tinytf.model.checkpoint import save_model
+from tinytf.model.transformer import TinyTransformer
+from tinytf.params.config import TokenizeParams
+from tinytf.tracking import promotion
+from tinytf.tracking.champion import log_champion
+
+# the validation texts and their classes: a model that always answers "bad" is right on 3 of 4
+TEXTS = ["a gripping film", "dull, dull, dull", "an empty one", "a film"]
+LABELS = ["bad", "bad", "bad", "good"]
+
+
+def constant_model(path, vocab_size: int, answer: int, classes: int = 2) -> None:
+    """A classifier that gives class `answer` whatever the text: zero head weights, a bias for it."""
+    config = ModelConfig(vocab_size=vocab_size, d_model=16, n_head=2, d_ff=32, n_layer=1, n_classes=classes)
+    model = TinyTransformer(config).eval()
+    with torch.no_grad():
+        model.cls_head.weight.zero_()
+        model.cls_head.bias.fill_(-5.0)
+        model.cls_head.bias[answer] = 5.0
+    save_model(path, model)
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    """Models that always say bad or good, one with three classes, two tokenizers; and a store."""
+    root = tmp_path_factory.mktemp("promotion")
+    for name, words, size in (("tokenizer", "gripping dull film", 300), ("other", "empty one", 250)):
+        tokenizer = train_tokenizer(
+            [f"review {i} {words}" for i in range(200)], TokenizeParams(vocab_size=size)
+        )
+        tokenizer.save(str(root / f"{name}.json"))
+    vocab = json.loads((root / "tokenizer.json").read_text())["model"]["vocab"]
+    constant_model(root / "bad.pt", len(vocab), 0)
+    constant_model(root / "good.pt", len(vocab), 1)
+    constant_model(root / "three.pt", len(vocab), 0, classes=3)
+    (root / "labels.json").write_text(json.dumps({"classes": ["bad", "good"]}))
+    (root / "three.json.labels").write_text(json.dumps({"classes": ["bad", "mixed", "good"]}))
+    store = f"sqlite:///{root / 'mlflow.db'}"
+    mlflow.set_tracking_uri(store)
+    mlflow.create_experiment("promotion-test", artifact_location=(root / "artifacts").as_uri())
+    return {"root": root, "store": store}
+
+
+@pytest.fixture
+def name(files, request, monkeypatch):
+    """A registered model of this test's own in the shared store (versions count from 1)."""
+    mlflow.set_tracking_uri(files["store"])
+    mlflow.set_experiment("promotion-test")
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", files["store"])
+    return f"m-{request.node.name}".replace("[", "-").replace("]", "")
+
+
+def register(
+    files, name: str, model: str, tokenizer: str = "tokenizer.json", labels: str = "labels.json"
+) -> str:
+    root = files["root"]
+    with mlflow.start_run():
+        return log_champion(root / model, root / tokenizer, root / labels, 16, name, None)
+
+
+def champion_of(files, name: str, model: str, **kw) -> str:
+    """Register `model` and make it @champion, as a first workspace run does."""
+    version = register(files, name, model, **kw)
+    decision = promotion.decide(name, version, TEXTS, LABELS)
+    assert decision.promoted and decision.reason == "promoted: no version was @champion"
+    promotion.settle(name, decision)
+    return version
+
+
+def tag(name: str, version: str) -> str:
+    return mlflow.MlflowClient().get_model_version(name, version).tags[promotion.PROMOTION_TAG]
+
+
+def test_a_better_model_is_promoted_and_the_champion_becomes_previous(files, name):
+    old = champion_of(files, name, "good.pt")
+    new = register(files, name, "bad.pt")
+    decision = promotion.decide(name, new, TEXTS, LABELS)
+    assert decision == promotion.Decision(
+        True, f"promoted: validation accuracy 0.7500 >= champion v{old}'s 0.2500", old, new
+    )
+    promotion.settle(name, decision)
+    assert promotion.aliases(name) == {"champion": new, "previous": old}
+    assert tag(name, new) == decision.reason
+
+
+def test_an_equal_model_is_promoted(files, name):
+    old = champion_of(files, name, "bad.pt")
+    new = register(files, name, "bad.pt")
+    decision = promotion.decide(name, new, TEXTS, LABELS)
+    assert (
+        decision.promoted
+        and decision.reason == f"promoted: validation accuracy 0.7500 >= champion v{old}'s 0.7500"
+    )
+
+
+def test_a_worse_model_leaves_the_champion_and_says_why(files, name):
+    old = champion_of(files, name, "bad.pt")
+    new = register(files, name, "good.pt")
+    decision = promotion.decide(name, new, TEXTS, LABELS)
+    assert not decision.promoted
+    promotion.settle(name, decision)
+    assert promotion.aliases(name) == {"champion": old}
+    assert tag(name, new) == f"not promoted: validation accuracy 0.2500 < champion v{old}'s 0.7500"
+
+
+@pytest.mark.parametrize(
+    "champion, why",
+    [
+        (
+            {"model": "three.pt", "labels": "three.json.labels"},
+            "has classes ['bad', 'mixed', 'good'], ours ['bad', 'good']",
+        ),
+        ({"model": "good.pt", "tokenizer": "other.json"}, "has another tokenizer (tokenizer.json sha256 "),
+    ],
+)
+def test_a_champion_of_other_classes_or_tokenizer_is_replaced_without_comparison(files, name, champion, why):
+    old = champion_of(files, name, **champion)
+    new = register(files, name, "good.pt")  # worse on accuracy: not compared
+    decision = promotion.decide(name, new, TEXTS, LABELS)
+    assert decision.promoted and decision.reason.startswith(f"replaced without comparison: champion v{old} ")
+    assert why in decision.reason
+
+
+def test_rollback_swaps_champion_and_previous_and_refuses_without_previous(files, name, capsys):
+    old = champion_of(files, name, "good.pt")
+    capsys.readouterr()
+    assert main(["champion", "rollback", "--name", name]) == 2
+    err = capsys.readouterr().err
+    assert err == f"tinytf: error: {name}: no version is @previous; there is nothing to roll back to\n"
+    new = register(files, name, "bad.pt")
+    promotion.settle(name, promotion.decide(name, new, TEXTS, LABELS))
+    capsys.readouterr()
+    assert main(["champion", "rollback", "--name", name]) == 0
+    said = capsys.readouterr().out
+    assert said == f"{name}: @champion is version {old} (was {new}); @previous is version {new}\n"
+    assert promotion.aliases(name) == {"champion": old, "previous": new}
+    assert main(["champion", "show", "--name", name]) == 0
+    shown = capsys.readouterr().out.splitlines()
+    assert shown == [
+        f"{name} version {new} @previous: promoted: validation accuracy 0.7500 >= champion v{old}'s 0.2500",
+        f"{name} version {old} @champion: promoted: no version was @champion",
+    ]
+
+
+def test_requests_keep_within_the_models_limits():
+    parts = list(promotion.requests(["a"] * (MAX_TEXTS + 1)))
+    assert [len(p) for p in parts] == [MAX_TEXTS, 1]
+    long = "x" * 100_000
+    parts = list(promotion.requests([long] * 6))
+    assert all(sum(len(t) for t in p) <= MAX_REQUEST_TOKENS for p in parts) and sum(map(len, parts)) == 6
+
+
+def test_the_model_card_is_the_versions_description_cut_to_what_the_store_holds(files, name):
+    from tinytf.tracking.champion import DESCRIPTION_LIMIT, describe
+
+    version = register(files, name, "bad.pt")
+    describe(name, version, "# Model card\n\nA tiny classifier.\n")
+    client = mlflow.MlflowClient()
+    assert client.get_model_version(name, version).description == "# Model card\n\nA tiny classifier.\n"
+    describe(name, version, "x" * (DESCRIPTION_LIMIT + 1))
+    described = client.get_model_version(name, version).description
+    assert len(described) == DESCRIPTION_LIMIT and described.endswith("the run's artifact model_card.md)")
+
+
+def test_the_test_predictions_are_a_table_of_the_run(files, name, tmp_path):
+    from tinytf.tracking.champion import TEST_TABLE, log_test_table
+
+    with mlflow.start_run() as run:
+        log_test_table(["a fine film", "dull"], ["bad", "good"], [1, 0], [1, 1], [0.75, 0.5])
+    path = mlflow.artifacts.download_artifacts(
+        run_id=run.info.run_id, artifact_path=TEST_TABLE, dst_path=str(tmp_path)
+    )
+    table = json.loads(Path(path).read_text(encoding="utf-8"))
+    assert table["columns"] == ["text", "label", "prediction", "probability"]
+    assert table["data"] == [["a fine film", "good", "good", 0.75], ["dull", "bad", "good", 0.5]]

@@ -1,0 +1,204 @@
+"""The promotion gate: a model `evaluate` registers becomes @champion only when it is at least as good
+as the current champion on today's validation split, both scored through their own pyfunc (the model
+`tinytf predict` and `mlflow models serve` run). The champion it replaces becomes @previous, and
+`tinytf champion rollback` swaps the two back.
+
+Validation, never test: what is served is chosen the way the grid cell was (DESIGN.md's protocol).
+Not `mlflow.validate_evaluation_results`: its `MetricThreshold` refuses a `min_absolute_change` of 0
+(our rule is "no worse", not "better by some margin"), and it reads the results of `mlflow.evaluate`,
+whose default classifier evaluator computes plots and artifacts we do not need for one accuracy on
+the same texts. Like `champion`, this module sits at the edge: only stages and the CLI import it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import mlflow
+import numpy as np
+import pandas as pd
+
+from tinytf.data.texts import MAX_REQUEST_BYTES, MAX_REQUEST_TOKENS, MAX_TEXTS
+from tinytf.errors import DataError
+from tinytf.io import sha256_file
+from tinytf.tracking import champion
+
+# How much lower than the champion's a candidate's validation accuracy may be and still be promoted.
+# 0: "at least as good". A tie promotes: the workspace's newest run then names the served model.
+# (A params.yaml key for it is left for later: params are a dep of every stage.)
+TOLERANCE = 0.0
+CHAMPION, PREVIOUS = "champion", "previous"
+PROMOTION_TAG = "tinytf.promotion"  # the decision's one line, on every version evaluate registers
+
+
+@dataclasses.dataclass(frozen=True)
+class Decision:
+    promoted: bool
+    reason: str
+    champion_version: str | None  # the version that was @champion when the gate ran
+    candidate_version: str | None  # None: nothing registered (tracking off)
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def aliases(name: str) -> dict[str, str]:
+    """{alias: version} of the registered model `name`; {} when nothing is registered under it."""
+    try:
+        held = mlflow.MlflowClient().get_registered_model(name).aliases
+    except mlflow.exceptions.MlflowException as exc:
+        if exc.error_code == "RESOURCE_DOES_NOT_EXIST":
+            return {}
+        raise
+    return {alias: str(version) for alias, version in held.items()}  # a SQL store gives ints
+
+
+def decide(name: str, candidate: str, texts: list[str], labels: list[str]) -> Decision:
+    """Promote `candidate` (a version of `name`) or not: against the current @champion's accuracy on
+    `texts` (their true class names `labels`); without comparing when there is no champion, when it
+    does not load, or when it answers with other classes or reads texts with another tokenizer."""
+    current = aliases(name).get(CHAMPION)
+    if current is None:
+        return Decision(True, "promoted: no version was @champion", None, candidate)
+    with _own_sys_path(), tempfile.TemporaryDirectory(prefix="tinytf-gate-") as tmp:
+        ours = _load(name, candidate, Path(tmp) / "candidate")
+        try:
+            theirs = _load(name, current, Path(tmp) / "champion")
+        except (mlflow.exceptions.MlflowException, DataError, OSError) as exc:
+            said = champion.first_line(getattr(exc, "message", exc), 120)
+            return Decision(True, f"replaced: champion v{current} does not load ({said})", current, candidate)
+        other = _incomparable(ours[1], theirs[1], current)
+        if other:
+            return Decision(True, other, current, candidate)
+        new, old = accuracy(ours[0], texts, labels), accuracy(theirs[0], texts, labels)
+    margin = f" (tolerance {TOLERANCE})" if TOLERANCE else ""
+    if new >= old - TOLERANCE:
+        said = f"promoted: validation accuracy {new:.4f} >= champion v{current}'s {old:.4f}{margin}"
+        return Decision(True, said, current, candidate)
+    said = f"not promoted: validation accuracy {new:.4f} < champion v{current}'s {old:.4f}{margin}"
+    return Decision(False, said, current, candidate)
+
+
+def _load(name: str, version: str, into: Path):
+    """The pyfunc model of `version`, downloaded into `into`, and the folder of its bundle."""
+    from tinytf.tracking.champion_model import BUNDLE
+
+    into.mkdir()
+    # a model is a hundred files (tinytf's code): a progress bar each would fill the stage's log
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    model = mlflow.pyfunc.load_model(f"models:/{name}/{version}", dst_path=str(into))
+    return model, into / "artifacts" / BUNDLE
+
+
+def _incomparable(ours: Path, theirs: Path, version: str) -> str | None:
+    """Why the champion's accuracy says nothing about ours, or None. Other classes: its labels are
+    not ours. Another tokenizer: the champion came from another study (corpus, vocabulary), and the
+    workspace's run is the study asked for now."""
+    classes = [json.loads((b / "labels.json").read_text(encoding="utf-8"))["classes"] for b in (ours, theirs)]
+    if classes[0] != classes[1]:
+        return f"replaced without comparison: champion v{version} has classes {classes[1]}, ours {classes[0]}"
+    digests = [sha256_file(b / "tokenizer.json")[:12] for b in (ours, theirs)]
+    if digests[0] != digests[1]:
+        return (
+            f"replaced without comparison: champion v{version} has another tokenizer "
+            f"(tokenizer.json sha256 {digests[1]}, ours {digests[0]})"
+        )
+    return None
+
+
+def accuracy(model, texts: list[str], labels: list[str]) -> float:
+    """The share of `texts` whose predicted `label` is the true class name, in requests the model's
+    own limits accept (tinytf.data.texts)."""
+    predicted = []
+    for part in requests(texts):
+        predicted.extend(model.predict(pd.DataFrame({"text": part}))["label"].tolist())
+    return float(np.mean(np.asarray(predicted, dtype=object) == np.asarray(labels, dtype=object)))
+
+
+def requests(texts: list[str]) -> Iterator[list[str]]:
+    """`texts` in parts of at most MAX_TEXTS rows and as many bytes as a request may hold tokens: a
+    subword token covers at least one byte, so the token limit holds too."""
+    budget = min(MAX_REQUEST_BYTES, MAX_REQUEST_TOKENS)
+    part: list[str] = []
+    size = 0
+    for text in texts:
+        length = len(text.encode("utf-8"))
+        if part and (len(part) == MAX_TEXTS or size + length > budget):
+            yield part
+            part, size = [], 0
+        part.append(text)
+        size += length
+    if part:
+        yield part
+
+
+@contextlib.contextmanager
+def _own_sys_path() -> Iterator[None]:
+    """Loading a model puts its copy of tinytf (`code_paths`) first on sys.path; the stage's later
+    imports must find its own."""
+    saved = list(sys.path)
+    try:
+        yield
+    finally:
+        sys.path[:] = saved
+
+
+def settle(name: str, decision: Decision) -> None:
+    """Once the outputs are in place: move the aliases (@previous first, so a kill in between leaves
+    both on the old champion) and tag the candidate with the decision."""
+    version = decision.candidate_version
+    if decision.promoted:
+        if decision.champion_version:
+            champion.set_alias(name, PREVIOUS, decision.champion_version)
+        champion.set_alias(name, CHAMPION, version)
+    mlflow.MlflowClient().set_model_version_tag(name, version, PROMOTION_TAG, decision.reason)
+    print(f"{name} version {version}: {decision.reason}", file=sys.stderr)
+
+
+def rollback(name: str) -> str:
+    """Swap @champion and @previous; what was done, in a line."""
+    held = aliases(name)
+    if PREVIOUS not in held:
+        raise DataError(f"{name}: no version is @{PREVIOUS}; there is nothing to roll back to")
+    back, was = held[PREVIOUS], held.get(CHAMPION)
+    champion.set_alias(name, CHAMPION, back)
+    if was is None:
+        mlflow.MlflowClient().delete_registered_model_alias(name, PREVIOUS)
+        return (
+            f"{name}: @{CHAMPION} is version {back} (no version was @{CHAMPION}); no version is @{PREVIOUS}"
+        )
+    champion.set_alias(name, PREVIOUS, was)
+    return f"{name}: @{CHAMPION} is version {back} (was {was}); @{PREVIOUS} is version {was}"
+
+
+def show(name: str, newest: int = 10) -> str:
+    """The `newest` versions, newest first, each with its aliases and its promotion line."""
+    versions = mlflow.MlflowClient().search_model_versions(f"name = '{name}'")
+    if not versions:
+        return f"{name}: no version registered; run the pipeline (evaluate registers one)"
+    held: dict[str, list[str]] = {}
+    for alias, version in aliases(name).items():  # search results leave aliases out
+        held.setdefault(version, []).append(f"@{alias}")
+    lines = []
+    for version in sorted(versions, key=lambda v: int(v.version), reverse=True)[:newest]:
+        said = (version.tags or {}).get(PROMOTION_TAG) or "(no promotion recorded)"
+        tags = " ".join(sorted(held.get(str(version.version), [])))
+        lines.append(f"{name} version {version.version}{' ' + tags if tags else ''}: {said}")
+    return "\n".join(lines)
+
+
+def champion_command(action: str, name: str, store: str) -> None:
+    """`tinytf champion show|rollback`, against the tracking `store`."""
+    champion.connect(store)
+    try:
+        said = rollback(name) if action == "rollback" else show(name)
+    except mlflow.exceptions.MlflowException as exc:
+        raise DataError(f"{name}: {champion.first_line(exc.message)}") from None
+    print(said)
