@@ -83,11 +83,13 @@ def _test_tables(report) -> dict | None:
     )
     if metrics is not None:
         report.f.metrics = metrics
+        promotion = (metrics.get("promotion") or {}).get("reason")  # what evaluate did with @champion
+        said = f" Registry: {promotion} (`tinytf champion show`)." if promotion else ""
         report.table(
             "best",
             "Best grid cell on test",
             "The cell with the highest validation accuracy and its "
-            "test metrics, with the 95% percentile-bootstrap interval of test accuracy.",
+            f"test metrics, with the 95% percentile-bootstrap interval of test accuracy.{said}",
             rt.best_table(metrics),
             rt.best_table(metrics).assign(value=lambda t: [rt.fmt_num(v, 4) for v in t["value"]]),
         )

@@ -276,3 +276,11 @@ def test_an_external_encoder_row_names_what_it_was_pretrained_on():
     assert "1B+ sentence pairs" in table["pretrained by / on"][1]
     assert "160 GB" in table["pretrained by / on"][2] and table["parameters"][2] == 124_647_170
     assert table["fine-tune seconds"].isna().tolist() == [True, True, False]  # no timings file given
+
+
+def test_the_best_cell_table_says_what_evaluate_did_with_the_champion(tmp_path, upstream, fast_plots):
+    metrics = tmp_path / "reports" / "metrics.json"
+    said = "not promoted: validation accuracy 0.6100 < champion v3's 0.6200"
+    metrics.write_text(json.dumps({**json.loads(metrics.read_text()), "promotion": {"reason": said}}))
+    build_report(upstream, tmp_path)
+    assert f"Registry: {said} (`tinytf champion show`)." in (tmp_path / "reports" / "README.md").read_text()
