@@ -105,8 +105,8 @@ class _Report:
             self.f.course_claims = claims
             self.table(
                 "seed_claims",
-                "Seed parameter arithmetic",
-                "Every count seeds 000 (vocab 100) and 002 "
+                "Course reports' parameter arithmetic",
+                "Every count course reports 000 (vocab 100) and 002 "
                 "(vocab 50,001) state, their own expression evaluated, and PyTorch's count.",
                 claims,
             )
@@ -115,7 +115,7 @@ class _Report:
             self.f.checks = checks
             self.table(
                 "pytorch_checks",
-                "Seed claims checked in PyTorch",
+                "Course report claims checked in PyTorch",
                 "Claims about modules and head merges, each measured on a small seeded model.",
                 checks,
             )

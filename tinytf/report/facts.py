@@ -70,7 +70,7 @@ UPSTREAM = {
     "checks_parameters": Upstream("parameter table", "reports/checks/parameters.json", "checks"),
     "checks_seed_claims": Upstream("seed arithmetic", "reports/checks/seed_claims.json", "checks"),
     "checks_pytorch_checks": Upstream(
-        "seed claims checked in PyTorch", "reports/checks/pytorch_checks.json", "checks"
+        "course report claims checked in PyTorch", "reports/checks/pytorch_checks.json", "checks"
     ),
     "pretrain_metrics": Upstream("pretraining metrics", "reports/pretrain/metrics.json", "pretrain"),
     "pretrain_steps": Upstream("pretraining step log", "reports/pretrain/steps.csv", "pretrain"),
