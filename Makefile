@@ -20,8 +20,10 @@ repro: setup
 	tinytf check
 	dvc repro
 
+# a worker per core (pytest-xdist); tests/conftest.py keeps a module's tests, and those on the
+# tiny preset's run, on one worker each, so their fixtures are built once
 test: setup
-	$(PY) -m pytest
+	$(PY) -m pytest -n auto --dist loadgroup --durations=15
 
 lint: setup
 	$(VENV)/bin/ruff check .
