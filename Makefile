@@ -20,10 +20,10 @@ repro: setup
 	tinytf check
 	dvc repro
 
-# a worker per core (pytest-xdist); tests/conftest.py keeps a module's tests, and those on the
-# tiny preset's run, on one worker each, so their fixtures are built once
+# a worker per core (pytest-xdist), a test file's tests on one worker: its module fixtures are
+# built once (--dist loadgroup's groups do not reach the test ids under pytest 9)
 test: setup
-	$(PY) -m pytest -n auto --dist loadgroup --durations=15
+	$(PY) -m pytest -n auto --dist loadfile --durations=15
 
 lint: setup
 	$(VENV)/bin/ruff check .
