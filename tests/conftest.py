@@ -20,4 +20,3 @@ def shared_data() -> Path:
 def _no_tracking_by_default(monkeypatch):
     # unit tests must not write into the repo's mlflow.db; tracking tests opt back in
     monkeypatch.setenv("TINYTF_TRACKING", "0")
-
