@@ -47,17 +47,13 @@ def main(argv: list[str] | None = None) -> int:
 
 def stages(began: float, ended: float) -> dict[str, float] | None:
     """Each stage's wall time in the window (stage_times.py), None where no store says."""
-    import os
+    from stage_times import default_store, slowest_first, stage_seconds
 
-    from stage_times import stage_seconds
-
-    store = os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{ROOT / 'mlflow.db'}"
     try:
-        found = stage_seconds(store, began, ended)
+        return slowest_first(stage_seconds(default_store(), began, ended))
     except Exception as exc:  # a measurement aid: the duration stands without it
         print(f"durations: no stage times ({type(exc).__name__}: {exc})", file=sys.stderr)
         return None
-    return {stage: round(value, 1) for stage, value in sorted(found.items(), key=lambda kv: -kv[1])}
 
 
 if __name__ == "__main__":

@@ -47,6 +47,16 @@ def stage_seconds(store: str, since: float, until: float) -> dict[str, float]:
     return seconds
 
 
+def default_store() -> str:
+    """$MLFLOW_TRACKING_URI, else the repository's own SQLite store (as the stages use it)."""
+    return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{ROOT / 'mlflow.db'}"
+
+
+def slowest_first(seconds: dict[str, float]) -> dict[str, float]:
+    """The stages, slowest first, to a tenth of a second (what the records hold)."""
+    return {stage: round(seconds[stage], 1) for stage in sorted(seconds, key=lambda s: -seconds[s])}
+
+
 def moment(text: str) -> float:
     return datetime.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
@@ -69,15 +79,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--store", help="tracking URI (default: $MLFLOW_TRACKING_URI or ./mlflow.db)")
     parser.add_argument("--label", default="", help="what ran, recorded with the figures")
     args = parser.parse_args(argv)
-    store = args.store or os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{ROOT / 'mlflow.db'}"
+    store = args.store or default_store()
     since = moment(args.since)
     until = moment(args.until) if args.until else datetime.datetime.now(datetime.UTC).timestamp()
     seconds = stage_seconds(store, since, until)
     if not seconds:
         print(f"stage_times: no stage run started after {args.since} in {store}", file=sys.stderr)
         return 2
-    order = sorted(seconds, key=lambda s: -seconds[s])
-    seconds = {s: round(seconds[s], 1) for s in order}
+    seconds = slowest_first(seconds)
     headline, lines = report(seconds, until - since)
     print("\n".join(lines))
     print(headline)
