@@ -54,7 +54,7 @@ def summarize(
             "lrs": list(f.lrs),
             "hf_lrs": list(hf.lrs) if hf else None,
             "dropouts": list(f.dropouts),
-            "search_labels": count_name(f.search_labels),
+            "search_labels": [count_name(c) for c in f.search_counts()],
             "search_seeds": result.search_seeds,
             "tests": "paired t over seeds per label count, each start against scratch and against "
             "TF-IDF + LR, Holm across label counts within each comparison; the same comparisons "
@@ -148,8 +148,9 @@ def main() -> None:
             print(f"finetune {labels} labels: {line}", file=sys.stderr)
         tracker.log_params(
             {
-                f"chosen_{knob}_{arm}": recipe[knob]
-                for arm, recipe in result.recipes.items()
+                f"chosen_{knob}_{arm}_{labels}": recipe[knob]
+                for labels, by_arm in result.recipes.items()
+                for arm, recipe in by_arm.items()
                 for knob in ("lr", "dropout")
             }
         )

@@ -154,7 +154,10 @@ class FinetuneParams:
     # the frozen probe's logistic-regression C, chosen on validation in every run: the best C
     # grows with the labels
     probe_cs: list[float] = bounded([0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0], gt=0)
-    search_labels: int = bounded(1000, ge=0)  # the subset every start's recipe is chosen on
+    # the label counts a recipe is chosen at, each on its own subset (0 = all labels); a count not
+    # listed takes the recipe of the nearest listed count below it (else the smallest listed).
+    # One count (an int) searches once for the whole curve, as the tiny preset does
+    search_labels: list[int] | int = bounded([250, 1000, 3000, 0], ge=0)
     # on its first few seeds, by mean validation accuracy: one seed's validation split decides
     # between recipes by a handful of texts
     search_seeds: int = bounded(3, ge=1)
@@ -175,6 +178,19 @@ class FinetuneParams:
         counts = sorted(self.label_counts, key=lambda c: float("inf") if c == 0 else c)
         return [(count, list(self.seeds)) for count in counts]
 
+    def search_counts(self) -> list[int]:
+        """The label counts a recipe is chosen at, in curve order (0 = all labels, last)."""
+        listed = self.search_labels if isinstance(self.search_labels, list) else [self.search_labels]
+        return sorted(listed, key=lambda c: float("inf") if c == 0 else c)
+
+    def recipe_count(self, count: int) -> int:
+        """The searched label count whose recipe `count` runs with: itself when searched, else the
+        nearest searched count below it, else the smallest searched."""
+        order = [c for c, _ in self.curve_plan()]
+        searched = self.search_counts()
+        below = [c for c in searched if order.index(c) <= order.index(count)] if count in order else []
+        return below[-1] if below else searched[0]
+
     def recipes(self, lrs: list[float] | None = None) -> list[tuple[float, float]]:
         """The (lr, dropout) candidates a trained start chooses from; `lrs` for the hf start."""
         return [(lr, dropout) for lr in (lrs or self.lrs) for dropout in self.dropouts]
@@ -189,11 +205,16 @@ class FinetuneParams:
             raise ParamsError(
                 f"{file}: {key}.label_counts: must include 0 (all labels), got {self.label_counts}"
             )
-        for name in ("search_labels", "snapshot_labels"):
-            if getattr(self, name) not in self.label_counts:
-                raise ParamsError(
-                    f"{file}: {key}.{name}: {getattr(self, name)} is not one of label_counts {self.label_counts}"
-                )
+        for name, counts in (
+            ("search_labels", self.search_counts()),
+            ("snapshot_labels", [self.snapshot_labels]),
+        ):
+            for count in counts:
+                if count not in self.label_counts:
+                    raise ParamsError(
+                        f"{file}: {key}.{name}: {count} is not one of label_counts {self.label_counts}"
+                    )
+        _check_distinct(self.search_counts(), f"{key}.search_labels", file)
         if len(self.seeds) < 2:
             raise ParamsError(f"{file}: {key}.seeds: a paired test needs at least 2 seeds, got {self.seeds}")
 
@@ -256,6 +277,8 @@ class GridParams:
 class EvaluateParams:
     bootstrap_resamples: int = bounded(1000, ge=100)
     registry_name: str = "tinytf-sentiment"
+    # how far below @champion's validation accuracy a new version may score and still replace it
+    promotion_tolerance: float = bounded(0.0, ge=0, lt=1)
 
 
 @dataclass

@@ -138,13 +138,32 @@ def transfer_section(r) -> None:
     recipe_table(r, s)
 
 
+def recipes_by_labels(s: dict) -> dict[str, dict[str, dict]]:
+    """summary.json's `recipes` as {label count: {arm: recipe}}; an older summary chose once, at
+    `protocol.search_labels`, and kept {arm: recipe}."""
+    recipes = s.get("recipes") or {}
+    if recipes and all("candidates" in v for v in recipes.values()):
+        return {str(s["protocol"]["search_labels"]): recipes}
+    return recipes
+
+
+def search_labels_text(p: dict) -> str:
+    """'1000 labels' (one search for the whole curve) or 'each label count (250, all)'."""
+    counts = p["search_labels"]
+    if isinstance(counts, list) and len(counts) > 1:
+        return f"each of {', '.join(counts)} labels"
+    return f"{counts[0] if isinstance(counts, list) else counts} labels"
+
+
 def recipe_table(r, s: dict) -> None:
-    """Every trained start's recipe candidates, their mean validation accuracy, and its choice."""
-    recipes = s.get("recipes")
+    """Every trained start's recipe candidates at every searched label count, their mean
+    validation accuracy, and its choice."""
+    recipes = recipes_by_labels(s)
     if not recipes:
         return
     rows = [
         {
+            "labels": labels,
             "arm": arm,
             "lr": c["lr"],
             "dropout": c["dropout"],
@@ -152,7 +171,8 @@ def recipe_table(r, s: dict) -> None:
             "seeds": c["seeds"],
             "chosen": (c["lr"], c["dropout"]) == (chosen["lr"], chosen["dropout"]),
         }
-        for arm, chosen in recipes.items()
+        for labels, by_arm in recipes.items()
+        for arm, chosen in by_arm.items()
         for c in chosen["candidates"]
     ]
     protocol = s["protocol"]
@@ -161,11 +181,27 @@ def recipe_table(r, s: dict) -> None:
         "Recipe per start",
         f"Mean validation accuracy of every candidate lr x dropout over the "
         f"first {len(protocol['search_seeds'])} seed(s) at "
-        f"{protocol['search_labels']} labels: the same candidates for every trained start, each using its own "
+        f"{search_labels_text(protocol)}: the same candidates for every trained start, each using its own "
         "best. Test accuracy is never read to choose. The frozen probe has no lr or dropout: its logistic "
-        "regression's C is chosen on validation in every run (runs.csv, `probe_c`).",
+        "regression's C is chosen on validation in every run (runs.csv, `probe_c`)."
+        + (f" {changes}" if (changes := recipe_changes(recipes)) else ""),
         pd.DataFrame(rows),
     )
+
+
+def recipe_changes(recipes: dict[str, dict[str, dict]]) -> str | None:
+    """Whether one search would have served the whole curve: per trained start, the label counts
+    whose own choice differs from the choice at the others (None with one searched count)."""
+    if len(recipes) < 2:
+        return None
+    parts = []
+    arms = dict.fromkeys(arm for by_arm in recipes.values() for arm in by_arm)
+    for arm in arms:
+        chosen = {labels: (by_arm[arm]["lr"], by_arm[arm]["dropout"]) for labels, by_arm in recipes.items()}
+        text = ", ".join(f"{labels}: lr {lr:g}, dropout {d:g}" for labels, (lr, d) in chosen.items())
+        kinds = len(set(chosen.values()))
+        parts.append(f"{arm} chose {'one recipe' if kinds == 1 else f'{kinds} different recipes'} ({text})")
+    return "Recipe per label count (the choice on each count's own validation): " + "; ".join(parts) + "."
 
 
 def protocol_text(s: dict) -> list[str]:
@@ -175,11 +211,10 @@ def protocol_text(s: dict) -> list[str]:
         return []
     hf = f" (hf: lr {p['hf_lrs']})" if p.get("hf_lrs") else ""
     return [
-        f"- Protocol (params.yaml `finetune:`; revised once after earlier results, each change against "
-        f"the pretrained start, as README.md says): {len(p['seeds'])} paired seeds "
+        f"- Protocol (params.yaml `finetune:`; revised after earlier results, as README.md says): {len(p['seeds'])} paired seeds "
         f"({', '.join(map(str, p['seeds']))}) at every label count ({', '.join(p['label_counts'])}); every "
         f"trained start chooses lr from {p['lrs']}{hf} and dropout from {p['dropouts']} on validation at "
-        f"{p['search_labels']} labels; {p['tests']}."
+        f"{search_labels_text(p)}; {p['tests']}."
     ]
 
 

@@ -5,11 +5,12 @@ nested subsets of the train labels (`tinytf.data.subsets`). A seed fixes the sub
 initialisation and the batch order, so for one seed the starts differ only in their body: the
 comparison over seeds is paired. The recipe is chosen on validation, never on test:
 
-1. each trained start's recipe, lr x dropout from the same candidates for every start: one run
-   per candidate and seed on the `search_labels` subset (its first `search_seeds` seeds), the
-   best mean validation accuracy wins (a knob tuned for one start only would tilt the study);
+1. each trained start's recipe at each of the `search_labels` counts, lr x dropout from the same
+   candidates for every start: one run per candidate and seed on that count's subset (its first
+   `search_seeds` seeds), the best mean validation accuracy wins (a knob tuned for one start or
+   one label count only would tilt the study);
 2. every run keeps its best validation epoch;
-3. the chosen recipe then runs every (label count, seed), and the pretrained start again from
+3. each count's recipe then runs every seed of that count, and the pretrained start again from
    each pretraining snapshot at `snapshot_labels` labels, over the same seeds.
 
 The frozen start is a linear probe (`tinytf.train.linear_probe`): a logistic regression on the body's
@@ -57,8 +58,10 @@ MAX_EVALUATIONS = 6  # validation passes per run at most: see `schedule`
 class FinetuneResult:
     runs: pd.DataFrame  # one row per run: start, arm, labels, seed, lr, best epoch, accuracies
     curves: pd.DataFrame  # per evaluated epoch of the all-label runs (the per-epoch plot)
-    recipes: dict[str, dict]  # per trained arm: the chosen lr and dropout, and every candidate's score
-    search_seeds: list[int]  # the seeds the recipes were chosen over (at `search_labels` labels)
+    # per searched label count ("250", "all"), per trained arm: the chosen lr and dropout, and
+    # every candidate's score
+    recipes: dict[str, dict[str, dict]]
+    search_seeds: list[int]  # the seeds the recipes were chosen over (at each `search_labels` count)
     classes: list[str]
     runtime: Runtime  # what `auto` resolved to on this machine, for the outputs to record
     timings: pd.DataFrame  # wall seconds per run (a measurement: kept apart from the results)
@@ -374,16 +377,25 @@ def run_finetune(
     with Workers(runtime.device, Trainer, (params, data_dir, max_length, hf), "finetune runs") as workers:
         run = Runner(params, data_dir, max_length, callbacks_for, workers, hf)
         search = [
-            RunSpec(arm, params.search_labels, seed, lr, dropout, pretrained, "final")
+            RunSpec(arm, count, seed, lr, dropout, pretrained, "final")
+            for count in params.search_counts()
             for arm in trained_arms
             for lr, dropout in params.recipes(hf.lrs if arm == "hf" else None)
             for seed in search_seeds
         ]
         search_rows = run(search)
-        recipes = {arm: chosen_recipe([r for r in search_rows if r["arm"] == arm]) for arm in trained_arms}
+        recipes = {
+            count_name(count): {
+                arm: chosen_recipe(
+                    [r for r in search_rows if (r["arm"], r["labels"]) == (arm, count_name(count))]
+                )
+                for arm in trained_arms
+            }
+            for count in params.search_counts()
+        }
 
         def spec(arm, count, seed, start=pretrained, start_name="final"):
-            recipe = recipes.get(arm, {})
+            recipe = recipes[count_name(params.recipe_count(count))].get(arm, {})
             return RunSpec(arm, count, seed, recipe.get("lr"), recipe.get("dropout"), start, start_name)
 
         specs = [spec(arm, count, seed) for count, seeds in plan for arm in params.arms for seed in seeds]
@@ -396,9 +408,13 @@ def run_finetune(
         rows = run(specs)
     frame = pd.DataFrame(rows)
     frame["chosen"] = True
-    chosen = {(arm, r["lr"], r["dropout"]) for arm, r in recipes.items()}
+    chosen = {
+        (labels, arm, r["lr"], r["dropout"])
+        for labels, by_arm in recipes.items()
+        for arm, r in by_arm.items()
+    }
     searched = pd.DataFrame(search_rows).assign(chosen=False)
-    keys = list(zip(searched["arm"], searched["lr"], searched["dropout"], strict=True))
+    keys = list(zip(searched["labels"], searched["arm"], searched["lr"], searched["dropout"], strict=True))
     searched = searched[[key not in chosen for key in keys]]
     runs = pd.concat([frame, searched], ignore_index=True)
     return FinetuneResult(

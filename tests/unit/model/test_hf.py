@@ -136,7 +136,7 @@ def test_the_hf_arm_fine_tunes_beats_scratch_and_its_saved_model_serves_the_same
     accuracy = runs.groupby("arm")["test_accuracy"].mean()
     # 320 labels, 2 epochs: far from what the body can do (the README's SST-2 run), but far above chance
     assert accuracy["hf"] >= 0.65 and accuracy["hf"] > accuracy["scratch"] + 0.1, accuracy
-    assert result.recipes["hf"]["lr"] == 1e-4 and runs[runs["arm"] == "hf"]["tokens"].isna().all()
+    assert result.recipes["all"]["hf"]["lr"] == 1e-4 and runs[runs["arm"] == "hf"]["tokens"].isna().all()
     assert 22_000_000 < result.parameters["hf"] < 23_000_000 < 100_000 * result.parameters["scratch"]
     assert (
         set(result.timings["arm"]) == {"pretrained", "scratch", "hf"}

@@ -67,6 +67,21 @@ def test_params_need_all_labels_and_known_search_counts():
         load_params(REPO / "params.yaml", {"finetune.label_counts": [250, 1000]})
     with pytest.raises(ParamsError, match=r"finetune.snapshot_labels: 500 is not one of label_counts"):
         load_params(REPO / "params.yaml", {"finetune.snapshot_labels": 500})
+    with pytest.raises(ParamsError, match=r"finetune.search_labels: 500 is not one of label_counts"):
+        load_params(REPO / "params.yaml", {"finetune.search_labels": [250, 500]})
+    with pytest.raises(ParamsError, match=r"finetune.search_labels"):
+        load_params(REPO / "params.yaml", {"finetune.search_labels": [250, 250]})
+
+
+def test_each_label_count_takes_its_own_recipe_or_the_nearest_searched_below():
+    each = FinetuneParams(label_counts=[250, 1000, 3000, 0], search_labels=[0, 250, 1000, 3000])
+    assert each.search_counts() == [250, 1000, 3000, 0]
+    assert [each.recipe_count(c) for c in (250, 1000, 3000, 0)] == [250, 1000, 3000, 0]
+    once = FinetuneParams(label_counts=[250, 1000, 3000, 0], search_labels=1000)  # one search for all
+    assert once.search_counts() == [1000] and {once.recipe_count(c) for c in (250, 1000, 3000, 0)} == {1000}
+    some = FinetuneParams(label_counts=[250, 1000, 3000, 0], search_labels=[1000, 0])
+    assert [some.recipe_count(c) for c in (250, 1000, 3000, 0)] == [1000, 1000, 1000, 0]
+    assert load_params(REPO / "params.yaml").finetune.search_counts() == [250, 1000, 3000, 0]
 
 
 def test_a_label_count_as_large_as_the_train_split_is_refused_naming_the_key_and_file():
@@ -176,11 +191,14 @@ def test_finetune_chooses_each_lr_on_validation_and_keeps_the_best_epoch(workdir
     for arm in ("pretrained", "scratch"):
         mine = search[search["arm"] == arm].groupby(["lr", "dropout"])["validation_accuracy"]
         assert mine.count().to_dict() == {(lr, d): 2 for lr in (1e-4, 3e-3) for d in (0.0, 0.3)}  # of 5 asked
-        chosen = result.recipes[arm]
+        chosen = result.recipes["24"][arm]  # one searched count: its recipe serves the whole curve
         assert (chosen["lr"], chosen["dropout"]) == mine.mean().idxmax()
+        curve = runs[(runs["arm"] == arm) & runs["chosen"]]
+        assert set(zip(curve["lr"], curve["dropout"], strict=True)) == {(chosen["lr"], chosen["dropout"])}
     probes = runs[runs["arm"] == "frozen"]  # no recipe search: each run chooses its C on validation
     assert (
-        "frozen" not in result.recipes
+        list(result.recipes) == ["24"]
+        and "frozen" not in result.recipes["24"]
         and probes["lr"].isna().all()
         and probes["probe_c"].isin([0.1, 1.0]).all()
     )
@@ -207,6 +225,36 @@ def test_finetune_chooses_each_lr_on_validation_and_keeps_the_best_epoch(workdir
     assert np.allclose(merged["test"], merged["test_accuracy"])
     assert np.allclose(merged["validation"], merged["validation_accuracy"])  # the kept epoch's pass
     assert predictions["probability"].between(0.5, 1.0).all()  # two classes: the argmax has at least half
+
+
+def test_a_recipe_is_chosen_at_every_searched_label_count_and_serves_that_count(workdir):
+    params = FinetuneParams(
+        arms=["pretrained", "scratch"],
+        label_counts=[24, 0],
+        seeds=[1, 2],
+        epochs=1,
+        min_steps=4,
+        batch_size=16,
+        lrs=[1e-4, 3e-3],
+        dropouts=[0.1],
+        search_labels=[24, 0],
+        search_seeds=2,
+        snapshot_labels=24,
+        device="cpu",
+        precision="fp32",
+        compile=False,
+    )
+    result = run_finetune(params, 32, workdir / "models" / "pretrained.pt", workdir)
+    runs = result.runs
+    assert list(result.recipes) == ["24", "all"]
+    for labels, by_arm in result.recipes.items():
+        for arm, chosen in by_arm.items():
+            mine = runs[(runs["labels"] == labels) & (runs["arm"] == arm)]
+            means = mine.groupby("lr")["validation_accuracy"].mean()
+            assert len(means) == 2 and chosen["lr"] == means.idxmax()  # both candidates ran at this count
+            curve = mine[mine["chosen"]]
+            assert set(curve["lr"]) == {chosen["lr"]} and sorted(curve["seed"]) == [1, 2]
+    assert len(runs) == 2 * 2 * 2 * 2  # count x arm x lr x seed: the chosen candidate's runs are the curve's
 
 
 def test_runs_side_by_side_give_the_numbers_of_one_process_and_reach_mlflow(workdir, monkeypatch):
