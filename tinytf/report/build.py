@@ -23,6 +23,7 @@ from tinytf.io import staged, write_text
 from tinytf.params.config import Params
 from tinytf.report import tables as rt
 from tinytf.report.bodies import bodies_section
+from tinytf.report.champion import champion_section
 from tinytf.report.facts import UPSTREAM, Facts
 from tinytf.report.grid import grid_section
 from tinytf.report.mistakes import mistakes_section
@@ -246,6 +247,7 @@ class _Report:
 
     def mistakes(self) -> None:
         mistakes_section(self)
+        champion_section(self)
 
     def extras(self) -> None:
         probes = self.inputs.csv("probes_probes", ("exercise", "weight_err", "pass"))

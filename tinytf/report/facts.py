@@ -31,6 +31,7 @@ class Facts:
     baselines: dict | None = None  # reports/baselines/summary.json
     snapshot_curve: pd.DataFrame | None = None  # pretrained − scratch per pretraining snapshot
     metrics: dict | None = None  # reports/metrics.json
+    champion_vs: dict | None = None  # the served model against the best start and TF-IDF, on test texts
     test_report: dict | None = None
     grid: pd.DataFrame | None = None  # one row per grid cell of the current params
     best: dict | None = None  # optimizer, lr, batch_size, epochs of the best cell
@@ -99,6 +100,9 @@ UPSTREAM = {
     "models_pretrained": Upstream("pretrained model config", "data/models/pretrained.json", "pretrain"),
     "finetune_predictions": Upstream(
         "fine-tuning predictions", "data/predictions/finetune.parquet", "finetune"
+    ),
+    "baseline_predictions": Upstream(
+        "the baselines' predictions", "data/predictions/baselines.parquet", "baselines"
     ),
     "evaluate_predictions": Upstream(
         "the best cell's test predictions", "data/predictions/evaluate.parquet", "evaluate"

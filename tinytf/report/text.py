@@ -9,6 +9,7 @@ import pandas as pd
 from tinytf.report import tables as rt
 from tinytf.report.answers import answers
 from tinytf.report.bodies import lm_corpus
+from tinytf.report.champion import champion_text
 from tinytf.report.facts import ReportView
 from tinytf.report.transfer import items_text, transfer_text
 
@@ -32,6 +33,8 @@ def _headline(r: ReportView) -> list[str]:
             f"grid cell: {b['optimizer']}, lr {b['lr']:g}, batch {b['batch_size']}, {b['epochs']} epoch(s), "
             f"validation accuracy {rt.pct(b['validation_accuracy'])}."
         )
+    if f.champion_vs is not None:
+        out.append(champion_text(f.champion_vs))
     if f.majority_test is not None:
         out.append(
             f"- Majority-class baseline (always predict the most frequent class): {rt.pct(f.majority_test)} "

@@ -1,0 +1,78 @@
+"""The served model beside the pipeline's other candidates on the same test texts: the label
+curve's best start with all labels (chosen on validation, over its seeds) and TF-IDF + LR with
+all labels, each paired with the champion over the test texts from the kept predictions."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from tinytf.analysis.evaluation import ALPHA
+from tinytf.analysis.items import chosen_predictions, correct_by_item, item_comparison
+from tinytf.data.predictions import RUN_KEYS
+from tinytf.report import tables as rt
+
+NAMES = {"tfidf_lr": "TF-IDF + LR", "frozen": "the frozen probe", "hf": "the hf start"}
+
+
+def name(arm: str) -> str:
+    return NAMES.get(arm, f"the {arm} start")
+
+
+def best_start(runs: pd.DataFrame) -> str | None:
+    """The start with the best mean validation accuracy over its chosen all-label runs (never test)."""
+    final = runs[runs["chosen"] & (runs["start"] == "final") & (runs["labels"].astype(str) == "all")]
+    if final.empty:
+        return None
+    return str(final.groupby("arm")["validation_accuracy"].mean().idxmax())
+
+
+def champion_comparison(
+    champion: pd.DataFrame, finetune: pd.DataFrame, runs: pd.DataFrame, baselines: pd.DataFrame | None
+) -> dict | None:
+    """{"champion": accuracy, "rivals": {name: {"arm", "accuracy", "seeds", **item test of champion − it}},
+    "best": the highest test accuracy of the three}, all on the champion's test texts."""
+    arm = best_start(runs.astype({"labels": str}))
+    if arm is None:
+        return None
+    mine = correct_by_item(champion.assign(seed=0))
+    sides = {"best_start": (arm, chosen_predictions(finetune, runs.astype({"labels": str})))}
+    if baselines is not None and (baselines["arm"] == "tfidf_lr").any():
+        sides["tfidf"] = ("tfidf_lr", baselines)
+    out: dict = {"champion": float(mine.mean()), "n_items": int(mine.shape[1]), "rivals": {}}
+    for key, (side, frame) in sides.items():
+        theirs = correct_by_item(frame, arm=side, labels="all")
+        test = item_comparison(mine, theirs)
+        out["rivals"][key] = {"arm": side, "accuracy": float(theirs.mean()), "seeds": len(theirs), **test}
+    accuracies = {"champion": out["champion"]} | {r["arm"]: r["accuracy"] for r in out["rivals"].values()}
+    out["best"] = max(accuracies, key=accuracies.get)
+    return out
+
+
+def champion_text(c: dict) -> str:
+    """One headline sentence: the served model against each rival, and which is best."""
+    parts = []
+    for rival in c["rivals"].values():
+        detected = rival["p_value"] < ALPHA
+        seeds = f", mean of {rival['seeds']} seeds" if rival["seeds"] > 1 else ""
+        parts.append(
+            f"against {name(rival['arm'])} with all labels ({rt.pct(rival['accuracy'])}{seeds}) "
+            f"{rival['mean_difference'] * 100:+.1f} points (p = {rival['p_value']:.3g}, "
+            f"{'a detected difference' if detected else 'no detectable difference'})"
+        )
+    best = "the served model" if c["best"] == "champion" else name(c["best"])
+    return (
+        f"- The served model ({rt.pct(c['champion'])}) on the same {c['n_items']:,} test texts, paired per "
+        f"text: {'; '.join(parts)}. Highest test accuracy of the three: {best} (the best start is the one "
+        "with the best mean validation accuracy; test chose nothing)."
+    )
+
+
+def champion_section(r) -> None:
+    """Facts for the headline, where the champion's, the curve's and the baselines' predictions are."""
+    champion = r.inputs.parquet("evaluate_predictions", ("split", "item", "label", "prediction"))
+    finetune = r.inputs.parquet("finetune_predictions", ("arm", "labels", "split", "item", "prediction"))
+    runs = r.inputs.csv("finetune_runs", ("chosen", "validation_accuracy", *RUN_KEYS))
+    if champion is None or finetune is None or runs is None:
+        return
+    baselines = r.inputs.parquet("baseline_predictions", ("arm", "labels", "split", "item", "prediction"))
+    r.f.champion_vs = champion_comparison(champion, finetune, runs, baselines)
