@@ -65,7 +65,8 @@ def evaluate(args, params, tracker) -> dict:
     version = tracker.call(
         "register_model", register_champion, chosen["checkpoint"], Path(args.data), chosen["max_length"], name
     )
-    promotion = gate(tracker, name, version, Path(args.data), chosen["data"].classes)
+    tolerance = params.evaluate.promotion_tolerance
+    promotion = gate(tracker, name, version, Path(args.data), chosen["data"].classes, tolerance)
     best = chosen["best"]
     best_values = {k: (v.item() if hasattr(v, "item") else v) for k, v in best[BEST_COLUMNS].items()}
     finetune = json.loads(Path(args.finetune).read_text())
@@ -171,7 +172,9 @@ def log_outputs(args, tracker, chosen: dict, card: str, registered: tuple[str, s
         tracker.call("describe_model", describe_version, *registered, card)
 
 
-def gate(tracker, name: str, version: str | None, data_dir: Path, classes: list[str]) -> dict:
+def gate(
+    tracker, name: str, version: str | None, data_dir: Path, classes: list[str], tolerance: float
+) -> dict:
     """Whether `version` is to become @champion, why, and against which version (`promotion`)."""
     decision = {"promoted": False, "reason": "", "champion_version": None, "candidate_version": version}
     if version is None:
@@ -184,7 +187,8 @@ def gate(tracker, name: str, version: str | None, data_dir: Path, classes: list[
     )
     # `prepare` numbers the classes in labels.json's order; the pyfunc answers with their names
     labels = [classes[i] for i in frame["label"]]
-    decided = tracker.call("promotion_gate", decide_promotion, name, version, frame["text"].tolist(), labels)
+    texts = frame["text"].tolist()
+    decided = tracker.call("promotion_gate", decide_promotion, name, version, texts, labels, tolerance)
     if decided is None:  # the gate failed: tracking is off from here, and the aliases stay
         return {**decision, "reason": f"not compared: {tracker.failure}"}
     return decided
@@ -206,10 +210,10 @@ def register_champion(checkpoint: Path, data_dir: Path, max_length: int, name: s
     return version
 
 
-def decide_promotion(name: str, version: str, texts: list[str], labels: list[str]) -> dict:
+def decide_promotion(name: str, version: str, texts: list[str], labels: list[str], tolerance: float) -> dict:
     from tinytf.tracking.promotion import decide
 
-    return decide(name, version, texts, labels).as_dict()
+    return decide(name, version, texts, labels, tolerance).as_dict()
 
 
 def settle_promotion(name: str, promotion: dict) -> None:

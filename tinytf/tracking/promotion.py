@@ -30,10 +30,6 @@ from tinytf.errors import DataError
 from tinytf.io import sha256_file
 from tinytf.tracking import champion
 
-# How much lower than the champion's a candidate's validation accuracy may be and still be promoted.
-# 0: "at least as good". A tie promotes: the workspace's newest run then names the served model.
-# (A params.yaml key for it is left for later: params are a dep of every stage.)
-TOLERANCE = 0.0
 CHAMPION, PREVIOUS = "champion", "previous"
 PROMOTION_TAG = "tinytf.promotion"  # the decision's one line, on every version evaluate registers
 
@@ -60,10 +56,14 @@ def aliases(name: str) -> dict[str, str]:
     return {alias: str(version) for alias, version in held.items()}  # a SQL store gives ints
 
 
-def decide(name: str, candidate: str, texts: list[str], labels: list[str]) -> Decision:
+def decide(
+    name: str, candidate: str, texts: list[str], labels: list[str], tolerance: float = 0.0
+) -> Decision:
     """Promote `candidate` (a version of `name`) or not: against the current @champion's accuracy on
-    `texts` (their true class names `labels`); without comparing when there is no champion, when it
-    does not load, or when it answers with other classes or reads texts with another tokenizer."""
+    `texts` (their true class names `labels`), promoted when at most `tolerance` below it (0: at
+    least as good; a tie promotes, so the newest run names the served model); without comparing
+    when there is no champion, when it does not load, or when it answers with other classes or
+    reads texts with another tokenizer."""
     current = aliases(name).get(CHAMPION)
     if current is None:
         return Decision(True, "promoted: no version was @champion", None, candidate)
@@ -78,8 +78,8 @@ def decide(name: str, candidate: str, texts: list[str], labels: list[str]) -> De
         if other:
             return Decision(True, other, current, candidate)
         new, old = accuracy(ours[0], texts, labels), accuracy(theirs[0], texts, labels)
-    margin = f" (tolerance {TOLERANCE})" if TOLERANCE else ""
-    if new >= old - TOLERANCE:
+    margin = f" (tolerance {tolerance:g})" if tolerance else ""
+    if new >= old - tolerance:
         said = f"promoted: validation accuracy {new:.4f} >= champion v{current}'s {old:.4f}{margin}"
         return Decision(True, said, current, candidate)
     said = f"not promoted: validation accuracy {new:.4f} < champion v{current}'s {old:.4f}{margin}"

@@ -99,6 +99,17 @@ def test_a_better_model_is_promoted_and_the_champion_becomes_previous(files, nam
     assert tag(name, new) == decision.reason
 
 
+def test_a_model_within_the_tolerance_is_promoted_and_one_beyond_it_is_not(files, name):
+    old = champion_of(files, name, "bad.pt")  # always class 0: 0.75 of LABELS
+    new = register(files, name, "good.pt")  # always class 1: 0.25
+    within = promotion.decide(name, new, TEXTS, LABELS, tolerance=0.5)
+    assert (
+        within.reason == f"promoted: validation accuracy 0.2500 >= champion v{old}'s 0.7500 (tolerance 0.5)"
+    )
+    beyond = promotion.decide(name, new, TEXTS, LABELS, tolerance=0.25)
+    assert not beyond.promoted and beyond.reason.endswith("(tolerance 0.25)")
+
+
 def test_an_equal_model_is_promoted(files, name):
     old = champion_of(files, name, "bad.pt")
     new = register(files, name, "bad.pt")
