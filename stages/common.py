@@ -25,19 +25,23 @@ import fnmatch
 import functools
 import re
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import yaml
 
 from tinytf.errors import ParamsError, TinyTFError
-from tinytf.io import FULL, full_disk_message, staged
+from tinytf.io import FULL, full_disk_message, staged, write_json
 from tinytf.params.config import load_params as validated_params
 from tinytf.params.config import narrow_params
 from tinytf.params.schema import DeclaredParams, parse_overrides
 from tinytf.process.allocator import keep_freed_memory
+from tinytf.process.record import run_record
 
 DVC_FILE = Path("dvc.yaml")
+STARTED = time.perf_counter()  # a stage script imports this module first: its wall time starts here
+_record: dict[str, str] = {}  # {"stage", "path"} once load_params has read the command line
 
 
 def stage_parser(stage: str, doc: str) -> argparse.ArgumentParser:
@@ -61,6 +65,12 @@ def stage_parser(stage: str, doc: str) -> argparse.ArgumentParser:
         default=[],
         metavar="KEY=VALUE",
         help="override a params key for this run, e.g. --set tokenize.vocab_size=4000",
+    )
+    parser.add_argument(
+        "--record",
+        metavar="JSON",
+        help="when the stage succeeds, write its run's record here: wall time, commit, machine, "
+        "versions (the report's run card reads them)",
     )
     return parser
 
@@ -94,6 +104,8 @@ def load_params(stage: str, args: argparse.Namespace) -> DeclaredParams:
     """The whole file validated first (a bad key anywhere is an error), then narrowed to the
     keys dvc.yaml declares for `stage`."""
     params = validated_params(args.params, parse_overrides(args.overrides))
+    if getattr(args, "record", None):
+        _record.update(stage=stage, path=args.record)
     return narrow_params(params, declared_keys(stage), f"stage '{stage}'", args.params)
 
 
@@ -127,6 +139,8 @@ def run(main: Callable[[], None]) -> None:
         keep_freed_memory()  # before the stage's first tensor
         collector.resume()
         main()
+        if _record:  # only a run that succeeded: its outputs are in place
+            write_json(Path(_record["path"]), run_record(_record["stage"], time.perf_counter() - STARTED))
         collector.freeze_for_exit()
     except TinyTFError as exc:
         print(f"tinytf: error: {exc}", file=sys.stderr)

@@ -100,7 +100,7 @@ def main() -> None:
     baselines = json.loads(Path(args.baselines).read_text())
     baseline_predictions = pd.read_parquet(args.baseline_predictions)
     staged = common.staged_outputs(args, "finetune", into=("reports",), whole=("predictions",))
-    with stage_run("finetune", params.as_dict()) as tracker, staged:
+    with stage_run("finetune", params.as_dict(), system_metrics=True) as tracker, staged:
 
         @contextlib.contextmanager
         def child_run(tags: dict):

@@ -56,7 +56,10 @@ def main() -> None:
     }
     group = params_hash(params.as_dict())  # one MLflow parent run per matrix and its params
     staged = common.staged_outputs(args, f"grid-{key}", whole=("out",))
-    with stage_run("grid", logged, run_name=f"grid-{key}", group_key=group) as tracker, staged:
+    with (
+        stage_run("grid", logged, run_name=f"grid-{key}", group_key=group, system_metrics=True) as tracker,
+        staged,
+    ):
         common.log_token_inputs(tracker, args.data, "sentiment", ("train", "validation"))
         data = SentimentData.load(args.data)
         max_length = params.tokenize.max_length

@@ -42,7 +42,7 @@ def main() -> None:
 
     # whole: a sample table a masked LM no longer writes must not outlive its run
     staged = common.staged_outputs(args, "pretrain", whole=("model", "snapshots", "reports"))
-    with stage_run("pretrain", logged, resume=resuming) as tracker, staged:
+    with stage_run("pretrain", logged, resume=resuming, system_metrics=True) as tracker, staged:
         common.log_token_inputs(tracker, args.data, "corpus", ("train", "validation", "test"))
         result = pretrain(
             params.model,

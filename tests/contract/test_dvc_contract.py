@@ -5,6 +5,7 @@ end-to-end run exercises every stage under that guard)."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -152,6 +153,20 @@ def test_every_file_the_report_reads_is_a_dep_of_report():
             upstream.path == o or upstream.path.startswith(o + "/") or o.startswith(upstream.path + "/")
             for o in outs
         ), f"{upstream.path} is not an output of stage {upstream.stage}"
+
+
+def test_every_stage_but_the_report_writes_its_run_record_as_an_output():
+    """The report's run card reads data/runs/: each stage's record is a declared, cached output
+    (restored with the stage's other outputs), named after the stage or its matrix cell."""
+    for name, stage in STAGES.items():
+        if name == "report":
+            continue
+        cmd = " ".join(stage["cmd"]) if isinstance(stage["cmd"], list) else stage["cmd"]
+        record = re.search(r"--record '?(data/runs/[^' ]+\.json)'?", cmd)
+        assert record, f"stage {name}: no --record data/runs/<name>.json"
+        outs = [next(iter(o)) if isinstance(o, dict) else o for o in stage["outs"]]
+        assert record.group(1) in outs, f"stage {name}: {record.group(1)} is not in its outs"
+        assert record.group(1).startswith(f"data/runs/{name.split('_')[0]}"), record.group(1)
 
 
 def test_declared_view_logs_plain_values():

@@ -27,6 +27,7 @@ from tinytf.report.champion import champion_section
 from tinytf.report.facts import UPSTREAM, Facts
 from tinytf.report.grid import grid_section
 from tinytf.report.mistakes import mistakes_section
+from tinytf.report.run_card import load_records, run_card
 from tinytf.report.text import render_readme
 from tinytf.report.transfer import transfer_section
 
@@ -245,6 +246,11 @@ class _Report:
     def bodies(self) -> None:
         bodies_section(self)
 
+    def run_card(self) -> None:
+        folder = self.inputs.exists("runs")
+        if folder is not None:
+            self.f.run_card = run_card(load_records(folder))
+
     def mistakes(self) -> None:
         mistakes_section(self)
         champion_section(self)
@@ -363,6 +369,7 @@ def build_report(params: Params, root: str | Path = ".", out_dir: str | Path = "
         report.extras,
         report.attention,
         report.mistakes,
+        report.run_card,
         report.dvc_views,
     ):
         section()

@@ -31,6 +31,7 @@ class Facts:
     baselines: dict | None = None  # reports/baselines/summary.json
     snapshot_curve: pd.DataFrame | None = None  # pretrained − scratch per pretraining snapshot
     metrics: dict | None = None  # reports/metrics.json
+    run_card: list[str] | None = None  # the README's opening lines (tinytf.report.run_card)
     champion_vs: dict | None = None  # the served model against the best start and TF-IDF, on test texts
     test_report: dict | None = None
     grid: pd.DataFrame | None = None  # one row per grid cell of the current params
@@ -107,6 +108,8 @@ UPSTREAM = {
     "evaluate_predictions": Upstream(
         "the best cell's test predictions", "data/predictions/evaluate.parquet", "evaluate"
     ),
+    # every stage's run record (--record), each written by its stage; prepare's is the first
+    "runs": Upstream("stage run records (the run card; every stage writes its own)", "data/runs", "prepare"),
     "sentiment_test": Upstream(
         "prepared sentiment test texts", "data/prepared/sentiment/test.parquet", "prepare"
     ),

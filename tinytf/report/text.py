@@ -261,6 +261,7 @@ def render_readme(r: ReportView) -> str:
         "Built by `tinytf.report.build.build_report` from the pipeline's outputs (nothing is trained here); every "
         "number is read from those files, and the same inputs give the same bytes.",
         "",
+        *(["## Run card", "", *r.f.run_card, ""] if r.f.run_card else []),
         "## Headline",
         "",
         *_headline(r),

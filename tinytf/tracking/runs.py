@@ -295,6 +295,7 @@ def _open_run(
     nested: bool,
     group_key: str | None,
     resume: bool,
+    system_metrics: bool = False,
 ):
     """Connects, then starts the run `stage_run` describes (or resumes the one left RUNNING) and
     marks any other left-behind run of the same stage, name and params KILLED."""
@@ -303,10 +304,12 @@ def _open_run(
     if group_key is not None:
         tags["mlflow.parentRunId"] = retry_locked(_group_parent, mlflow, experiment, stage, group_key)
     left = retry_locked(_left_behind, mlflow, experiment, stage, params_hash(params), run_name)
+    # None leaves it to MLFLOW_ENABLE_SYSTEM_METRICS_LOGGING
+    system = {"log_system_metrics": True if system_metrics else None}
     if resume and left:
-        retry_locked(mlflow.start_run, run_id=left.pop(0), nested=nested)
+        retry_locked(mlflow.start_run, run_id=left.pop(0), nested=nested, **system)
     else:
-        retry_locked(mlflow.start_run, run_name=run_name, nested=nested, tags=tags or None)
+        retry_locked(mlflow.start_run, run_name=run_name, nested=nested, tags=tags or None, **system)
     for run_id in left:
         retry_locked(mlflow.MlflowClient().set_terminated, run_id, "KILLED")
     return mlflow
@@ -378,6 +381,7 @@ def stage_run(
     nested: bool = False,
     group_key: str | None = None,
     resume: bool = False,
+    system_metrics: bool = False,
 ) -> Iterator[Tracker]:
     """One MLflow run around a stage (or a nested child run); FAILED if the block raises.
 
@@ -388,7 +392,9 @@ def stage_run(
 
     A run of the same stage, name and params left RUNNING by a process that died on this machine
     is continued when `resume` (the stage resumes its training state: same run id, metrics go on
-    at their steps), and otherwise marked KILLED before a new run starts.
+    at their steps), and otherwise marked KILLED before a new run starts. `system_metrics`: MLflow
+    samples CPU, memory (and, with nvidia-ml-py, the GPU) every 10 s beside the run's own metrics
+    (the long stages ask for it; elsewhere MLFLOW_ENABLE_SYSTEM_METRICS_LOGGING decides).
     """
     experiment = experiment or os.environ.get("MLFLOW_EXPERIMENT_NAME") or DEFAULT_EXPERIMENT
     if os.environ.get("TINYTF_TRACKING", "1") == "0":
@@ -398,7 +404,9 @@ def stage_run(
         yield Tracker(None)
         return
     try:
-        mlflow = _open_run(experiment, stage, params, run_name or stage, nested, group_key, resume)
+        mlflow = _open_run(
+            experiment, stage, params, run_name or stage, nested, group_key, resume, system_metrics
+        )
     except Exception as exc:
         tracker = Tracker(None)
         tracker.disable(f"cannot open store {tracking_uri()}: {type(exc).__name__}: {exc}")

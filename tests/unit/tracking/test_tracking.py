@@ -38,6 +38,21 @@ def test_stage_run_records_params_tags_and_metrics(store):
     assert (store / "mlflow.db").exists()
 
 
+def test_a_long_stage_logs_system_metrics_beside_its_own(store, monkeypatch):
+    import time
+
+    monkeypatch.delenv("MLFLOW_ENABLE_SYSTEM_METRICS_LOGGING", raising=False)
+    monkeypatch.setenv("MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL", "0.2")  # 10 s in a real run
+    with stage_run("pretrain", {}, "tinytf-test", system_metrics=True):
+        time.sleep(1.5)
+    with stage_run("prepare", {}, "tinytf-test"):
+        time.sleep(1.5)
+    frame = runs(store).set_index("tags.tinytf.stage")
+    sampled = [c for c in frame.columns if c.startswith("metrics.system/") and frame.loc["pretrain", c] > 0]
+    assert "metrics.system/cpu_utilization_percentage" in frame.columns and sampled
+    assert frame.loc["prepare", sampled].isna().all()  # a short stage is left to the variable
+
+
 def test_a_replayed_run_logs_every_metric_at_its_step_as_the_calls_would(store):
     """The finetune stage replays a worker's events in one batch: the same history as a call each."""
     import mlflow
