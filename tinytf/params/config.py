@@ -322,16 +322,42 @@ def _check_distinct(values: list, key: str, file: str) -> None:
         raise ParamsError(f"{file}: {key}: repeated values in {values}")
 
 
-def _check_optimizers(names: list[str], key: str, file: str) -> None:
+def optimizer_names() -> list[str]:
+    """torch.optim's optimizer classes, read from its `__all__` without importing torch (2 s that
+    every matrix cell's params check would pay); imported and inspected where that file cannot be
+    read. tests/unit/params checks both ways agree for the installed torch."""
+    import ast
+    import importlib.util
+
+    spec = importlib.util.find_spec("torch")
+    try:
+        init = Path(next(iter(spec.submodule_search_locations))) / "optim" / "__init__.py"
+        tree = ast.parse(init.read_text(encoding="utf-8"))
+        listed = next(
+            ast.literal_eval(node.value)
+            for node in tree.body
+            if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "__all__" for t in node.targets)
+        )
+        return [n for n in listed if n[:1].isupper() and n != "Optimizer"]
+    except (TypeError, AttributeError, StopIteration, OSError, SyntaxError, ValueError):
+        return optimizer_classes()
+
+
+def optimizer_classes() -> list[str]:
+    """The same list from the imported module."""
     import torch.optim
 
-    known = [
+    return [
         n
         for n in dir(torch.optim)
         if isinstance(getattr(torch.optim, n), type)
         and issubclass(getattr(torch.optim, n), torch.optim.Optimizer)
         and n != "Optimizer"
     ]
+
+
+def _check_optimizers(names: list[str], key: str, file: str) -> None:
+    known = optimizer_names()
     for name in names:
         if name not in known:
             by_lower = {k.lower(): k for k in known}  # "adamw" should suggest AdamW, not Adam
