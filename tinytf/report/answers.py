@@ -179,7 +179,7 @@ def _attention_and_data(r: ReportView) -> list[str]:
         sst = (
             " — SST-2's 6920/872/1821, as in the seed"
             if data["source"] == "sst2" and list(rows.values()) == [6920, 872, 1821]
-            else "; the seed's 6920/872/1821 is SST-2: `dvc exp run -S prepare.sentiment.source=sst2`"
+            else "; the course report's 6920/872/1821 is SST-2: `dvc exp run -S prepare.sentiment.source=sst2`"
         )
         out.append(
             f"- **Q2.1 dataset sizes** ({data['source']}): "
@@ -197,7 +197,7 @@ def _attention_and_data(r: ReportView) -> list[str]:
             f"- **Q1.1–Q1.2 for the external encoder** (`{f.external['source']}`): its own tokenizer adds its "
             f"special tokens ([CLS] … [SEP] for BERT), truncates each text to {f.external['max_length']} tokens "
             "*including* them (`truncation=True, max_length`), and a batch is padded with its pad id to "
-            "its longest text under an attention mask of 1s and 0s (PyTorch int64 tensors). The seed's "
+            "its longest text under an attention mask of 1s and 0s (PyTorch int64 tensors). The course report's "
             "`padding='max_length'` with 512 pads every sentence to 512 tokens, nearly all of them padding: "
             "the same predictions (masked) for many times the work."
         )

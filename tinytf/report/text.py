@@ -1,5 +1,5 @@
 """The README text of the report: headline numbers, where the course reports went wrong, and
-answers to the seed questions, each sentence built from the measured numbers in the report's typed `Facts`."""
+answers to the course reports' questions, each sentence built from the measured numbers in the report's typed `Facts`."""
 
 from __future__ import annotations
 
@@ -230,7 +230,9 @@ def _grid_note(r: ReportView) -> str:
         "epochs."
     )
     if f.grid is None:
-        return text + f" (Grid not run; the seed's grid on our model: `dvc exp run {COURSE_004_GRID}`.)"
+        return (
+            text + f" (Grid not run; course report 004's grid on our model: `dvc exp run {COURSE_004_GRID}`.)"
+        )
     g = f.grid
     by_lr = g.groupby("lr")["validation_accuracy"].max()
     text += " Our grid, best validation accuracy per lr: " + ", ".join(
@@ -247,11 +249,14 @@ def _grid_note(r: ReportView) -> str:
         text += "; SGD by lr: " + ", ".join(f"{lr:g} → {rt.pct(a)}" for lr, a in sgd.items())
     smallest = g["lr"].min()
     where = (
-        f"the seed's largest lr, 1e-4, is {smallest / 1e-4:g}× below our smallest"
+        f"course report 004's largest lr, 1e-4, is {smallest / 1e-4:g}× below our smallest"
         if smallest > 1e-4
-        else "our grid reaches the seed's range"
+        else "our grid reaches course report 004's range"
     )
-    return text + f". {where.capitalize()}; the seed's grid on our model: `dvc exp run {COURSE_004_GRID}`."
+    return (
+        text
+        + f". {where.capitalize()}; course report 004's grid on our model: `dvc exp run {COURSE_004_GRID}`."
+    )
 
 
 def render_readme(r: ReportView) -> str:
@@ -302,11 +307,11 @@ def render_readme(r: ReportView) -> str:
         "",
         "## Where the course reports went wrong",
         "",
-        "Where a seed and PyTorch (or our measurement) disagree, PyTorch wins.",
+        "Where a course report and PyTorch (or our measurement) disagree, PyTorch wins.",
         "",
         *_wrong(r),
         "",
-        "## Answers to the seed questions",
+        "## Answers to the course reports' questions",
         "",
         *answers(r),
     ]

@@ -83,7 +83,7 @@ def write_summary(cells: pd.DataFrame, report_dir: str | Path, n_seeds: int, ste
     write_text(report_dir / "cells.csv", cells.to_csv(index=False))
     summary = table(cells)
     text = (
-        "# Positional encoding × head merge (seed 004)\n\n"
+        "# Positional encoding × head merge (course report 004)\n\n"
         f"Perplexity (per BPE token) after {steps} pretraining steps, mean ± std over {n_seeds} seeds. "
         "train is the first validation-sized slice of train; dev the validation split; normal, weird "
         "and long the sample sentences.\n\n" + summary.to_markdown(index=False) + "\n"
