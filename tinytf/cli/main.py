@@ -179,6 +179,19 @@ def _add_presets(sub) -> None:
         action="store_true",
         help="every headline metric and every differing param, values uncut (wider than a terminal)",
     )
+    exp = sub.add_parser(
+        "exp",
+        help="dvc exp run with every -S checked first: a rejected value never reaches params.yaml",
+        description="Run `dvc exp run ARGS` after checking every `-S key=value` against params.yaml's "
+        "schema (a rejected one stops with the key's line and exit 2, before DVC writes it into "
+        "params.yaml) and, for --temp or --queue, that the data files the params name are tracked "
+        "(a temporary or queued experiment copies only what git tracks). e.g. "
+        "`tinytf exp -S tokenize.vocab_size=4000`, `tinytf exp --temp -S 'finetune.seeds=[1,2]'`: every "
+        "argument goes on to `dvc exp run`.",
+    )
+    exp.add_argument(
+        "--params", default="params.yaml", help="params file checked against (default: params.yaml)"
+    )
     preset = sub.add_parser(
         "preset",
         help="run a named preset (presets/NAME.yaml) as a DVC experiment: dvc exp run -S ...",
@@ -337,7 +350,7 @@ def dispatch(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     # `preset` and `compare` pass what they do not know on to dvc; every other command refuses it
     args, dvc_args = parser.parse_known_args(argv)
-    if dvc_args and args.command not in ("preset", "compare"):
+    if dvc_args and args.command not in ("preset", "compare", "exp"):
         parser.error(f"unrecognized arguments: {' '.join(dvc_args)}")
     if args.command == "run":
         return guarded(lambda: run_stage(args.stage, args.overrides))
@@ -365,6 +378,10 @@ def dispatch(argv: Sequence[str] | None = None) -> int:
         from tinytf.cli.compare import compare_command
 
         return guarded(lambda: compare_command(dvc_args, args.wide))
+    if args.command == "exp":
+        from tinytf.cli.experiments import run_experiment
+
+        return guarded(lambda: run_experiment(dvc_args, args.params))
     if args.command == "preset":
         from tinytf.cli import presets
 

@@ -99,9 +99,13 @@ def run_preset(
 ) -> int:
     """Run the preset as a DVC experiment, in a temporary copy unless `workspace` (or queued, if
     dvc_args say so); returns dvc's exit status."""
+    from tinytf.cli.experiments import check_experiment
+
     arguments = set_args(name, params_file, preset_dir)
-    dvc = dvc_executable()
     apart = workspace or {"--temp", "--queue"} & set(dvc_args)
+    # the -S arguments given beside the preset, and a copy's data files
+    check_experiment(dvc_args, params_file, not workspace, preset_values(name, preset_dir))
+    dvc = dvc_executable()
     command = [dvc, "exp", "run", *arguments, *([] if apart else ["--temp"]), *dvc_args]
     print("tinytf: " + " ".join(command[1:]), file=sys.stderr)
     return subprocess.run(command).returncode

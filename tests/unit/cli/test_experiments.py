@@ -1,0 +1,97 @@
+"""`tinytf exp` (and `tinytf preset`): every -S checked before DVC writes params.yaml, and a
+temporary or queued experiment refused when the data it names is not tracked."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from types import SimpleNamespace
+
+import pandas as pd
+import pytest
+
+from tests.helpers.paths import REPO
+from tests.helpers.repo import GIT
+from tinytf.cli import experiments
+from tinytf.cli.main import main
+
+FILES = ["-S", "prepare.sentiment.source=files", "-S", "prepare.sentiment.files.train=data/raw/mine.csv"]
+
+
+@pytest.fixture
+def repo(tmp_path, monkeypatch):
+    """A git repository holding the project's params.yaml and presets, as the working directory;
+    `dvc exp run` replaced by a recorder."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    shutil.copy(REPO / "params.yaml", root / "params.yaml")
+    shutil.copytree(REPO / "presets", root / "presets")
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    subprocess.run([*GIT, "add", "."], cwd=root, check=True)
+    subprocess.run([*GIT, "commit", "-qm", "params"], cwd=root, check=True)
+    (root / "data/raw").mkdir(parents=True)
+    pd.DataFrame({"text": ["good", "bad"] * 20, "label": [1, 0] * 20}).to_csv(root / "data/raw/mine.csv")
+    monkeypatch.chdir(root)
+    ran = []
+    real = subprocess.run
+
+    def run(command, *args, **kwargs):
+        if command[1:3] == ["exp", "run"]:
+            ran.append(command[3:])
+            return subprocess.CompletedProcess(command, 0)
+        return real(command, *args, **kwargs)
+
+    monkeypatch.setattr(experiments.subprocess, "run", run)
+    return SimpleNamespace(root=root, ran=ran)
+
+
+@pytest.mark.parametrize(
+    "override, said",
+    [
+        ("tokenize.vocab_size=abc", "tokenize.vocab_size: expected an integer"),
+        ("tokenize.vocab_sise=4000", "(did you mean 'tokenize.vocab_size'?)"),
+        ("+nothing.here=1", "unknown key 'nothing'"),
+        ("finetune.search_labels=[250,500]", "finetune.search_labels: 500 is not one of label_counts"),
+    ],
+)
+def test_a_rejected_override_stops_before_dvc_and_params_yaml_stays(repo, capsys, override, said):
+    before = (repo.root / "params.yaml").read_bytes()
+    assert main(["exp", "-S", override]) == 2
+    err = capsys.readouterr().err
+    assert said in err and "(nothing ran; params.yaml is as it was)" in err
+    assert repo.ran == [] and (repo.root / "params.yaml").read_bytes() == before
+
+
+def test_accepted_overrides_go_on_to_dvc_exp_run_as_given(repo):
+    args = [
+        "--temp",
+        "-S",
+        "tokenize.vocab_size=4000",
+        "--set-param=finetune.seeds=[1,2]",
+        "-S",
+        "~hf",
+        "prepare",
+    ]
+    assert main(["exp", *args]) == 0
+    assert repo.ran == [args]
+
+
+def test_a_copy_refuses_untracked_data_naming_the_file_and_how_to_track_it(repo, capsys):
+    assert main(["exp", "--temp", *FILES]) == 2
+    err = capsys.readouterr().err
+    assert "data/raw/mine.csv: not tracked" in err and "`git add data/raw/mine.csv`" in err
+    assert "dvc add data/raw/mine.csv && git add data/raw/mine.csv.dvc" in err and repo.ran == []
+    assert main(["exp", *FILES]) == 0  # the workspace sees the file: nothing to refuse
+    subprocess.run([*GIT, "add", "data/raw/mine.csv"], cwd=repo.root, check=True)
+    assert main(["exp", "--queue", *FILES]) == 0 and len(repo.ran) == 2
+
+
+def test_a_preset_checks_the_overrides_beside_it(repo, capsys, monkeypatch):
+    from tinytf.cli import presets
+
+    monkeypatch.setattr(presets.subprocess, "run", experiments.subprocess.run)
+    assert main(["preset", "tiny", "-S", "tokenize.kind=sentencepiece"]) == 2
+    assert "tokenize.kind" in capsys.readouterr().err and repo.ran == []
+    assert main(["preset", "tiny", *FILES]) == 2  # a temporary experiment: the file must be tracked
+    assert "data/raw/mine.csv: not tracked" in capsys.readouterr().err
+    assert main(["preset", "tiny", "--workspace", *FILES]) == 0 and len(repo.ran) == 1
