@@ -21,9 +21,6 @@ collector.pause_for_imports()
 
 import argparse
 import contextlib
-import fnmatch
-import functools
-import re
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -35,11 +32,11 @@ from tinytf.errors import ParamsError, TinyTFError
 from tinytf.io import FULL, full_disk_message, staged, write_json
 from tinytf.params.config import load_params as validated_params
 from tinytf.params.config import narrow_params
+from tinytf.params.pipeline import DVC_FILE, declared_keys, writer_of
 from tinytf.params.schema import DeclaredParams, parse_overrides
 from tinytf.process.allocator import keep_freed_memory
 from tinytf.process.record import run_record
 
-DVC_FILE = Path("dvc.yaml")
 STARTED = time.perf_counter()  # a stage script imports this module first: its wall time starts here
 _record: dict[str, str] = {}  # {"stage", "path"} once load_params has read the command line
 
@@ -73,31 +70,6 @@ def stage_parser(stage: str, doc: str) -> argparse.ArgumentParser:
         "versions (the report's run card reads them)",
     )
     return parser
-
-
-def dvc_stages(dvc_file: Path = DVC_FILE) -> dict:
-    """dvc.yaml's `stages:`, parsed once per process and file version: a stage's --help, its params
-    and its error lines all read it."""
-    stat = dvc_file.stat()
-    return _parsed_stages(dvc_file.resolve(), stat.st_mtime_ns, stat.st_size)
-
-
-@functools.lru_cache(maxsize=4)
-def _parsed_stages(path: Path, mtime_ns: int, size: int) -> dict:
-    return (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("stages", {})
-
-
-def declared_keys(stage: str, dvc_file: Path = DVC_FILE) -> list[str]:
-    """The `params:` entries of `stage` in dvc.yaml (a matrix stage's entries apply to every cell)."""
-    if not dvc_file.exists():
-        raise ParamsError(f"{dvc_file}: not found; run stages from the repository root")
-    stages = dvc_stages(dvc_file)
-    if stage not in stages:
-        raise ParamsError(f"{dvc_file}: no stage '{stage}'")
-    keys = stages[stage].get("params", [])
-    if not all(isinstance(k, str) for k in keys):
-        raise ParamsError(f"{dvc_file}: stage '{stage}': params must be plain keys of params.yaml")
-    return list(keys)  # a copy: the parsed file is shared
 
 
 def load_params(stage: str, args: argparse.Namespace) -> DeclaredParams:
@@ -165,21 +137,6 @@ def file_error(exc: FileNotFoundError | PermissionError) -> str:
     stage = writer_of(exc.filename)
     hint = f"; stage '{stage}' writes it: run `dvc repro {stage}`" if stage else ""
     return f"{exc.filename}: file not found{hint}"
-
-
-def writer_of(path: str | Path, dvc_file: Path = DVC_FILE) -> str | None:
-    """The dvc.yaml stage whose outs hold `path` (a matrix stage's cells match any value)."""
-    try:
-        relative = Path(path).absolute().relative_to(Path.cwd())
-        stages = dvc_stages(dvc_file)
-    except (ValueError, OSError, yaml.YAMLError):
-        return None
-    for stage, spec in stages.items():
-        for out in spec.get("outs", []):
-            pattern = re.sub(r"\$\{[^}]*\}", "*", next(iter(out)) if isinstance(out, dict) else out)
-            if fnmatch.fnmatch(str(relative), pattern) or fnmatch.fnmatch(str(relative), pattern + "/*"):
-                return stage
-    return None
 
 
 def log_token_inputs(tracker, data_dir: str | Path, dataset: str, splits: tuple[str, ...]) -> None:

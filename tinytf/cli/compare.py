@@ -150,7 +150,7 @@ def format_table(columns: list[list[str]], left_out: list[str], stale: set[str])
 
 
 def compare_command(extra: list[str], wide: bool = False) -> None:
-    from tinytf.cli.presets import dvc_executable
+    from tinytf.cli.experiments import dvc_executable
 
     result = subprocess.run(
         [dvc_executable(), "exp", "show", "--json", *extra], capture_output=True, text=True

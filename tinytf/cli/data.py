@@ -117,7 +117,7 @@ def run(argv: list[str]) -> None:
 
 def track(path: Path, with_dvc: bool) -> str:
     """git add `path`, or dvc add it and git add what DVC wrote; returns what was staged."""
-    from tinytf.cli.presets import dvc_executable
+    from tinytf.cli.experiments import dvc_executable
 
     if with_dvc:
         run([dvc_executable(), "add", "--quiet", str(path)])
@@ -178,7 +178,7 @@ def add_command(args) -> None:
     write_params(params_file, values)
     print(f"{params_file}: " + ", ".join(f"{k}={v}" for k, v in values.items()))
     if args.repro:
-        from tinytf.cli.presets import dvc_executable
+        from tinytf.cli.experiments import dvc_executable
 
         if subprocess.call([dvc_executable(), "repro", "prepare"]):
             raise TinyTFError("dvc repro prepare failed (its message is above)")

@@ -18,6 +18,7 @@ from pathlib import Path
 import yaml
 
 from tinytf.errors import ParamsError
+from tinytf.params.pipeline import dvc_stages
 
 
 def closure(script: Path, root: Path) -> set[Path]:
@@ -89,7 +90,7 @@ def write(root: Path = Path("."), dvc_file: str = "dvc.yaml") -> list[str]:
 
 def _stages(path: Path) -> dict:
     try:
-        return (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("stages", {})
+        return dvc_stages(path)
     except (OSError, yaml.YAMLError) as exc:
         raise ParamsError(f"{path}: cannot read it ({exc})") from None
 

@@ -11,6 +11,7 @@ refused in one line that says how to track it, instead of failing later as "file
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from dataclasses import fields
@@ -22,6 +23,11 @@ from tinytf.params.prepare import FileSplits
 from tinytf.params.schema import parse_overrides
 
 SET_FLAGS = ("-S", "--set-param")
+
+
+def dvc_executable() -> str:
+    """The `dvc` beside this Python (its venv) when it is not on PATH."""
+    return shutil.which("dvc") or str(Path(sys.executable).parent / "dvc")
 
 
 def overrides(dvc_args: list[str], params_file: str | Path = "params.yaml") -> dict:
@@ -90,8 +96,6 @@ def check_experiment(
 
 
 def run_experiment(dvc_args: list[str], params_file: str | Path = "params.yaml") -> int:
-    from tinytf.cli.presets import dvc_executable
-
     try:
         check_experiment(dvc_args, params_file, bool({"--temp", "--queue"} & set(dvc_args)))
     except ParamsError as exc:

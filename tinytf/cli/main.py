@@ -5,22 +5,17 @@ caching: `dvc repro` is the way to run the pipeline)."""
 from __future__ import annotations
 
 import argparse
-import itertools
 import os
-import re
 import shlex
 import signal
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
-
-import yaml
 
 from tinytf.data.texts import from_command_line
-from tinytf.errors import ParamsError, TinyTFError
+from tinytf.errors import TinyTFError
 from tinytf.io import FULL, full_disk_message
-from tinytf.params.schema import parse_overrides, set_dotted
+from tinytf.params.schema import parse_overrides
 
 FILE_HELP = "a UTF-8 file whose whole content is one more text (- reads stdin); may be repeated"
 
@@ -221,51 +216,6 @@ def _add_presets(sub) -> None:
     preset.add_argument("--presets-dir", default="presets", help="folder of presets (default: presets)")
 
 
-def stage_commands(
-    stage: str,
-    dvc_file: str | Path = "dvc.yaml",
-    params_file: str | Path = "params.yaml",
-    overrides: dict | None = None,
-):
-    """The command lines of `stage` in dvc.yaml: one, or one per cell of its `matrix:`, the cells
-    those of params_file with `overrides` (dotted key: value) applied, as `dvc exp run -S` makes them."""
-    dvc_file, params_file = Path(dvc_file), Path(params_file)
-    if not dvc_file.exists():
-        raise ParamsError(f"{dvc_file}: not found; run from the repository root")
-    stages = (yaml.safe_load(dvc_file.read_text(encoding="utf-8")) or {}).get("stages", {})
-    if stage not in stages:
-        raise ParamsError(f"{dvc_file}: no stage '{stage}'; stages: {', '.join(stages)}")
-    cmd, matrix = stages[stage]["cmd"], stages[stage].get("matrix")
-    lines = [cmd] if isinstance(cmd, str) else list(cmd)  # a list: commands run in turn
-    params_ref = re.compile(r"\$\{(?!item\.)([\w.]+)\}")  # a params key, as DVC interpolates it
-    if not matrix and not any(params_ref.search(line) for line in lines):
-        return [shlex.split(line) for line in lines]
-    params = yaml.safe_load(params_file.read_text(encoding="utf-8")) or {}
-    for dotted, value in (overrides or {}).items():
-        set_dotted(params, dotted, value)
-
-    def resolve(value):  # "${grid.lrs}" -> the list in params.yaml
-        ref = re.fullmatch(r"\$\{([\w.]+)\}", str(value))
-        if not ref:
-            return value
-        node = params
-        for part in ref.group(1).split("."):
-            node = node[part]
-        return node
-
-    lines = [params_ref.sub(lambda m: str(resolve(m.group(0))), line) for line in lines]
-    if not matrix:
-        return [shlex.split(line) for line in lines]
-    names = list(matrix)
-    commands = []
-    for values in itertools.product(*(resolve(matrix[n]) for n in names)):
-        item = dict(zip(names, values, strict=True))
-        for line in lines:
-            line = re.sub(r"\$\{item\.(\w+)\}", lambda m, item=item: str(item[m.group(1)]), line)
-            commands.append(shlex.split(line))
-    return commands
-
-
 def run_stage(stage: str, overrides: Sequence[str]) -> None:
     extra = [arg for item in overrides for arg in ("--set", item)]
     parsed = parse_overrides(list(overrides))
@@ -275,6 +225,8 @@ def run_stage(stage: str, overrides: Sequence[str]) -> None:
         # the stages' own checks, once, before a matrix is expanded from the values: a scalar where a
         # list belongs, or a misspelt key, would otherwise build wrong cells or none
         load_params("params.yaml", parsed)
+    from tinytf.params.pipeline import stage_commands
+
     for argv in stage_commands(stage, overrides=parsed):
         if argv[0] == "python":
             argv[0] = sys.executable

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import yaml
 
+from tinytf.cli.experiments import check_experiment, dvc_executable
 from tinytf.errors import ParamsError
 from tinytf.io import staged, write_json, write_text
 from tinytf.params.config import load_params
@@ -89,18 +90,11 @@ def _same(here, wanted) -> bool:
     return here == wanted
 
 
-def dvc_executable() -> str:
-    """The `dvc` beside this Python (its venv) when it is not on PATH."""
-    return shutil.which("dvc") or str(Path(sys.executable).parent / "dvc")
-
-
 def run_preset(
     name: str, dvc_args: list[str], params_file: str | Path, preset_dir: str | Path, workspace: bool = False
 ) -> int:
     """Run the preset as a DVC experiment, in a temporary copy unless `workspace` (or queued, if
     dvc_args say so); returns dvc's exit status."""
-    from tinytf.cli.experiments import check_experiment
-
     arguments = set_args(name, params_file, preset_dir)
     apart = workspace or {"--temp", "--queue"} & set(dvc_args)
     # the -S arguments given beside the preset, and a copy's data files

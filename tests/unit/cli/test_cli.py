@@ -7,8 +7,9 @@ import yaml
 
 from tests.helpers.paths import REPO
 from tests.helpers.report_tree import fake_report_tree
-from tinytf.cli.main import main, stage_commands
+from tinytf.cli.main import main
 from tinytf.errors import ParamsError
+from tinytf.params.pipeline import stage_commands
 from tinytf.params.schema import parse_overrides, set_dotted
 
 
@@ -94,9 +95,15 @@ def test_run_expands_a_matrix_stage_from_params(tmp_path, monkeypatch):
     assert commands[0::2] == [check, check]
     commands = commands[1::2]
     assert [c[c.index("--optimizer") + 1] for c in commands] == ["AdamW", "SGD"]
-    assert commands[0][-2:] == ["--out", "data/grid/AdamW-lr0.01-bs8-ep1"]
+    assert commands[0][-4:] == [
+        "--out",
+        "data/grid/AdamW-lr0.01-bs8-ep1",
+        "--record",
+        "data/runs/grid-AdamW-lr0.01-bs8-ep1.json",
+    ]
     assert stage_commands("prepare") == [
         ["python", "stages/prepare.py", "--out", "data/prepared", "--reports", "reports", "--raw", "data/raw"]
+        + ["--record", "data/runs/prepare.json"]
     ]
     # --set picks the cells, as `dvc exp run -S` would: once the cells ignored it and ran AdamW
     # with `--set grid.optimizers=[SGD]` passed to a script that trains the cell it is given
