@@ -18,7 +18,14 @@ from tinytf.model.transformer import ModelConfig, TinyTransformer
 from tinytf.params.config import GridParams, Params, PretrainParams, VariantsParams
 
 TEST_ACCURACY = 0.7137
-GRID = GridParams(optimizers=["AdamW", "SGD"], lrs=[0.001], batch_sizes=[32], epochs=[1])
+GRID = GridParams(
+    optimizers=["AdamW", "SGD"],
+    lrs=[0.001],
+    batch_sizes=[32],
+    epochs=[1],
+    finalists=[1, 2],
+    finalist_seeds=[2],
+)
 
 
 def _split(rows: int, labels: dict | None = None) -> dict:
