@@ -254,7 +254,7 @@ def grid_table(cells: pd.DataFrame, best_key: str, finalists: list[dict] | None 
     if finalists:
         by_key = {f["key"]: f for f in finalists}
         mine = [by_key.get(key) for key in cells["key"]]
-        out["finalist_rank"] = [f["rank"] if f else None for f in mine]
+        out["finalist_rank"] = pd.array([f["rank"] if f else None for f in mine], dtype="Int64")
         out["seeds"] = [len(f["seeds"]) if f else 1 for f in mine]
         out["validation_accuracy_mean"] = [f["validation_accuracy_mean"] if f else None for f in mine]
         out["validation_accuracy_std"] = [f["validation_accuracy_std"] if f else None for f in mine]
