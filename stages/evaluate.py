@@ -1,5 +1,7 @@
-"""Stage `evaluate`: pick the best grid cell by validation accuracy (ties: lower validation loss),
-evaluate it once on test (accuracy with a bootstrap 95 % interval, per-class P/R/F1, confusion
+"""Stage `evaluate`: pick the grid's winner, the finalist with the best mean validation accuracy
+over its seeds (ties: lower mean validation loss), test it against the runner-up and compare the
+optimizers (tinytf.analysis.grid.grid_selection, all on validation); serve the winner's run with
+the best validation accuracy among its seeds, evaluated once on test (accuracy with a bootstrap 95 % interval, per-class P/R/F1, confusion
 matrix), write the headline metrics (with the labelled-data curve and the baselines beside it) and
 the model card, and register the cell's model in the MLflow registry with the card as its
 description and its test predictions as a table.
@@ -20,7 +22,7 @@ import common
 import pandas as pd
 
 from tinytf.analysis.evaluation import classification_report, headline_metrics
-from tinytf.analysis.grid import BEST_COLUMNS, best_cell, load_cells
+from tinytf.analysis.grid import BEST_COLUMNS, grid_selection, load_cells
 from tinytf.data.predictions import prediction_rows
 from tinytf.io import write_json, write_parquet, write_text
 from tinytf.model.checkpoint import load_model, read_config
@@ -32,7 +34,8 @@ from tinytf.train.classify import SentimentData, classifier_runtime, evaluate_te
 
 def main() -> None:
     parser = common.stage_parser("evaluate", __doc__)
-    parser.add_argument("--grid", required=True, help="folder of the grid cells")
+    parser.add_argument("--grid", required=True, help="folder of the grid cells (round one)")
+    parser.add_argument("--finalists", required=True, help="folder of the finalists' runs (round two)")
     parser.add_argument("--data", required=True, help="folder holding tokenizer.json, tokens/ and prepared/")
     parser.add_argument("--data-card", required=True, help="the prepare stage's data card (data.json)")
     parser.add_argument("--finetune", required=True, help="summary.json of the finetune stage")
@@ -67,11 +70,14 @@ def evaluate(args, params, tracker) -> dict:
     )
     tolerance = params.evaluate.promotion_tolerance
     promotion = gate(tracker, name, version, Path(args.data), chosen["data"].classes, tolerance)
-    best = chosen["best"]
-    best_values = {k: (v.item() if hasattr(v, "item") else v) for k, v in best[BEST_COLUMNS].items()}
+    best, selection = chosen["best"], chosen["selection"]
+    best_values = {k: best[k] for k in BEST_COLUMNS}
+    # which seeds the mean is over, and which of them is served
+    best_values |= {"seeds": selection["winner"]["seeds"], "served_seed": selection["served"]["seed"]}
     finetune = json.loads(Path(args.finetune).read_text())
     baselines = json.loads(Path(args.baselines).read_text())
     metrics = headline_metrics(chosen["report"], best_values, finetune, baselines)
+    metrics["grid_selection"] = selection
     metrics["promotion"] = promotion
     card = model_card(
         card_facts(args, params, chosen, metrics, f"{name} version {version}" if version else None)
@@ -80,7 +86,8 @@ def evaluate(args, params, tracker) -> dict:
     log_outputs(args, tracker, chosen, card, (name, version))
     low, high = chosen["report"]["accuracy_ci95"]
     print(
-        f"evaluate: best cell {best['key']} (validation {best['validation_accuracy']:.4f}); "
+        f"evaluate: winner {best['key']} (mean validation {best['validation_accuracy']:.4f}, "
+        f"served seed {selection['served']['seed']}); "
         f"test accuracy {chosen['report']['accuracy']:.4f} [{low:.4f}, {high:.4f}]",
         file=sys.stderr,
     )
@@ -88,10 +95,17 @@ def evaluate(args, params, tracker) -> dict:
 
 
 def test_best_cell(args, params) -> dict:
-    """The grid's table, its best cell and that cell's model, data and test results."""
+    """The grid's table, the selection (winner, runner-up, their test, the optimizer verdict), the
+    winner as BEST_COLUMNS over its seeds, and the served run's model, data and test results."""
     table = load_cells(params.grid, args.grid)
-    best = best_cell(table)
-    checkpoint = Path(args.grid) / best["checkpoint"]
+    selection = grid_selection(params.grid, args.grid, args.finalists)
+    winner = selection["winner"]
+    best = {
+        **{k: winner[k] for k in ("key", "optimizer", "lr", "batch_size", "epochs")},
+        "validation_accuracy": winner["validation_accuracy_mean"],
+        "validation_loss": winner["validation_loss_mean"],
+    }
+    checkpoint = Path(selection["served"]["checkpoint"])
     data, model = SentimentData.load(args.data), load_model(checkpoint)
     max_length = params.tokenize.max_length
     if isinstance(model, HFClassifier):  # grid.init hf: its own tokenizer, carried in the checkpoint
@@ -107,6 +121,7 @@ def test_best_cell(args, params) -> dict:
     return {
         "table": table,
         "best": best,
+        "selection": selection,
         "checkpoint": checkpoint,
         "model": model,
         "data": data,
@@ -125,7 +140,7 @@ def card_facts(args, params, chosen: dict, metrics: dict, registered: str | None
         data=json.loads(Path(args.data_card).read_text())["sentiment"],
         best={**metrics["best"], "key": str(chosen["best"]["key"])},
         cells=len(chosen["table"]),
-        seed=params.grid.seed,
+        seed=chosen["selection"]["served"]["seed"],
         report=chosen["report"],
         metrics=metrics,
         registered=registered,
@@ -141,7 +156,7 @@ def write_outputs(args, params, chosen: dict, metrics: dict, card: str) -> None:
     keys = {
         "arm": str(params.grid.init),
         "labels": "all",
-        "seed": params.grid.seed,
+        "seed": chosen["selection"]["served"]["seed"],
         "start": str(chosen["best"]["key"]),
     }
     test = chosen["test"]

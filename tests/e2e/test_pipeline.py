@@ -157,6 +157,7 @@ EDITS = {
     "finetune": "tinytf/train/finetune.py",
     "baselines": "tinytf/analysis/baselines.py",
     "grid": "tinytf/train/classify.py",
+    "grid_finalists": "tinytf/train/grid.py",
     "evaluate": "tinytf/analysis/evaluation.py",
     "probes": "tinytf/analysis/attention_probes.py",
     "complexity": "tinytf/analysis/complexity.py",

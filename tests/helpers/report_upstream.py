@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from tests.helpers.lm_fixtures import SAMPLES, make_corpus_dir, tiny_model
@@ -18,7 +19,14 @@ from tinytf.model.transformer import ModelConfig, TinyTransformer
 from tinytf.params.config import GridParams, Params, PretrainParams, VariantsParams
 
 TEST_ACCURACY = 0.7137
-GRID = GridParams(optimizers=["AdamW", "SGD"], lrs=[0.001], batch_sizes=[32], epochs=[1])
+GRID = GridParams(
+    optimizers=["AdamW", "SGD"],
+    lrs=[0.001],
+    batch_sizes=[32],
+    epochs=[1],
+    finalists=[1, 2],
+    finalist_seeds=[2],
+)
 
 
 def _split(rows: int, labels: dict | None = None) -> dict:
@@ -44,6 +52,52 @@ def _history(accs: list[float]) -> list[dict]:
         }
         for e, a in enumerate(accs)
     ]
+
+
+def _finalist(optimizer: str, rank: int, by_seed: dict[str, float]) -> dict:
+    values = list(by_seed.values())
+    return {
+        "key": f"{optimizer}-lr0.001-bs32-ep1",
+        "rank": rank,
+        "optimizer": optimizer,
+        "lr": 0.001,
+        "batch_size": 32,
+        "epochs": 1,
+        "seeds": [int(s) for s in by_seed],
+        "validation_by_seed": by_seed,
+        "validation_accuracy_mean": sum(values) / len(values),
+        "validation_accuracy_std": float(np.std(values, ddof=1)),
+        "validation_loss_mean": 0.62,
+    }
+
+
+# what evaluate writes as metrics.json's grid_selection: both cells are finalists (1, 2 x seed 2)
+WINNER, RUNNER_UP = _finalist("AdamW", 1, {"1": 0.64, "2": 0.66}), _finalist("SGD", 2, {"1": 0.57, "2": 0.56})
+GRID_SELECTION = {
+    "finalists": [WINNER, RUNNER_UP],
+    "winner": WINNER,
+    "runner_up": RUNNER_UP,
+    "served": {"seed": 2, "checkpoint": "data/grid_finalists/r1-s2.pt", "validation_accuracy": 0.66},
+    "test": {
+        "outcome": "tie",
+        "verdict": "no detectable difference",
+        "decisive_p": 0.21,
+        "items": {"p_value": 0.31},
+    },
+    "optimizers": {
+        "best_cells": {},
+        "pairs": [
+            {
+                "a": "AdamW",
+                "b": "SGD",
+                "p_value": 0.004,
+                "p_holm": 0.004,
+                "statement": "AdamW better than SGD",
+            }
+        ],
+        "caveat": "each side is its optimizer's best cell, chosen on the same validation split the test reads",
+    },
+}
 
 
 def make_upstream(root: Path) -> Params:
@@ -190,6 +244,7 @@ def make_upstream(root: Path) -> Params:
             "test_macro_f1": 0.7021,
             "best": best,
             "pretrained_vs_scratch": {"pretrained": {"mean": 0.71, "std": 0.01}},
+            "grid_selection": GRID_SELECTION,
         },
     )
     write_json(

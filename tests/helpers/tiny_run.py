@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 # stage -> MLflow runs it makes on the tiny preset (variants: 1 pos x 2 merges x 2 seeds)
-# grid: AdamW and SGD at one lr / batch size / epochs; finetune: 1 stage run + one nested run per
+# grid: AdamW and SGD at one lr / batch size / epochs, both finalists on one more seed; finetune: 1 stage run + one nested run per
 # row of runs.csv (every run of the study: 27 curve, 12 more recipe-search, 3 snapshot runs);
 # baselines: 1 + one per fit (3 seeds at 60 and 120 labels, one fit for all labels)
 RUNS = {
@@ -17,6 +17,8 @@ RUNS = {
     "baselines": 1 + 7,
     "grid": 2,
     "grid (parent)": 1,
+    "grid_finalists": 2,
+    "grid_finalists (parent)": 1,
     "evaluate": 1,
     "probes": 1,
     "complexity": 1,
@@ -39,4 +41,5 @@ DVC_STAGES = (
     ]
     + [f"variants@learned-{merge}-{seed}" for merge in ("concat", "reweight") for seed in (1, 2)]
     + ["grid@AdamW-0.001-16-1", "grid@SGD-0.001-16-1"]
+    + ["grid_finalists@1-2", "grid_finalists@2-2"]
 )

@@ -1,19 +1,27 @@
-"""The grid study (the core of stages `grid` and `evaluate`): one classifier per optimizer x lr
-x batch size x epochs cell, then the best cell by validation accuracy (ties: lower validation loss) evaluated on test.
+"""The grid study (the core of stages `grid`, `grid_finalists` and `evaluate`), by successive
+halving: round one trains every optimizer x lr x batch size x epochs cell on grid.seed; round two
+trains the cells ranked 1..K (grid.finalists) on grid.finalist_seeds too; the winner is the
+finalist with the best mean validation accuracy over its seeds, tested against the runner-up.
+One seed's validation accuracy moves by most of a point, so a one-seed winner would be luck.
 
-Cells are a DVC matrix: each writes `data/grid/<key>.result.json` (curves and final
-validation metrics) and `data/grid/<key>.pt` + `.json` (the trained classifier), so adding a value to a list runs
-only the new cells. The same cells give course report 004's optimizer comparison: fix lr and batch
-size and read the curves per optimizer.
+Cells are a DVC matrix: each writes `data/grid/<key>.result.json` (curves, final validation
+metrics, per-text validation results) and `data/grid/<key>.pt` + `.json` (the trained
+classifier), so adding a value to a list runs only the new cells; finalists write the same files
+as `data/grid_finalists/r<rank>-s<seed>.*`. The same cells give course report 004's optimizer
+comparison: fix lr and batch size and read the curves per optimizer.
 """
 
 from __future__ import annotations
 
 import json
+from itertools import combinations
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
+from tinytf.analysis.evaluation import decisive_p, holm, paired_comparison, verdict
+from tinytf.analysis.items import item_comparison
 from tinytf.params.config import GridParams
 
 # what reports/metrics.json records of the best cell
@@ -23,8 +31,8 @@ BEST_COLUMNS = ["optimizer", "lr", "batch_size", "epochs", "validation_accuracy"
 class MissingCell(FileNotFoundError):
     """A cell of the current params has no result file yet."""
 
-    def __init__(self, grid_dir: str | Path, key: str):
-        super().__init__(f"{grid_dir}: no result for grid cell {key}; run `dvc repro grid`")
+    def __init__(self, grid_dir: str | Path, key: str, stage: str = "grid"):
+        super().__init__(f"{grid_dir}: no result for grid cell {key}; run `dvc repro {stage}`")
         self.key = key
 
 
@@ -33,7 +41,13 @@ def format_lr(lr: float) -> str:
 
 
 def cell_key(optimizer: str, lr: float, batch_size: int, epochs: int) -> str:
+    """A cell's one name: its file stem in data/grid and its name in every table."""
     return f"{optimizer}-lr{format_lr(lr)}-bs{batch_size}-ep{epochs}"
+
+
+def finalist_key(rank: int, seed: int) -> str:
+    """A round-two run's file stem in data/grid_finalists (the cell it names depends on round one)."""
+    return f"r{rank}-s{seed}"
 
 
 def cells(params: GridParams) -> list[dict]:
@@ -77,7 +91,188 @@ def load_curves(params: GridParams, grid_dir: str | Path) -> pd.DataFrame:
 
 
 def best_cell(table: pd.DataFrame) -> pd.Series:
+    return rank_cells(table).iloc[0]
+
+
+def rank_cells(table: pd.DataFrame) -> pd.DataFrame:
+    """Round one's ranking: validation accuracy, ties lower validation loss, then cell order
+    (the stable sort keeps the order of params.yaml's lists); `rank` counts from 1."""
     ranked = table.sort_values(
         ["validation_accuracy", "validation_loss"], ascending=[False, True], kind="stable"
+    ).reset_index(drop=True)
+    return ranked.assign(rank=range(1, len(ranked) + 1))
+
+
+def cell_at_rank(params: GridParams, grid_dir: str | Path, rank: int) -> dict:
+    """The cell round one ranked `rank` (1 = best): what a finalist run trains."""
+    ranked = rank_cells(load_cells(params, grid_dir))
+    if not 1 <= rank <= len(ranked):
+        raise ValueError(f"rank {rank}: the grid has {len(ranked)} cells")
+    row = ranked.iloc[rank - 1]
+    return {
+        "optimizer": str(row["optimizer"]),
+        "lr": float(row["lr"]),
+        "batch_size": int(row["batch_size"]),
+        "epochs": int(row["epochs"]),
+    }
+
+
+def _run_row(cell: dict, result: dict, seed: int, checkpoint: Path) -> dict:
+    final = result["final"]
+    return {
+        **cell,
+        "key": cell_key(**cell),
+        "seed": seed,
+        "validation_accuracy": final["validation_accuracy"],
+        "validation_loss": final["validation_loss"],
+        "checkpoint": str(checkpoint),
+        "correct": np.asarray(result["validation_correct"], dtype=float),
+    }
+
+
+def load_runs(params: GridParams, grid_dir: str | Path, finalists_dir: str | Path) -> pd.DataFrame:
+    """One row per run: every cell on grid.seed (`rank` from round one), and each finalist on
+    each of grid.finalist_seeds; `correct` holds its per-text validation results."""
+    results = _results(params, grid_dir)
+    ranks = {row["key"]: int(row["rank"]) for _, row in rank_cells(load_cells(params, grid_dir)).iterrows()}
+    rows = [
+        _run_row(cell, result, params.seed, Path(grid_dir) / result["checkpoint"]) for cell, result in results
+    ]
+    by_rank = {ranks[row["key"]]: row for row in rows}
+    for rank in params.finalists:
+        cell = {k: by_rank[rank][k] for k in ("optimizer", "lr", "batch_size", "epochs")}
+        for seed in params.finalist_seeds:
+            path = Path(finalists_dir) / f"{finalist_key(rank, seed)}.result.json"
+            result = json.loads(path.read_text()) if path.exists() else {}
+            if result.get("cell") != cell:  # absent, or stale: round one has ranked another cell here
+                raise MissingCell(finalists_dir, finalist_key(rank, seed), "grid_finalists")
+            rows.append(_run_row(cell, result, seed, Path(finalists_dir) / result["checkpoint"]))
+    return pd.DataFrame(rows).assign(rank=lambda t: t["key"].map(ranks))
+
+
+def summarize_finalists(runs: pd.DataFrame, finalists: list[int]) -> pd.DataFrame:
+    """One row per finalist, best first: mean and std of validation accuracy over its seeds (ties:
+    lower mean validation loss, then round-one rank)."""
+    rows = runs[runs["rank"].isin(finalists)]
+    summary = rows.groupby("key", sort=False).agg(
+        rank=("rank", "first"),
+        optimizer=("optimizer", "first"),
+        lr=("lr", "first"),
+        batch_size=("batch_size", "first"),
+        epochs=("epochs", "first"),
+        seeds=("seed", list),
+        validation_by_seed=("validation_accuracy", list),
+        validation_accuracy_mean=("validation_accuracy", "mean"),
+        validation_accuracy_std=(
+            "validation_accuracy",
+            lambda v: float(np.std(v, ddof=1)) if len(v) > 1 else 0.0,
+        ),
+        validation_loss_mean=("validation_loss", "mean"),
     )
-    return ranked.iloc[0]
+    ranked = summary.reset_index().sort_values(
+        ["validation_accuracy_mean", "validation_loss_mean", "rank"],
+        ascending=[False, True, True],
+        kind="stable",
+    )
+    return ranked.reset_index(drop=True)
+
+
+def _finalist(row: pd.Series) -> dict:
+    return {
+        "key": str(row["key"]),
+        "rank": int(row["rank"]),
+        "optimizer": str(row["optimizer"]),
+        "lr": float(row["lr"]),
+        "batch_size": int(row["batch_size"]),
+        "epochs": int(row["epochs"]),
+        "seeds": [int(s) for s in row["seeds"]],
+        "validation_by_seed": {
+            str(s): float(a) for s, a in zip(row["seeds"], row["validation_by_seed"], strict=True)
+        },
+        "validation_accuracy_mean": float(row["validation_accuracy_mean"]),
+        "validation_accuracy_std": float(row["validation_accuracy_std"]),
+        "validation_loss_mean": float(row["validation_loss_mean"]),
+    }
+
+
+def winner_test(runs: pd.DataFrame, winner: str, runner_up: str) -> dict:
+    """Winner vs runner-up, paired over their seeds (t-test) and over validation texts (each
+    text's share of seeds right, permutation test). "tie" when neither detects a difference: the
+    protocol still serves the higher mean, but the report must not call it better."""
+    a = runs[runs["key"] == winner].sort_values("seed")
+    b = runs[runs["key"] == runner_up].sort_values("seed")
+    test = paired_comparison(a["validation_accuracy"].tolist(), b["validation_accuracy"].tolist())
+    test["items"] = item_comparison(np.stack(a["correct"].tolist()), np.stack(b["correct"].tolist()))
+    test["verdict"] = verdict(test)
+    test["decisive_p"] = decisive_p(test)
+    test["items_verdict"] = verdict(test["items"])
+    detected = "higher" in (test["verdict"], test["items_verdict"])
+    test["outcome"] = "winner better" if detected else "tie"
+    return test
+
+
+def optimizer_verdict(runs: pd.DataFrame, summary: pd.DataFrame, optimizers: list[str], seed: int) -> dict:
+    """Each optimizer's best cell (by its mean over seeds where it is a finalist, else by round
+    one), then pairwise permutation tests over validation texts on round one's seed (every cell
+    has that run), Holm over the pairs."""
+    round_one = rank_cells(runs[runs["seed"] == seed].drop(columns="rank"))
+    best = {}
+    for name in optimizers:
+        finalist = summary[summary["optimizer"] == name]
+        if len(finalist):
+            row, basis = finalist.iloc[0], "mean over the finalist's seeds"
+            accuracy = float(row["validation_accuracy_mean"])
+        else:
+            row, basis = round_one[round_one["optimizer"] == name].iloc[0], f"round one (seed {seed})"
+            accuracy = float(row["validation_accuracy"])
+        best[name] = {"key": str(row["key"]), "validation_accuracy": accuracy, "chosen_by": basis}
+    correct = {row["key"]: row["correct"] for _, row in round_one.iterrows()}
+    pairs = []
+    for a, b in combinations(optimizers, 2):
+        test = item_comparison(correct[best[a]["key"]], correct[best[b]["key"]])
+        pairs.append({"a": a, "b": b, **test})
+    for pair, p in zip(pairs, holm([t["p_value"] for t in pairs]), strict=True):
+        pair["p_holm"] = p
+        pair["verdict"] = verdict(pair)
+        pair["statement"] = _pair_statement(pair)
+    return {
+        "best_cells": best,
+        "pairs": pairs,
+        "caveat": "each side is its optimizer's best cell, chosen on the same validation split the "
+        "test reads: both sides are optimistic, the comparison between them is even",
+    }
+
+
+def _pair_statement(pair: dict) -> str:
+    if pair["verdict"] == "higher":
+        return f"{pair['a']} better than {pair['b']}"
+    if pair["verdict"] == "lower":
+        return f"{pair['b']} better than {pair['a']}"
+    return f"{pair['a']} vs {pair['b']}: no detectable difference"
+
+
+def grid_selection(params: GridParams, grid_dir: str | Path, finalists_dir: str | Path) -> dict:
+    """The winner, the runner-up and their test, the run to serve and the optimizer verdict; every
+    choice on validation. JSON-ready (reports/metrics.json's `grid_selection`)."""
+    runs = load_runs(params, grid_dir, finalists_dir)
+    summary = summarize_finalists(runs, params.finalists)
+    winner = summary.iloc[0]
+    mine = runs[runs["key"] == winner["key"]]
+    served = mine.sort_values(
+        ["validation_accuracy", "validation_loss"], ascending=[False, True], kind="stable"
+    )
+    served = served.iloc[0]
+    selection = {
+        "finalists": [_finalist(row) for _, row in summary.iterrows()],
+        "winner": _finalist(winner),
+        "runner_up": _finalist(summary.iloc[1]) if len(summary) > 1 else None,
+        "served": {
+            "seed": int(served["seed"]),
+            "checkpoint": served["checkpoint"],
+            "validation_accuracy": float(served["validation_accuracy"]),
+            "validation_loss": float(served["validation_loss"]),
+        },
+        "test": winner_test(runs, winner["key"], summary.iloc[1]["key"]) if len(summary) > 1 else None,
+        "optimizers": optimizer_verdict(runs, summary, list(params.optimizers), params.seed),
+    }
+    return selection

@@ -263,14 +263,29 @@ class GridParams:
     batch_sizes: list[int] = bounded([32, 64], ge=1)
     epochs: list[int] = bounded([2], ge=1)
     init: InitName = "pretrained"
-    seed: int = bounded(1, ge=0)
+    seed: int = bounded(1, ge=0)  # round one: every cell on this seed
+    # round two (stage grid_finalists): the cells ranked 1..K in round one, each on these seeds too.
+    # Lists, not a count, because a DVC matrix iterates a list
+    finalists: list[int] = bounded([1, 2, 3], ge=1)
+    finalist_seeds: list[int] = bounded([2, 3], ge=0)
     weight_decay: float = bounded(0.0, ge=0)
     dropout: float = bounded(0.1, ge=0, lt=1)  # the classifier's, the same in every cell
 
     def validate(self, key: str, file: str) -> None:
         _check_optimizers(self.optimizers, f"{key}.optimizers", file)
-        for name in ("optimizers", "lrs", "batch_sizes", "epochs"):
+        for name in ("optimizers", "lrs", "batch_sizes", "epochs", "finalists", "finalist_seeds"):
             _check_distinct(getattr(self, name), f"{key}.{name}", file)
+        n_cells = len(self.optimizers) * len(self.lrs) * len(self.batch_sizes) * len(self.epochs)
+        wanted = list(range(1, len(self.finalists) + 1))
+        if self.finalists != wanted:
+            raise ParamsError(f"{file}: {key}.finalists: must be the ranks 1..K in order, e.g. {wanted}")
+        if len(self.finalists) > n_cells:
+            raise ParamsError(f"{file}: {key}.finalists: {len(self.finalists)} finalists but {n_cells} cells")
+        if self.seed in self.finalist_seeds:
+            raise ParamsError(
+                f"{file}: {key}.finalist_seeds: {self.seed} is round one's seed ({key}.seed); "
+                "a finalist would run it twice"
+            )
 
 
 @dataclass

@@ -1,5 +1,6 @@
-"""The report's test and grid sections: the best cell's test metrics, then every grid cell, the
-heatmaps and the optimizer curves at the best cell's lr and batch size."""
+"""The report's test and grid sections: the served model's test metrics, then every grid cell
+(finalists with their mean ± std over seeds), the winner against the runner-up, the optimizer
+verdict, the heatmaps and the optimizer curves at the winner's lr and batch size."""
 
 from __future__ import annotations
 
@@ -50,13 +51,18 @@ def grid_section(report) -> None:
         )
     report.f.grid, report.f.best = cells, best
     grid = report.params.grid
+    selection = (metrics or {}).get("grid_selection")
+    finalists = (selection or {}).get("finalists")
     report.table(
         "grid",
         "Optimizer × learning rate × batch size × epochs",
         "Final train and validation "
-        f"metrics of every grid cell (init `{grid.init}`, seed {grid.seed}); "
-        f"the best by validation accuracy is marked.{grid_resolution(report.f.finetune, cells)}",
-        rt.grid_table(cells, best_key),
+        f"metrics of every grid cell (init `{grid.init}`, round one on seed {grid.seed}); the "
+        f"{len(grid.finalists)} best by validation accuracy ran again on seeds "
+        f"{', '.join(map(str, grid.finalist_seeds))} (mean ± std over all their seeds), and the winner, "
+        f"the best mean, is marked.{grid_resolution(report.f.finetune, cells, finalists)}"
+        + (selection_text(selection) if selection else ""),
+        rt.grid_table(cells, best_key, finalists),
     )
     report.plot(
         "grid_heatmaps",
@@ -133,10 +139,43 @@ def _grid_cells(report, grid_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame] | N
         raise DataError(f"{grid_dir}: a grid cell result lacks {exc}") from None
 
 
-def grid_resolution(finetune: dict | None, cells: pd.DataFrame | None = None) -> str:
-    """What one seed per grid cell can tell apart: the seed spread of the validation accuracy a
-    choice reads (the fine-tuning curve's all-label pretrained runs, at their chosen epoch), and
-    the cells that tie with the best by that measure."""
+def selection_text(selection: dict) -> str:
+    """The winner against the runner-up with their tests, then the optimizer verdict."""
+    winner, runner_up, test = selection["winner"], selection.get("runner_up"), selection.get("test")
+    seeds = len(winner["seeds"])
+    text = f" Winner: {winner['key']}, mean validation accuracy {winner['validation_accuracy_mean']:.4f} over {seeds} seeds"
+    if runner_up and test:
+        p_seeds, p_items = test.get("decisive_p"), test["items"]["p_value"]
+        said = "a tie: no difference detected" if test["outcome"] == "tie" else "the winner is better"
+        text += (
+            f"; runner-up {runner_up['key']}, {runner_up['validation_accuracy_mean']:.4f}. Winner vs runner-up "
+            f"is {said} (paired t over seeds p = {_p(p_seeds)}, permutation over validation texts "
+            f"p = {_p(p_items)}); the higher mean is served either way"
+        )
+    served = selection["served"]
+    text += f". Served: its seed {served['seed']} run, the best of its seeds on validation."
+    return text + optimizer_text(selection["optimizers"])
+
+
+def optimizer_text(verdict: dict) -> str:
+    pairs = verdict["pairs"]
+    if not pairs:
+        return " One optimizer in the grid: no optimizer verdict."
+    said = "; ".join(f"{pair['statement']} (Holm p = {_p(pair['p_holm'])})" for pair in pairs)
+    return (
+        f" Optimizers, each by its best cell, paired over validation texts on round one's seed: {said}. "
+        f"Caveat: {verdict['caveat']}."
+    )
+
+
+def grid_resolution(
+    finetune: dict | None, cells: pd.DataFrame | None = None, finalists: list[dict] | None = None
+) -> str:
+    """What the grid can tell apart: from the finalists' validation spread over their seeds where
+    there are finalists, else from the seed spread of the fine-tuning curve's all-label pretrained
+    runs; and the cells that tie with the best by that measure."""
+    if finalists and len(finalists[0]["seeds"]) > 1:
+        return _finalist_resolution(finalists)
     arm = (((finetune or {}).get("label_curve") or {}).get("all") or {}).get("pretrained") or {}
     by_seed = arm.get("validation_by_seed") or {}
     if len(by_seed) < 2:
@@ -160,3 +199,28 @@ def grid_resolution(finetune: dict | None, cells: pd.DataFrame | None = None) ->
             else " No other cell lies within that of the best."
         )
     return text
+
+
+def _finalist_resolution(finalists: list[dict]) -> str:
+    """The seed-to-seed std pooled over the finalists, and the finalists that tie with the winner."""
+    n = len(finalists[0]["seeds"])
+    by_seed = [list(f["validation_by_seed"].values()) for f in finalists]
+    df = sum(len(v) - 1 for v in by_seed)
+    std = float(np.sqrt(sum(np.var(v, ddof=1) * (len(v) - 1) for v in by_seed) / df))
+    if std == 0:
+        return f" Every finalist scored the same on all {n} seeds: the seeds moved nothing."
+    apart = detectable_difference(std, n, df)
+    best = finalists[0]["validation_accuracy_mean"]
+    ties = [f["key"] for f in finalists[1:] if best - f["validation_accuracy_mean"] < apart]
+    text = (
+        f" A finalist's validation accuracy moves by {100 * std:.2f} points between seeds (std pooled over "
+        f"the {len(finalists)} finalists), so two means of {n} seeds need about {100 * apart:.1f} points "
+        "between them to be told apart."
+    )
+    if ties:
+        return text + f" {len(ties)} other finalist(s) lie within that of the winner: {', '.join(ties)}."
+    return text + " No other finalist lies within that of the winner."
+
+
+def _p(p: float | None) -> str:
+    return "n/a" if p is None else f"{p:.3g}"

@@ -25,7 +25,7 @@ class CardFacts:
     data: dict  # reports/data.json's `sentiment` section
     best: dict  # the chosen cell: BEST_COLUMNS and its key
     cells: int  # cells in the grid
-    seed: int  # grid.seed: the one seed of every cell
+    seed: int  # the served run's seed (the winner's best on validation)
     report: dict  # reports/evaluate/test_report.json
     metrics: dict  # reports/metrics.json: the baselines, each start's fine-tuning, the promotion
     registered: str | None  # e.g. "tinytf-sentiment version 7"; None: not registered (tracking off)
@@ -82,14 +82,30 @@ def _selection(f: CardFacts) -> list[str]:
     b = f.best
     promotion = (f.metrics.get("promotion") or {}).get("reason", "not registered")
     epochs = f"{b['epochs']} epoch{'s' if b['epochs'] != 1 else ''}"
+    seeds = b.get("seeds") or [f.seed]
     return [
-        "## How it was chosen",
+        "## How it was selected",
         "",
-        f"The best of {f.cells} grid cells by validation accuracy (ties: lower validation loss): "
-        f"`{b['key']}` ({b['optimizer']}, lr {b['lr']:g}, batch size {b['batch_size']}, {epochs}), "
-        f"validation accuracy {b['validation_accuracy']:.4f}. Test was read once, to report.",
+        f"Successive halving over {f.cells} grid cells, every choice on validation: round one ran every "
+        "cell on one seed; the best cells by validation accuracy ran again on more seeds. The winner is "
+        f"the finalist with the best mean validation accuracy: `{b['key']}` ({b['optimizer']}, lr {b['lr']:g}, "
+        f"batch size {b['batch_size']}, {epochs}), {b['validation_accuracy']:.4f} over seeds "
+        f"{', '.join(map(str, seeds))}. This model is its seed {f.seed} run, the best of them on validation.",
+        *_against_runner_up(f.metrics.get("grid_selection")),
+        "Test was read once, to report.",
         f"Promotion to @champion (at least the serving champion's validation accuracy): {promotion}.",
         "",
+    ]
+
+
+def _against_runner_up(selection: dict | None) -> list[str]:
+    test = (selection or {}).get("test")
+    if not test:
+        return []
+    said = "a tie: no difference detected" if test["outcome"] == "tie" else "the winner is better"
+    return [
+        f"Against the runner-up `{selection['runner_up']['key']}` "
+        f"({selection['runner_up']['validation_accuracy_mean']:.4f}) it is {said}; the higher mean is served."
     ]
 
 
@@ -127,7 +143,7 @@ def _limits(f: CardFacts) -> list[str]:
     return [
         "## Known limits",
         "",
-        f"- One seed per grid cell (grid.seed {f.seed}): the choice between close cells is partly chance.",
+        "- Round one ranks cells on one seed: a cell just outside the finalists may be as good.",
         f"- Trained and tested on {domain} only; other domains, languages or styles are untested.",
         f"- Reads the first {f.max_length} tokens of a text; the rest is ignored.",
         "",

@@ -247,8 +247,17 @@ GRID_COLUMNS = (
 )
 
 
-def grid_table(cells: pd.DataFrame, best_key: str) -> pd.DataFrame:
+def grid_table(cells: pd.DataFrame, best_key: str, finalists: list[dict] | None = None) -> pd.DataFrame:
+    """Every cell's round-one metrics; a finalist also gets its round-one rank and its validation
+    accuracy's mean ± std over all its seeds; the winner is marked `best`."""
     out = cells[list(GRID_COLUMNS)].copy()
+    if finalists:
+        by_key = {f["key"]: f for f in finalists}
+        mine = [by_key.get(key) for key in cells["key"]]
+        out["finalist_rank"] = pd.array([f["rank"] if f else None for f in mine], dtype="Int64")
+        out["seeds"] = [len(f["seeds"]) if f else 1 for f in mine]
+        out["validation_accuracy_mean"] = [f["validation_accuracy_mean"] if f else None for f in mine]
+        out["validation_accuracy_std"] = [f["validation_accuracy_std"] if f else None for f in mine]
     out["best"] = np.where(cells["key"] == best_key, "best", "")
     return out
 

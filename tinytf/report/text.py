@@ -29,9 +29,9 @@ def _headline(r: ReportView) -> list[str]:
         out.append(
             f"- **Test accuracy {rt.pct(m['test_accuracy'])}** (95% bootstrap CI {rt.pct(lo)} – {rt.pct(hi)}"
             + (f", {n:,} test texts" if n else "")
-            + f"), macro F1 {m['test_macro_f1']:.3f}, from the best "
-            f"grid cell: {b['optimizer']}, lr {b['lr']:g}, batch {b['batch_size']}, {b['epochs']} epoch(s), "
-            f"validation accuracy {rt.pct(b['validation_accuracy'])}."
+            + f"), macro F1 {m['test_macro_f1']:.3f}, from the grid's "
+            f"winner: {b['optimizer']}, lr {b['lr']:g}, batch {b['batch_size']}, {b['epochs']} epoch(s), "
+            f"mean validation accuracy {rt.pct(b['validation_accuracy'])} over {len(b.get('seeds', [0]))} seed(s)."
         )
     if f.champion_vs is not None:
         out.append(champion_text(f.champion_vs))

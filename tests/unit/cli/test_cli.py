@@ -83,6 +83,17 @@ def test_every_stage_script_explains_itself(tmp_path):
         )
 
 
+def test_run_expands_the_finalists_matrix_over_rank_and_seed(tmp_path, monkeypatch):
+    """Round two: one command line per finalist rank x seed; the rank's cell is read from data/grid."""
+    (tmp_path / "params.yaml").write_text("grid: {finalists: [1, 2], finalist_seeds: [2, 3]}\n")
+    (tmp_path / "dvc.yaml").write_text((REPO / "dvc.yaml").read_text())
+    monkeypatch.chdir(tmp_path)
+    commands = stage_commands("grid_finalists")[1::2]
+    outs = [c[c.index("--out") + 1] for c in commands]
+    assert outs == [f"data/grid_finalists/r{r}-s{s}" for r in (1, 2) for s in (2, 3)]
+    assert all(c[c.index("--grid") + 1] == "data/grid" for c in commands)
+
+
 def test_run_expands_a_matrix_stage_from_params(tmp_path, monkeypatch):
     (tmp_path / "params.yaml").write_text(
         "grid: {optimizers: [AdamW, SGD], lrs: [0.01], batch_sizes: [8], epochs: [1]}\n"

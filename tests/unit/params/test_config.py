@@ -209,3 +209,22 @@ def test_the_optimizer_names_read_from_torchs_source_are_the_classes_it_defines(
     from tinytf.params.config import optimizer_classes, optimizer_names
 
     assert sorted(optimizer_names()) == sorted(optimizer_classes()) and "AdamW" in optimizer_names()
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("finalists", [1, 3], r"grid.finalists: must be the ranks 1..K in order"),
+        ("finalists", [2, 1], r"grid.finalists: must be the ranks 1..K in order"),
+        ("finalists", [], r"grid.finalists: empty"),
+        ("finalists", list(range(1, 14)), r"grid.finalists: 13 finalists but 12 cells"),
+        ("finalist_seeds", [2, 2], r"grid.finalist_seeds"),
+        ("finalist_seeds", [1, 2], r"grid.finalist_seeds: 1 is round one's seed"),
+        ("finalist_seeds", [], r"grid.finalist_seeds: empty"),
+    ],
+)
+def test_bad_finalists_name_the_key(tmp_path, key, value, message):
+    data = repo_params()
+    data["grid"][key] = value
+    with pytest.raises(ParamsError, match=message):
+        load_params(write(tmp_path, data))

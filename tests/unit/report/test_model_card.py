@@ -56,7 +56,7 @@ def test_the_card_says_what_the_model_is_how_it_was_chosen_and_where_it_stops():
     for heading in (
         "# Model card",
         "## Data",
-        "## How it was chosen",
+        "## How it was selected",
         "## Results on test",
         "## Known limits",
     ):
@@ -64,12 +64,16 @@ def test_the_card_says_what_the_model_is_how_it_was_chosen_and_where_it_stops():
     assert "Registered as tinytf-sentiment version 4" in card
     assert "a 2-layer causal transformer (d_model 32, 2 heads" in card and "51,234 parameters" in card
     assert "| validation | 200 | 100 | 100 |" in card
-    assert "The best of 12 grid cells" in card and "`AdamW-lr0.001-bs32-ep1`" in card and "1 epoch)" in card
+    assert (
+        "Successive halving over 12 grid cells" in card
+        and "`AdamW-lr0.001-bs32-ep1`" in card
+        and "1 epoch)" in card
+    )
     assert "champion v3's 0.7401" in card
     assert "Accuracy 0.7263 (bootstrap 95 % interval [0.7020, 0.7529], 201 texts)" in card
     assert card.index("| bad |") < card.index("| good |")  # in the classes' order
     assert "TF-IDF + LR 0.7812" in card and "pretrained 0.7490 ± 0.0023" in card and "paired_test" not in card
-    assert "grid.seed 1" in card and "English movie-review sentences (SST-2)" in card
+    assert "This model is its seed 1 run" in card and "English movie-review sentences (SST-2)" in card
     assert "first 64 tokens" in card
 
 

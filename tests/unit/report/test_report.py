@@ -71,6 +71,12 @@ def test_readme_numbers_equal_the_inputs(built):
     assert "AdamW 72.0%" not in text and "AdamW 64.0%" in text  # the grid's final validation accuracy
     grid = pd.read_csv(root / "reports/tables/grid.csv")
     assert grid.loc[grid["best"] == "best", "optimizer"].tolist() == ["AdamW"]
+    # the finalists' mean ± std over seeds, the winner against the runner-up, the optimizer verdict
+    assert grid["validation_accuracy_mean"].tolist() == pytest.approx([0.65, 0.565])
+    caption = (root / "reports/tables/grid.md").read_text()
+    assert "Winner: AdamW-lr0.001-bs32-ep1, mean validation accuracy 0.6500 over 2 seeds" in caption
+    assert "a tie: no difference detected" in caption and "AdamW better than SGD (Holm p = 0.004)" in caption
+    assert "std pooled over the 2 finalists" in caption
     variants = pd.read_csv(root / "reports/tables/variants.csv")
     concat = variants[(variants.pos_encoding == "learned") & (variants.head_merge == "concat")].iloc[0]
     assert concat["dev"] == pytest.approx(407.5) and concat["dev_std"] == pytest.approx(3.5355, abs=1e-3)

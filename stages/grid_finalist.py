@@ -1,0 +1,64 @@
+"""Stage `grid_finalists` (one cell of a DVC matrix over grid.finalists x grid.finalist_seeds),
+round two of the grid: the cell that round one (data/grid) ranked `--rank` by validation accuracy
+(ties: lower validation loss, then cell order), trained again on `--seed`. Writes the model and
+result files as `grid` does, at <out>.{pt,json,result.json}; `evaluate` takes the winner on the
+mean over the round-one seed and these.
+"""
+
+import dataclasses
+import sys
+
+import common
+
+from tinytf.analysis.grid import cell_at_rank, cell_key
+from tinytf.tracking.runs import TrackerCallback, params_hash, stage_run
+from tinytf.train.grid import train_cell, write_cell
+
+
+def main() -> None:
+    parser = common.stage_parser("grid_finalists", __doc__)
+    parser.add_argument("--rank", required=True, type=int, help="the round-one rank to run (1 = best)")
+    parser.add_argument("--seed", required=True, type=int, help="the seed to run it on")
+    parser.add_argument("--grid", required=True, help="folder of the round-one cells")
+    parser.add_argument("--data", required=True, help="folder holding tokenizer.json and tokens/sentiment/")
+    parser.add_argument("--pretrained", required=True, help="the pretrained model (.pt)")
+    parser.add_argument("--out", required=True, help="output path without suffix")
+    args = parser.parse_args()
+    params = common.load_params("grid_finalists", args)
+    grid = params.grid
+
+    cell = cell_at_rank(grid, args.grid, args.rank)
+    key = cell_key(**cell)
+    logged = {
+        "grid": {
+            **cell,
+            "rank": args.rank,
+            "seed": args.seed,
+            "init": grid.init,
+            "weight_decay": grid.weight_decay,
+        },
+        "tokenize": {"max_length": params.tokenize.max_length},
+        **({"hf": dataclasses.asdict(params.hf)} if grid.init == "hf" else {}),
+    }
+    group = params_hash(params.as_dict())  # one MLflow parent run per matrix and its params
+    name = f"grid_finalists-r{args.rank}-s{args.seed}"
+    staged = common.staged_outputs(args, name, whole=("out",))
+    with (
+        stage_run("grid_finalists", logged, run_name=name, group_key=group, system_metrics=True) as tracker,
+        staged,
+    ):
+        common.log_token_inputs(tracker, args.data, "sentiment", ("train", "validation"))
+        desc = f"finalist {args.rank} {key} seed {args.seed}"
+        run = train_cell(
+            params, cell, args.seed, args.data, args.pretrained, [TrackerCallback(tracker)], desc
+        )
+        tracker.set_tags(
+            {"tinytf.precision": run.runtime.precision, "tinytf.compile": str(run.runtime.compile)}
+        )
+        write_cell(args.out, run, rank=args.rank)
+        accuracy = run.result["final"]["validation_accuracy"]
+        print(f"{desc}: validation accuracy {accuracy:.4f}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    common.run(main)

@@ -1,0 +1,88 @@
+"""One grid cell's training (stages `grid` and `grid_finalists`): the classifier trained with one
+optimizer x lr x batch size x epochs and one seed, from grid.init (hf: the external encoder of the
+`hf:` section, with its own tokenizer), then written as `<out>.pt` + `.json` (the model) and
+`<out>.result.json` (curves, final validation metrics and which validation texts it got right).
+
+Both stages call the same function, so a finalist on seed 2 differs from its round-one run by the
+seed alone.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from tinytf.io import write_json
+from tinytf.model.checkpoint import save_model
+from tinytf.train.classify import (
+    ClassifierRecipe,
+    SentimentData,
+    build_classifier,
+    build_hf_classifier,
+    classifier_config,
+    classifier_runtime,
+    planned_steps,
+    train_classifier,
+)
+from tinytf.train.runtime import Runtime
+
+
+@dataclass
+class CellRun:
+    model: object  # the trained classifier
+    result: dict  # what <out>.result.json holds, less the checkpoint's name
+    runtime: Runtime
+
+
+def train_cell(
+    params, cell: dict, seed: int, data_dir: str, pretrained: str, callbacks=(), desc: str = ""
+) -> CellRun:
+    """Train `cell` ({optimizer, lr, batch_size, epochs}) on `seed`; `params` holds the sections
+    grid, finetune, tokenize and hf."""
+    grid, finetune = params.grid, params.finetune
+    data = SentimentData.load(data_dir)
+    max_length = params.tokenize.max_length
+    if grid.init == "hf":
+        max_length = params.hf.max_length
+        model = build_hf_classifier(params.hf.checkpoint, len(data.classes), max_length, seed)
+        data = data.for_hf(data_dir, model)
+    else:
+        config = classifier_config(pretrained, len(data.classes), grid.dropout)
+        model = build_classifier(grid.init, config, pretrained, seed)
+    runtime = classifier_runtime(finetune, planned_steps(data, cell["batch_size"], cell["epochs"]))
+    began = time.perf_counter()
+    recipe = ClassifierRecipe(
+        init=grid.init,
+        **cell,
+        max_length=max_length,
+        seed=seed,
+        weight_decay=grid.weight_decay,
+        warmup_ratio=finetune.warmup_ratio,
+    )
+    run = train_classifier(model, data, recipe, runtime, callbacks=list(callbacks), desc=desc)
+    validation = run.validation
+    result = {
+        "cell": cell,
+        "seed": seed,
+        "history": run.history,
+        "final": {k: v for k, v in run.history[-1].items() if k not in ("epoch", "step")},
+        "precision": runtime.precision,  # what `auto` chose here
+        "compile": runtime.compile,
+        # the report's "who pretrained the body" table: size and cost of this start
+        "parameters": sum(t.numel() for t in run.model.parameters()),
+        "train_seconds": round(time.perf_counter() - began, 1),
+        # per validation text, in file order, 1 where the model was right: the paired tests over
+        # texts (winner vs runner-up, optimizer vs optimizer) need the texts, not only the mean
+        "validation_correct": (validation.predictions == validation.labels).astype(int).tolist(),
+    }
+    return CellRun(run.model, result, runtime)
+
+
+def write_cell(out: str, run: CellRun, **extra) -> Path:
+    """Write `<out>.pt` (+ `.json`) and `<out>.result.json`; returns the checkpoint's path.
+    Suffixes are appended, not swapped: a stem may hold the lr's dot ("lr0.001")."""
+    checkpoint = Path(f"{out}.pt")
+    save_model(checkpoint, run.model, stage="grid")
+    write_json(Path(f"{out}.result.json"), {**run.result, **extra, "checkpoint": checkpoint.name})
+    return checkpoint
