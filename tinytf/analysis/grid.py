@@ -197,8 +197,11 @@ def _finalist(row: pd.Series) -> dict:
 
 def winner_test(runs: pd.DataFrame, winner: str, runner_up: str) -> dict:
     """Winner vs runner-up, paired over their seeds (t-test) and over validation texts (each
-    text's share of seeds right, permutation test). "tie" when neither detects a difference: the
-    protocol still serves the higher mean, but the report must not call it better."""
+    text's share of seeds right, permutation test, reported beside it). The outcome rests on one
+    test, the decisive one of the label curve's rule (`decisive_p`: the seeds' t-test, the texts'
+    where the seeds vary nothing), so it is not two looks: "tie" unless it detects the winner
+    higher. On a tie the protocol still serves the higher mean, but the report must not call it
+    better."""
     a = runs[runs["key"] == winner].sort_values("seed")
     b = runs[runs["key"] == runner_up].sort_values("seed")
     test = paired_comparison(a["validation_accuracy"].tolist(), b["validation_accuracy"].tolist())
@@ -206,8 +209,7 @@ def winner_test(runs: pd.DataFrame, winner: str, runner_up: str) -> dict:
     test["verdict"] = verdict(test)
     test["decisive_p"] = decisive_p(test)
     test["items_verdict"] = verdict(test["items"])
-    detected = "higher" in (test["verdict"], test["items_verdict"])
-    test["outcome"] = "winner better" if detected else "tie"
+    test["outcome"] = "winner better" if test["verdict"] == "higher" else "tie"
     return test
 
 
