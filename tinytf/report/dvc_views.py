@@ -29,11 +29,6 @@ def headline(f: Facts) -> dict:
             "ci95_high": high,
             "macro_f1": f.metrics["test_macro_f1"],
         }
-    if f.champion_vs:  # the served model minus each rival, over the same test texts
-        out["champion_minus"] = {
-            name: {k: rival[k] for k in ("arm", "accuracy", "mean_difference", "p_value")}
-            for name, rival in f.champion_vs["rivals"].items()
-        }
     every = ((f.finetune or {}).get("label_curve") or {}).get("all", {})
     for against in ("scratch", "tfidf"):  # all labels: the raw p beside the Holm p and the verdict
         test = every.get(f"pretrained_vs_{against}")

@@ -52,5 +52,5 @@ def test_the_champion_is_paired_per_text_with_the_best_start_and_tfidf():
         "Highest test accuracy of the three: TF-IDF + LR (the best start is the one with the "
         "best mean validation accuracy; test chose nothing)."
     )
-    assert headline(Facts(champion_vs=c))["champion_minus"]["tfidf"]["accuracy"] == pytest.approx(0.95)
+    assert "champion_minus" not in headline(Facts(champion_vs=c))  # dvc exp show's columns stay few
     assert np.isclose(c["champion"], 0.75) and c["n_items"] == N
