@@ -93,9 +93,9 @@ def _test_tables(report) -> dict | None:
         said = f" Registry: {promotion} (`tinytf champion show`)." if promotion else ""
         report.table(
             "best",
-            "Best grid cell on test",
-            "The cell with the highest validation accuracy and its "
-            f"test metrics, with the 95% percentile-bootstrap interval of test accuracy.{said}",
+            "The grid's winner on test",
+            "The finalist with the best mean validation accuracy over its seeds (its best seed's run "
+            f"is served) and its test metrics, with the 95% percentile-bootstrap interval of test accuracy.{said}",
             rt.best_table(metrics),
             rt.best_table(metrics).assign(value=lambda t: [rt.fmt_num(v, 4) for v in t["value"]]),
         )

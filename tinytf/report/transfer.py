@@ -144,7 +144,8 @@ def recipes_by_labels(s: dict) -> dict[str, dict[str, dict]]:
     recipes = s.get("recipes") or {}
     if recipes and all("candidates" in v for v in recipes.values()):
         return {str(s["protocol"]["search_labels"]): recipes}
-    return recipes
+    # summary.json's keys are sorted as text ("1000" before "250"): the curve's order instead
+    return dict(sorted(recipes.items(), key=lambda kv: float("inf") if kv[0] == "all" else int(kv[0])))
 
 
 def search_labels_text(p: dict) -> str:
