@@ -5,14 +5,13 @@ lr x batch size x epochs, from grid.init, on grid.seed. Writes the trained model
 winner among them. Adding a value to a list in params.yaml runs only the new cells.
 """
 
-import dataclasses
 import sys
 
 import common
 
 from tinytf.analysis.grid import cell_key
 from tinytf.tracking.runs import TrackerCallback, params_hash, stage_run
-from tinytf.train.grid import train_cell, write_cell
+from tinytf.train.grid import logged_params, train_cell, write_cell
 
 
 def main() -> None:
@@ -30,17 +29,7 @@ def main() -> None:
 
     cell = {"optimizer": args.optimizer, "lr": args.lr, "batch_size": args.batch_size, "epochs": args.epochs}
     key = cell_key(**cell)
-    logged = {
-        "grid": {
-            **cell,
-            "init": grid.init,
-            "seed": grid.seed,
-            "weight_decay": grid.weight_decay,
-            "dropout": grid.dropout,
-        },
-        "tokenize": {"max_length": params.tokenize.max_length},
-        **({"hf": dataclasses.asdict(params.hf)} if grid.init == "hf" else {}),
-    }
+    logged = logged_params(params, cell, grid.seed)
     group = params_hash(params.as_dict())  # one MLflow parent run per matrix and its params
     staged = common.staged_outputs(args, f"grid-{key}", whole=("out",))
     with (

@@ -5,14 +5,13 @@ result files as `grid` does, at <out>.{pt,json,result.json}; `evaluate` takes th
 mean over the round-one seed and these.
 """
 
-import dataclasses
 import sys
 
 import common
 
 from tinytf.analysis.grid import cell_at_rank, cell_key
 from tinytf.tracking.runs import TrackerCallback, params_hash, stage_run
-from tinytf.train.grid import train_cell, write_cell
+from tinytf.train.grid import logged_params, train_cell, write_cell
 
 
 def main() -> None:
@@ -29,17 +28,7 @@ def main() -> None:
 
     cell = cell_at_rank(grid, args.grid, args.rank)
     key = cell_key(**cell)
-    logged = {
-        "grid": {
-            **cell,
-            "rank": args.rank,
-            "seed": args.seed,
-            "init": grid.init,
-            "weight_decay": grid.weight_decay,
-        },
-        "tokenize": {"max_length": params.tokenize.max_length},
-        **({"hf": dataclasses.asdict(params.hf)} if grid.init == "hf" else {}),
-    }
+    logged = logged_params(params, cell, args.seed, rank=args.rank)
     group = params_hash(params.as_dict())  # one MLflow parent run per matrix and its params
     name = f"grid_finalists-r{args.rank}-s{args.seed}"
     staged = common.staged_outputs(args, name, whole=("out",))

@@ -9,6 +9,7 @@ seed alone.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +34,25 @@ class CellRun:
     model: object  # the trained classifier
     result: dict  # what <out>.result.json holds, less the checkpoint's name
     runtime: Runtime
+
+
+def logged_params(params, cell: dict, seed: int, **extra) -> dict:
+    """What a cell's MLflow run records as its params: the cell, its seed (and `extra`, a
+    finalist's rank) with the grid's fixed settings, the length texts are cut to, and the hf
+    section when the start is hf. The same for both rounds, so the UI compares their runs."""
+    grid = params.grid
+    return {
+        "grid": {
+            **cell,
+            **extra,
+            "init": grid.init,
+            "seed": seed,
+            "weight_decay": grid.weight_decay,
+            "dropout": grid.dropout,
+        },
+        "tokenize": {"max_length": params.tokenize.max_length},
+        **({"hf": dataclasses.asdict(params.hf)} if grid.init == "hf" else {}),
+    }
 
 
 def train_cell(
