@@ -39,9 +39,12 @@ def detectable_difference(std: float, n_per_arm: int, pooled_df: int) -> float:
     return float(t * std * np.sqrt(2 / n_per_arm))
 
 
-def pooled_seed_std(cells: pd.DataFrame, metric: str = "dev") -> tuple[float, int]:
-    """The seed-to-seed std within a (pos, merge) cell, pooled over cells, and its df."""
-    groups = cells.groupby(["pos_encoding", "head_merge"])[metric]
+def pooled_seed_std(
+    cells: pd.DataFrame, metric: str = "dev", by: tuple[str, ...] = ("pos_encoding", "head_merge")
+) -> tuple[float, int]:
+    """The seed-to-seed std of `metric` within a cell (the rows sharing `by`: a variant, a grid
+    finalist), pooled over cells, and its df."""
+    groups = cells.groupby(list(by))[metric]
     df = int((groups.count() - 1).clip(lower=0).sum())
     if df < 1:
         return float("nan"), 0

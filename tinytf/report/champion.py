@@ -20,7 +20,7 @@ def name(arm: str) -> str:
 
 def best_start(runs: pd.DataFrame) -> str | None:
     """The start with the best mean validation accuracy over its chosen all-label runs (never test)."""
-    final = runs[runs["chosen"] & (runs["start"] == "final") & (runs["labels"].astype(str) == "all")]
+    final = runs[runs["chosen"] & (runs["start"] == "final") & (runs["labels"] == "all")]
     if final.empty:
         return None
     return str(final.groupby("arm")["validation_accuracy"].mean().idxmax())
@@ -31,11 +31,12 @@ def champion_comparison(
 ) -> dict | None:
     """{"champion": accuracy, "rivals": {name: {"arm", "accuracy", "seeds", **item test of champion − it}},
     "best": the highest test accuracy of the three}, all on the champion's test texts."""
-    arm = best_start(runs.astype({"labels": str}))
+    runs = runs.astype({"labels": str})  # runs.csv reads "250" as a number, the predictions hold text
+    arm = best_start(runs)
     if arm is None:
         return None
     mine = correct_by_item(champion.assign(seed=0))
-    sides = {"best_start": (arm, chosen_predictions(finetune, runs.astype({"labels": str})))}
+    sides = {"best_start": (arm, chosen_predictions(finetune, runs))}
     if baselines is not None and (baselines["arm"] == "tfidf_lr").any():
         sides["tfidf"] = ("tfidf_lr", baselines)
     out: dict = {"champion": float(mine.mean()), "n_items": int(mine.shape[1]), "rivals": {}}

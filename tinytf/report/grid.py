@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from tinytf.analysis.grid import MissingCell, best_cell, cell_key, load_cells, load_curves
-from tinytf.analysis.power import detectable_difference
+from tinytf.analysis.power import detectable_difference, pooled_seed_std
 from tinytf.errors import DataError
 from tinytf.report import tables as rt
 from tinytf.report.facts import UPSTREAM
@@ -204,9 +204,10 @@ def grid_resolution(
 def _finalist_resolution(finalists: list[dict]) -> str:
     """The seed-to-seed std pooled over the finalists, and the finalists that tie with the winner."""
     n = len(finalists[0]["seeds"])
-    by_seed = [list(f["validation_by_seed"].values()) for f in finalists]
-    df = sum(len(v) - 1 for v in by_seed)
-    std = float(np.sqrt(sum(np.var(v, ddof=1) * (len(v) - 1) for v in by_seed) / df))
+    runs = pd.DataFrame(
+        {"key": f["key"], "accuracy": a} for f in finalists for a in f["validation_by_seed"].values()
+    )
+    std, df = pooled_seed_std(runs, "accuracy", by=("key",))
     if std == 0:
         return f" Every finalist scored the same on all {n} seeds: the seeds moved nothing."
     apart = detectable_difference(std, n, df)

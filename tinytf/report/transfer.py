@@ -144,8 +144,9 @@ def recipes_by_labels(s: dict) -> dict[str, dict[str, dict]]:
     recipes = s.get("recipes") or {}
     if recipes and all("candidates" in v for v in recipes.values()):
         return {str(s["protocol"]["search_labels"]): recipes}
-    # summary.json's keys are sorted as text ("1000" before "250"): the curve's order instead
-    return dict(sorted(recipes.items(), key=lambda kv: float("inf") if kv[0] == "all" else int(kv[0])))
+    # summary.json's keys are sorted as text ("1000" before "250"): the protocol's curve order instead
+    order = s["protocol"]["label_counts"]
+    return dict(sorted(recipes.items(), key=lambda kv: order.index(kv[0])))
 
 
 def search_labels_text(p: dict) -> str:
