@@ -11,12 +11,12 @@
 #                                   seeds and over test items (benchmarks/study_verdict.py)
 # and one record in benchmarks/results/gpu_study.jsonl ($TINYTF_BENCH_RESULTS names another folder).
 # Run it from the repository root once `prepare` and `tokenize` have run with the same preset:
-# `--prepare` runs just those two, on any machine (no GPU needed); their outputs data/tokens,
-# data/tokenizer.json, data/prepared/sentiment, reports/data.json and reports/tokenize.json then
-# travel with the checkout; `--prepare` also copies them into ${INPUTS:-gpu-study-inputs}/ (git-ignored),
-# one folder to carry, which the study copies into place over what the checkout has. Like
-# `tinytf run`, the stages write into the checkout's data/ and
-# reports/. Without CUDA it refuses unless --cpu (or TINYTF_STUDY_CPU=1) allows it: the test
+# `--prepare` runs just those two, on any machine (no GPU needed), and copies their outputs
+# data/tokens, data/tokenizer.json, data/prepared/sentiment, data/reports/data.json and
+# data/reports/tokenize.json (git-ignored, DVC-cached) into ${INPUTS:-gpu-study-inputs}/, one folder
+# to carry, which the study copies into place over what the checkout has. Like `tinytf run`, the
+# stages write into the checkout's data/ (and `report` publishes data/reports/ into reports/).
+# Without CUDA it refuses unless --cpu (or TINYTF_STUDY_CPU=1) allows it: the test
 # runs it so on the tiny preset.
 #
 #     bash benchmarks/gpu_study.sh --prepare                       (CPU machine; TINYTF_MIRROR: docs/data.md)
@@ -43,7 +43,7 @@ export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 export PYTHONUNBUFFERED=1
 export TINYTF_TRACKING=0  # no MLflow: the stages' outputs and the report are the record
 inputs=${INPUTS:-gpu-study-inputs}
-carried="data/tokens data/tokenizer.json data/prepared/sentiment reports/data.json reports/tokenize.json"
+carried="data/tokens data/tokenizer.json data/prepared/sentiment data/reports/data.json data/reports/tokenize.json"
 if [ "$mode" = study ] && [ -d "$inputs" ]; then
     for path in $carried; do  # what --prepare bundled: its data card and tokenizer report go with its tokens
         rm -rf "$path" && mkdir -p "$(dirname "$path")" && cp -R "$inputs/$path" "$path"
@@ -89,12 +89,12 @@ try:
 except TinyTFError as exc:
     refuse(f"preset {preset}: {exc}")
 needed = [] if prepare else ["data/tokenizer.json", "data/tokens/corpus/train.npy", "data/tokens/sentiment",
-          "data/prepared/sentiment", "reports/data.json", "reports/tokenize.json"]  # fmt: skip
+          "data/prepared/sentiment", "data/reports/data.json", "data/reports/tokenize.json"]  # fmt: skip
 absent = [path for path in needed if not Path(path).exists()]
 if absent:
     refuse(f"no {', '.join(absent)}: run `bash benchmarks/gpu_study.sh --prepare` first (prepare and tokenize "
            f"with the preset's values) or bring their outputs")  # fmt: skip
-tokenized = {} if prepare else json.loads(Path("reports/tokenize.json").read_text())
+tokenized = {} if prepare else json.loads(Path("data/reports/tokenize.json").read_text())
 if not prepare and tokenized.get("vocab_size") != params.tokenize.vocab_size:
     print(f"gpu_study: warning: data/tokenizer.json has {tokenized.get('vocab_size')} tokens, preset {preset} asks "
           f"for {params.tokenize.vocab_size}: were prepare and tokenize run with its values?", file=sys.stderr)  # fmt: skip

@@ -2,8 +2,9 @@
 declares for it, and user errors as one line with exit status 2.
 
 A stage writes its outputs through `staged_outputs`: into temporaries, put in place together
-only once it has succeeded, so a failed run leaves the previous outputs whole (dvc.yaml marks
-them `persist`, so DVC does not delete them first either).
+only once it has succeeded, so no run leaves half-written outputs. DVC deletes a stage's outputs
+before running it (no `persist`: its run cache needs that); `dvc checkout` brings the last ones
+back after a failure.
 
 A stage reads params through `load_params(stage, args)`: the whole params file is validated,
 then the stage sees only the keys listed under its `params:` in dvc.yaml, and reading any

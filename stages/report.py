@@ -1,7 +1,7 @@
 """Stage `report`: reports/README.md and every table (markdown + CSV twin) and plot it links,
-built from the upstream stages' output files only (nothing is trained or run here). A missing
-input is listed in the README with the command that makes it; a malformed one stops the stage
-naming the file.
+built from the upstream stages' output files only (nothing is trained or run here), and the
+stages' own tables and summaries (data/reports/) published beside it. A missing input is listed
+in the README with the command that makes it; a malformed one stops the stage naming the file.
 """
 
 import sys

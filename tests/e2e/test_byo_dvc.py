@@ -6,6 +6,7 @@ Runs the real `prepare` stage through DVC in a temporary copy of the repository.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -15,7 +16,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from tests.helpers.repo import repo_copy
+from tests.helpers.paths import REPO
+from tests.helpers.repo import repo_copy, tracked_env
 
 pytestmark = pytest.mark.slow
 
@@ -78,8 +80,17 @@ def test_editing_a_data_file_makes_dvc_status_list_prepare(workspace):
     assert sentiment_rows(workspace) == 300
 
 
-def test_a_failed_prepare_under_dvc_keeps_the_previous_outputs(workspace):
-    outputs = ["data/prepared/sentiment/train.parquet", "reports/data.md", "reports/data.json"]
+def readme_restore() -> str:
+    """The command README.md gives for getting a failed stage's last outputs back."""
+    found = re.search(r"After a failed stage[^`]*`([^`]+)`", (REPO / "README.md").read_text(encoding="utf-8"))
+    assert found, "README.md no longer says how to get a failed stage's outputs back"
+    return found.group(1)
+
+
+def test_a_failed_prepare_under_dvc_is_undone_by_the_readmes_command(workspace):
+    """DVC deletes a stage's outputs before running it (no `persist`: the run cache needs that);
+    the last good ones come back from DVC's cache with the command README.md gives."""
+    outputs = ["data/prepared/sentiment/train.parquet", "data/reports/data.md", "data/reports/data.json"]
     before = {name: (workspace / name).read_bytes() for name in outputs}
     path = workspace / "data/raw/reviews.csv"
     path.write_text(path.read_text() + '"an open quote,pos\nreview,neg\n')
@@ -88,6 +99,10 @@ def test_a_failed_prepare_under_dvc_keeps_the_previous_outputs(workspace):
     line = ROWS + 2  # the header, then ROWS rows
     assert f"reviews.csv: line {line}: a quoted field opened on this line is never closed" in result.stderr
     assert "Traceback" not in result.stdout + result.stderr
+    restored = subprocess.run(
+        ["bash", "-c", readme_restore()], cwd=workspace, env=tracked_env(), capture_output=True
+    )
+    assert restored.returncode == 0, restored.stdout + restored.stderr
     assert {name: (workspace / name).read_bytes() for name in outputs} == before
 
 

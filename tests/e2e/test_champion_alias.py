@@ -25,8 +25,8 @@ KILL_AT_ALIAS = textwrap.dedent(
     def killed(name, alias, version):
         if alias != "champion":  # @previous moves first, to the version that is still @champion
             return moved(name, alias, version)
-        metrics = Path("reports/metrics.json")
-        staging = sorted(p.name for p in Path("reports").glob(".*staging.tmp"))
+        metrics = Path("data/reports/metrics.json")
+        staging = sorted(p.name for p in Path("data/reports").glob(".*staging.tmp"))
         Path(os.environ["ALIAS_NOTE"]).write_text(json.dumps(
             {"version": version, "metrics_mtime": metrics.stat().st_mtime, "staging": staging}))
         os.kill(os.getpid(), signal.SIGKILL)
@@ -75,4 +75,4 @@ def test_a_kill_before_the_alias_leaves_it_on_the_version_before(workspace, tmp_
     client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{workspace / 'mlflow.db'}")
     run_id = client.get_model_version("tinytf-sentiment", after).run_id
     logged = Path(client.download_artifacts(run_id, "metrics.json", str(tmp_path)))
-    assert logged.read_bytes() == (workspace / "reports/metrics.json").read_bytes()
+    assert logged.read_bytes() == (workspace / "data/reports/metrics.json").read_bytes()

@@ -41,7 +41,7 @@ def test_a_report_that_cannot_be_written_leaves_the_last_report_whole(workspace)
 
 
 def test_a_refused_params_override_keeps_the_tokenizer_and_the_model_usable(workspace):
-    outputs = ["data/tokenizer.json", "data/tokens", "reports/tokenize.json"]
+    outputs = ["data/tokenizer.json", "data/tokens", "data/reports/tokenize.json"]
     before = file_bytes(workspace, outputs)
     params = workspace / "params.yaml"
     original = params.read_text()

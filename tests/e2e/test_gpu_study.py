@@ -94,14 +94,13 @@ def test_the_tiny_study_runs_every_stage_after_tokenize_and_writes_the_report(tm
     prepared = run(["--prepare"], root, env | {"PRESET": "tiny", "OUT": str(tmp_path / "prepare")})
     assert prepared.returncode == 0, prepared.stdout + prepared.stderr[-3000:]
     assert "prepare and tokenize done with preset tiny" in prepared.stdout
-    assert json.loads((root / "reports" / "tokenize.json").read_text())["vocab_size"] == 400
+    assert json.loads((root / "data/reports/tokenize.json").read_text())["vocab_size"] == 400
     # what the GPU machine needs, in one folder to carry; the checkout there has none of it
     assert 'carry it: ["gpu-study-inputs"]' in prepared.stdout
-    for path in ("data/tokens", "data/tokenizer.json", "data/prepared/sentiment"):
+    carried = ("data/tokens", "data/tokenizer.json", "data/prepared/sentiment", "data/reports")
+    for path in carried:
         assert (root / "gpu-study-inputs" / path).exists(), path
         shutil.rmtree(root / path) if (root / path).is_dir() else (root / path).unlink()
-    # a checkout whose tracked reports are the default run's: the bundle's go with its tokens
-    shutil.copy2(REPO / "reports" / "tokenize.json", root / "reports" / "tokenize.json")
 
     out, results = tmp_path / "study", tmp_path / "results"
     smi = tmp_path / "bin" / "nvidia-smi"  # a GPU's samples each 0.2 s, as `nvidia-smi -l 1` writes them

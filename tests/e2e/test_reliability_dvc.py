@@ -27,7 +27,7 @@ OUTPUTS = [
     "data/models/pretrained.pt",
     "data/models/pretrained.json",
     "data/models/snapshots",
-    "reports/pretrain",
+    "data/reports/pretrain",
 ]
 # the tiny preset, with a training state every 2 steps: 2 epochs of 4 steps save it at steps
 # 2 (in epoch 1), 4 (the epoch boundary: epoch 1's snapshot in it), 6 (in the last epoch) and 8
@@ -92,7 +92,7 @@ def workspace(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def uninterrupted(workspace) -> dict[str, bytes]:
     files = read_outputs(workspace)
-    assert "data/models/snapshots/epoch1.pt" in files and "reports/pretrain/metrics.json" in files
+    assert "data/models/snapshots/epoch1.pt" in files and "data/reports/pretrain/metrics.json" in files
     return files
 
 

@@ -12,7 +12,7 @@ from tests.helpers.repo import GIT, dvc, file_bytes, tracked_env
 
 pytestmark = pytest.mark.slow
 
-WATCHED = ["params.yaml", "dvc.lock", "data/prepared", "reports/data.json"]
+WATCHED = ["params.yaml", "dvc.lock", "data/prepared", "data/reports/data.json"]
 
 
 def readme_undo() -> str:

@@ -125,7 +125,7 @@ def make_upstream(root: Path) -> Params:
         seed=0,
     )
     save_model(root / "data/models/pretrained.pt", TinyTransformer(cfg))
-    reports = root / "reports"
+    reports = root / "data/reports"  # where the stages write; the report publishes it
     ours = model_config(params.model, vocab, "causal", 0, n_classes=2)
     write_checks(
         reports / "checks",

@@ -27,6 +27,7 @@ RUNS = {
 }
 DVC_STAGES = (
     [
+        "check_params",
         "prepare",
         "tokenize",
         "pretrain",

@@ -79,9 +79,13 @@ def _results(params: GridParams, grid_dir: str | Path) -> list[tuple[dict, dict]
 
 def load_cells(params: GridParams, grid_dir: str | Path) -> pd.DataFrame:
     """One row per cell of the current params (stale cells from removed values are ignored)."""
+    return _cells_table(_results(params, grid_dir))
+
+
+def _cells_table(results: list[tuple[dict, dict]]) -> pd.DataFrame:
     return pd.DataFrame(
         {**cell, "key": cell_key(**cell), "checkpoint": result["checkpoint"], **result["final"]}
-        for cell, result in _results(params, grid_dir)
+        for cell, result in results
     )
 
 
@@ -134,7 +138,7 @@ def load_runs(params: GridParams, grid_dir: str | Path, finalists_dir: str | Pat
     """One row per run: every cell on grid.seed (`rank` from round one), and each finalist on
     each of grid.finalist_seeds; `correct` holds its per-text validation results."""
     results = _results(params, grid_dir)
-    ranks = {row["key"]: int(row["rank"]) for _, row in rank_cells(load_cells(params, grid_dir)).iterrows()}
+    ranks = {row["key"]: int(row["rank"]) for _, row in rank_cells(_cells_table(results)).iterrows()}
     rows = [
         _run_row(cell, result, params.seed, Path(grid_dir) / result["checkpoint"]) for cell, result in results
     ]

@@ -257,8 +257,8 @@ def run_prepare(
 
 def _replace_dir(new: Path, target: Path) -> None:
     """Put a fully written folder in place of `target`: the splits of one run never mix with an
-    older run's files, and a failure before this point leaves the previous outputs whole (dvc.yaml
-    marks them `persist` so DVC does not delete them first). Kept here, not in tinytf/io.py,
+    older run's files, and a failure before this point writes nothing there (under DVC, which has
+    removed the last outputs, `dvc checkout` brings them back). Kept here, not in tinytf/io.py,
     because prepare is the one stage that writes a folder whole."""
     old = target.parent / f".{target.name}.old"
     shutil.rmtree(old, ignore_errors=True)

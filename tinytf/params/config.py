@@ -135,6 +135,11 @@ class VariantsParams:
 InitName = Literal["pretrained", "scratch", "frozen", "hf"]
 
 
+def curve_order(count: int) -> float:
+    """Sort key of a label count on the curve: increasing, 0 (all labels) last."""
+    return float("inf") if count == 0 else count
+
+
 @dataclass
 class FinetuneParams:
     """The labelled-data curve: pretrained vs scratch vs frozen (linear probe) on nested subsets of
@@ -175,13 +180,12 @@ class FinetuneParams:
     def curve_plan(self) -> list[tuple[int, list[int]]]:
         """[(label count, seeds)] in increasing label count (0 = all labels, last), every count
         with every seed: a protocol fixed before the results gives no point fewer seeds."""
-        counts = sorted(self.label_counts, key=lambda c: float("inf") if c == 0 else c)
-        return [(count, list(self.seeds)) for count in counts]
+        return [(count, list(self.seeds)) for count in sorted(self.label_counts, key=curve_order)]
 
     def search_counts(self) -> list[int]:
         """The label counts a recipe is chosen at, in curve order (0 = all labels, last)."""
         listed = self.search_labels if isinstance(self.search_labels, list) else [self.search_labels]
-        return sorted(listed, key=lambda c: float("inf") if c == 0 else c)
+        return sorted(listed, key=curve_order)
 
     def recipe_count(self, count: int) -> int:
         """The searched label count whose recipe `count` runs with: itself when searched, else the

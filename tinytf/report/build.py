@@ -5,13 +5,15 @@ pretrained model, pretraining metrics and curves, the variants cells, the fine-t
 curves, the grid cells, the evaluation, and (if present) the probes and the attention-cost fits.
 A missing input is listed in the README with the command that makes it; a malformed one raises
 `DataError` naming the file. Output depends only on the inputs (no timestamps), and every file is
-written atomically.
+written atomically. The stages' own files (data/reports/, DVC-cached) are published beside the
+README at the same relative paths, so reports/ is the whole of what git holds of a run.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +26,7 @@ from tinytf.params.config import Params
 from tinytf.report import tables as rt
 from tinytf.report.bodies import bodies_section
 from tinytf.report.champion import champion_section
-from tinytf.report.facts import UPSTREAM, Facts
+from tinytf.report.facts import STAGE_FILES, UPSTREAM, Facts
 from tinytf.report.grid import grid_section
 from tinytf.report.mistakes import mistakes_section
 from tinytf.report.run_card import load_records, run_card
@@ -381,4 +383,20 @@ def build_report(params: Params, root: str | Path = ".", out_dir: str | Path = "
             (staging[out] / folder).mkdir()
         for path, writer, args in report.pending:
             writer(staging[out] / path.relative_to(out), *args)
+        publish(root / STAGE_FILES, staging[out])
     return [path for path, _, _ in report.pending]
+
+
+def publish(stage_files: Path, staging: Path) -> None:
+    """Copy each entry the stages wrote under data/reports/ (DVC-cached, git-ignored) into the
+    report's staging folder: swapped in with the README, each replaces its namesake whole, so
+    reports/ holds every stage's tables and summaries of this run and git can commit them."""
+    if not stage_files.is_dir():
+        return
+    for entry in sorted(stage_files.iterdir()):
+        if entry.name.startswith("."):  # a stage's staging folder, left by a kill
+            continue
+        if entry.is_dir():
+            shutil.copytree(entry, staging / entry.name)
+        else:
+            shutil.copyfile(entry, staging / entry.name)

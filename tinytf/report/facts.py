@@ -64,40 +64,44 @@ class Upstream(NamedTuple):
     stage: str  # the stage that writes it
 
 
+# Where the stages write their own tables and summaries (DVC-cached): the report publishes this
+# folder's entries into its out folder, at the same relative paths, beside the README
+STAGE_FILES = "data/reports"
+
 # Every file the report reads, in one place; tests/contract/test_dvc_contract.py checks that each
 # is a dep of `report`.
 UPSTREAM = {
-    "data": Upstream("data card", "reports/data.json", "prepare"),
-    "checks_counts": Upstream("parameter counts", "reports/checks/counts.json", "checks"),
-    "checks_parameters": Upstream("parameter table", "reports/checks/parameters.json", "checks"),
-    "checks_seed_claims": Upstream("seed arithmetic", "reports/checks/seed_claims.json", "checks"),
+    "data": Upstream("data card", "data/reports/data.json", "prepare"),
+    "checks_counts": Upstream("parameter counts", "data/reports/checks/counts.json", "checks"),
+    "checks_parameters": Upstream("parameter table", "data/reports/checks/parameters.json", "checks"),
+    "checks_seed_claims": Upstream("seed arithmetic", "data/reports/checks/seed_claims.json", "checks"),
     "checks_pytorch_checks": Upstream(
-        "course report claims checked in PyTorch", "reports/checks/pytorch_checks.json", "checks"
+        "course report claims checked in PyTorch", "data/reports/checks/pytorch_checks.json", "checks"
     ),
-    "pretrain_metrics": Upstream("pretraining metrics", "reports/pretrain/metrics.json", "pretrain"),
-    "pretrain_steps": Upstream("pretraining step log", "reports/pretrain/steps.csv", "pretrain"),
-    "pretrain_epochs": Upstream("pretraining epochs", "reports/pretrain/epochs.csv", "pretrain"),
+    "pretrain_metrics": Upstream("pretraining metrics", "data/reports/pretrain/metrics.json", "pretrain"),
+    "pretrain_steps": Upstream("pretraining step log", "data/reports/pretrain/steps.csv", "pretrain"),
+    "pretrain_epochs": Upstream("pretraining epochs", "data/reports/pretrain/epochs.csv", "pretrain"),
     "variants_cells": Upstream(
-        "variants (positional encoding × head merge)", "reports/variants/cells.csv", "variants_table"
+        "variants (positional encoding × head merge)", "data/reports/variants/cells.csv", "variants_table"
     ),
     "variants_summary": Upstream(
-        "variants verdicts (power, main effects)", "reports/variants/summary.json", "variants_table"
+        "variants verdicts (power, main effects)", "data/reports/variants/summary.json", "variants_table"
     ),
-    "finetune_summary": Upstream("fine-tuning summary", "reports/finetune/summary.json", "finetune"),
-    "finetune_curves": Upstream("fine-tuning curves", "reports/finetune/curves.csv", "finetune"),
-    "finetune_runs": Upstream("fine-tuning runs", "reports/finetune/runs.csv", "finetune"),
-    "finetune_timings": Upstream("fine-tuning wall times", "reports/finetune/timings.csv", "finetune"),
+    "finetune_summary": Upstream("fine-tuning summary", "data/reports/finetune/summary.json", "finetune"),
+    "finetune_curves": Upstream("fine-tuning curves", "data/reports/finetune/curves.csv", "finetune"),
+    "finetune_runs": Upstream("fine-tuning runs", "data/reports/finetune/runs.csv", "finetune"),
+    "finetune_timings": Upstream("fine-tuning wall times", "data/reports/finetune/timings.csv", "finetune"),
     "baselines_summary": Upstream(
-        "baselines (majority, TF-IDF + LR)", "reports/baselines/summary.json", "baselines"
+        "baselines (majority, TF-IDF + LR)", "data/reports/baselines/summary.json", "baselines"
     ),
     "grid": Upstream("grid cells", "data/grid", "grid"),
-    "metrics": Upstream("evaluation metrics", "reports/metrics.json", "evaluate"),
-    "evaluate_test_report": Upstream("test report", "reports/evaluate/test_report.json", "evaluate"),
-    "probes_probes": Upstream("probes (course report 004 §1)", "reports/probes/probes.csv", "probes"),
+    "metrics": Upstream("evaluation metrics", "data/reports/metrics.json", "evaluate"),
+    "evaluate_test_report": Upstream("test report", "data/reports/evaluate/test_report.json", "evaluate"),
+    "probes_probes": Upstream("probes (course report 004 §1)", "data/reports/probes/probes.csv", "probes"),
     "complexity_fits": Upstream(
-        "attention cost (course report 003)", "reports/complexity/fits.csv", "complexity"
+        "attention cost (course report 003)", "data/reports/complexity/fits.csv", "complexity"
     ),
-    "checks_attention": Upstream("attention weights", "reports/checks/attention.json", "checks"),
+    "checks_attention": Upstream("attention weights", "data/reports/checks/attention.json", "checks"),
     "models_pretrained": Upstream("pretrained model config", "data/models/pretrained.json", "pretrain"),
     "finetune_predictions": Upstream(
         "fine-tuning predictions", "data/predictions/finetune.parquet", "finetune"

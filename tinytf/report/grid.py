@@ -15,6 +15,7 @@ from tinytf.analysis.power import detectable_difference, pooled_seed_std
 from tinytf.errors import DataError
 from tinytf.report import tables as rt
 from tinytf.report.facts import UPSTREAM
+from tinytf.report.model_card import runner_up_outcome
 
 METRICS_KEYS = (
     "test_accuracy",
@@ -146,7 +147,7 @@ def selection_text(selection: dict) -> str:
     text = f" Winner: {winner['key']}, mean validation accuracy {winner['validation_accuracy_mean']:.4f} over {seeds} seeds"
     if runner_up and test:
         p_seeds, p_items = test.get("decisive_p"), test["items"]["p_value"]
-        said = "a tie: no difference detected" if test["outcome"] == "tie" else "the winner is better"
+        said = runner_up_outcome(test)
         text += (
             f"; runner-up {runner_up['key']}, {runner_up['validation_accuracy_mean']:.4f}. Winner vs runner-up "
             f"is {said} (paired t over seeds p = {_p(p_seeds)}, permutation over validation texts "

@@ -98,11 +98,16 @@ def _selection(f: CardFacts) -> list[str]:
     ]
 
 
+def runner_up_outcome(test: dict) -> str:
+    """How the winner-vs-runner-up test came out, in the words the card and the report share."""
+    return "a tie: no difference detected" if test["outcome"] == "tie" else "the winner is better"
+
+
 def _against_runner_up(selection: dict | None) -> list[str]:
     test = (selection or {}).get("test")
     if not test:
         return []
-    said = "a tie: no difference detected" if test["outcome"] == "tie" else "the winner is better"
+    said = runner_up_outcome(test)
     return [
         f"Against the runner-up `{selection['runner_up']['key']}` "
         f"({selection['runner_up']['validation_accuracy_mean']:.4f}) it is {said}; the higher mean is served."

@@ -296,7 +296,7 @@ def render_readme(r: ReportView) -> str:
             "reports/complexity/complexity.md",
             "reports/complexity/attention_cost.png",
         )
-        if (r.root / rel).exists()
+        if (r.root / "data" / rel).exists()  # published beside this README from data/reports/
     ]
     if upstream:
         lines += [

@@ -221,7 +221,6 @@ def bound_http() -> None:
 
 def _connect(experiment: str):
     bound_http()
-    _quiet_mlflow_logs()
     # MLflow's modules and its SQL store (slow to build: built on the first lookup and cached) live as
     # long as the process: built once, without the garbage collector walking them (collector.py)
     first = "mlflow" not in sys.modules
@@ -230,6 +229,7 @@ def _connect(experiment: str):
     with collector.paused() if first else contextlib.nullcontext():
         import mlflow
 
+        _quiet_mlflow_logs()  # after the import: importing mlflow sets its loggers to INFO
         mlflow.set_tracking_uri(tracking_uri())
         missing = mlflow.get_experiment_by_name(experiment) is None
     if missing:

@@ -113,7 +113,16 @@ def test_run_expands_a_matrix_stage_from_params(tmp_path, monkeypatch):
         "data/runs/grid-AdamW-lr0.01-bs8-ep1.json",
     ]
     assert stage_commands("prepare") == [
-        ["python", "stages/prepare.py", "--out", "data/prepared", "--reports", "reports", "--raw", "data/raw"]
+        [
+            "python",
+            "stages/prepare.py",
+            "--out",
+            "data/prepared",
+            "--reports",
+            "data/reports",
+            "--raw",
+            "data/raw",
+        ]
         + ["--record", "data/runs/prepare.json"]
     ]
     # --set picks the cells, as `dvc exp run -S` would: once the cells ignored it and ran AdamW

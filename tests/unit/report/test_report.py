@@ -127,12 +127,12 @@ def test_second_build_is_byte_identical(built):
 def test_missing_optional_inputs_are_listed_not_fatal(tmp_path, upstream, fast_plots):
     params = upstream
     build_report(params, tmp_path)
-    (tmp_path / "reports/variants/cells.csv").unlink()
+    (tmp_path / "data/reports/variants/cells.csv").unlink()
     shutil.rmtree(tmp_path / "data/grid")
     written = build_report(params, tmp_path)
     text = (tmp_path / "reports/README.md").read_text()
     missing = text.split("## Missing inputs")[1].split("##")[0]
-    assert "`reports/variants/cells.csv` is absent" in missing and "dvc repro variants_table" in missing
+    assert "`data/reports/variants/cells.csv` is absent" in missing and "dvc repro variants_table" in missing
     assert "`data/grid` is absent" in missing
     for stale in ("tables/variants.md", "tables/grid.csv", "plots/grid_heatmaps.png"):  # from the first build
         assert not (tmp_path / "reports" / stale).exists(), stale
@@ -153,12 +153,12 @@ def test_empty_tree_still_builds(tmp_path):
     written = build_report(Params(model=tiny_model(), grid=GRID), tmp_path)
     text = (tmp_path / "reports/README.md").read_text()
     for rel in (
-        "reports/data.json",
-        "reports/finetune/summary.json",
-        "reports/metrics.json",
+        "data/reports/data.json",
+        "data/reports/finetune/summary.json",
+        "data/reports/metrics.json",
         "data/grid",
-        "reports/checks/counts.json",
-        "reports/checks/pytorch_checks.json",
+        "data/reports/checks/counts.json",
+        "data/reports/checks/pytorch_checks.json",
     ):
         assert f"`{rel}` is absent" in text
     # the report builds and runs no model: without the checks stage's tables there are none to show
@@ -171,12 +171,12 @@ def test_empty_tree_still_builds(tmp_path):
 @pytest.mark.parametrize(
     ("rel", "content", "message"),
     [
-        ("reports/finetune/summary.json", "{not json", "not valid JSON"),
-        ("reports/metrics.json", json.dumps({"test_accuracy": 0.7}), "missing key 'test_accuracy_ci95'"),
-        ("reports/variants/cells.csv", "pos_encoding,head_merge\nlearned,concat\n", "missing column"),
+        ("data/reports/finetune/summary.json", "{not json", "not valid JSON"),
+        ("data/reports/metrics.json", json.dumps({"test_accuracy": 0.7}), "missing key 'test_accuracy_ci95'"),
+        ("data/reports/variants/cells.csv", "pos_encoding,head_merge\nlearned,concat\n", "missing column"),
         ("data/grid/AdamW-lr0.001-bs32-ep1.result.json", json.dumps({"cell": {}}), "missing key 'history'"),
         (
-            "reports/evaluate/test_report.json",
+            "data/reports/evaluate/test_report.json",
             json.dumps(
                 {"accuracy": 0.7, "per_class": {}, "n": 4, "classes": ["a"], "confusion_matrix": [[1, 2]]}
             ),
@@ -285,7 +285,7 @@ def test_an_external_encoder_row_names_what_it_was_pretrained_on():
 
 
 def test_the_best_cell_table_says_what_evaluate_did_with_the_champion(tmp_path, upstream, fast_plots):
-    metrics = tmp_path / "reports" / "metrics.json"
+    metrics = tmp_path / "data" / "reports" / "metrics.json"
     said = "not promoted: validation accuracy 0.6100 < champion v3's 0.6200"
     metrics.write_text(json.dumps({**json.loads(metrics.read_text()), "promotion": {"reason": said}}))
     build_report(upstream, tmp_path)

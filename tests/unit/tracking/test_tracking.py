@@ -53,6 +53,22 @@ def test_a_long_stage_logs_system_metrics_beside_its_own(store, monkeypatch):
     assert frame.loc["prepare", sampled].isna().all()  # a short stage is left to the variable
 
 
+def test_a_stage_with_system_metrics_prints_no_mlflow_info_lines(store):
+    """A fresh process, as a stage is: importing mlflow sets its loggers to INFO, and the monitor's
+    start and stop lines would stand in every long stage's log."""
+    import subprocess
+    import sys
+
+    code = (
+        "from tinytf.tracking.runs import stage_run\n"
+        "with stage_run('pretrain', {}, 'tinytf-test', system_metrics=True):\n"
+        "    pass\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "INFO mlflow" not in done.stderr, done.stderr
+
+
 def test_a_replayed_run_logs_every_metric_at_its_step_as_the_calls_would(store):
     """The finetune stage replays a worker's events in one batch: the same history as a call each."""
     import mlflow
