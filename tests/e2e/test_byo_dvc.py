@@ -99,9 +99,8 @@ def test_a_failed_prepare_under_dvc_is_undone_by_the_readmes_command(workspace):
     line = ROWS + 2  # the header, then ROWS rows
     assert f"reviews.csv: line {line}: a quoted field opened on this line is never closed" in result.stderr
     assert "Traceback" not in result.stdout + result.stderr
-    restored = subprocess.run(
-        ["bash", "-c", readme_restore()], cwd=workspace, env=tracked_env(), capture_output=True
-    )
+    command = readme_restore().replace("STAGE", "prepare")
+    restored = subprocess.run(["bash", "-c", command], cwd=workspace, env=tracked_env(), capture_output=True)
     assert restored.returncode == 0, restored.stdout + restored.stderr
     assert {name: (workspace / name).read_bytes() for name in outputs} == before
 

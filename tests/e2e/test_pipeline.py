@@ -113,7 +113,10 @@ def test_the_tiny_preset_runs_as_a_dvc_experiment_and_writes_every_output(worksp
     assert {"prepare", "pretrain", "finetune", "evaluate"} <= set(records)
     assert sum(r.startswith("grid-") for r in records) == 2  # presets/tiny.yaml: 2 cells
     card = readme[readme.index("## Run card") : readme.index("## Headline")]
-    assert "- Wall time per stage, in the order they finished: prepare " in card and "grid (2 cells)" in card
+    assert (
+        "- Wall time per stage, in the order they finished: check_params " in card
+        and "grid (2 cells)" in card
+    )
     assert "The served model (" in readme  # beside the best start and TF-IDF, paired per text
     # every candidate of every trained start: 2 lrs x 2 dropouts
     searched = pd.read_csv(workspace / "reports/tables/recipes.csv")

@@ -105,13 +105,16 @@ def test_a_killed_pretrain_finishes_under_dvc_as_if_never_killed(workspace, unin
     for name in [STATE, *OUTPUTS]:  # a first run: no state, no outputs
         path = workspace / name
         shutil.rmtree(path) if path.is_dir() else path.unlink(missing_ok=True)
+    # --force --single-item: pretrain runs, as a first run of new params would; without them DVC
+    # restores the uninterrupted run's outputs from its cache (dvc.lock names them)
+    run = ("repro", "--force", "--single-item", "pretrain")
     before = pretrain_runs(workspace)
     env = tracked_env()
     paths = [str(workspace / "hook"), env.get("PYTHONPATH")]  # the hook first, then this checkout's
     env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
     env["TINYTF_TEST_KILL_AFTER"] = f"{STATE}:{writes}"
     killed = subprocess.run(
-        [str(Path(sys.executable).parent / "dvc"), "repro", "pretrain"],
+        [str(Path(sys.executable).parent / "dvc"), *run],
         cwd=workspace,
         env=env,
         capture_output=True,
@@ -123,7 +126,7 @@ def test_a_killed_pretrain_finishes_under_dvc_as_if_never_killed(workspace, unin
     left = {run: status for run, status in pretrain_runs(workspace).items() if run not in before}
     assert list(left.values()) == ["RUNNING"], left  # the process died: not FINISHED, not FAILED
 
-    resumed = dvc(workspace, "repro", "pretrain")
+    resumed = dvc(workspace, *run)
     assert f"resuming pretrain from step {step}" in resumed.stdout + resumed.stderr
     assert read_outputs(workspace) == uninterrupted
     assert "Data and pipelines are up to date" in dvc(workspace, "status", "pretrain").stdout
