@@ -22,12 +22,13 @@ import time
 
 from timing import device_name, record, sync, vocabulary
 
+from tinytf.data.sentiment import SentimentData
 from tinytf.errors import DataError
 from tinytf.model.architecture import model_config
 from tinytf.model.transformer import TinyTransformer
 from tinytf.params.config import load_params
 from tinytf.process.allocator import keep_freed_memory
-from tinytf.train.classify import ClassifierRecipe, SentimentData, planned_steps, train_classifier
+from tinytf.train.classify import ClassifierRecipe, planned_steps, train_classifier
 from tinytf.train.finetune import finetune_runtime
 from tinytf.train.runtime import seed_everything
 from tinytf.train.workers import one_thread
@@ -71,7 +72,7 @@ def main() -> int:
         began = time.perf_counter()
         with one_thread(runtime.device):  # a finetune worker's run on a CPU
             recipe = ClassifierRecipe(
-                init="scratch",
+                start="scratch",
                 optimizer=f.optimizer,
                 lr=f.lrs[0],
                 batch_size=f.batch_size,

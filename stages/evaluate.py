@@ -24,12 +24,13 @@ import pandas as pd
 from tinytf.analysis.evaluation import classification_report, headline_metrics
 from tinytf.analysis.grid import BEST_COLUMNS, grid_selection, load_cells
 from tinytf.data.predictions import prediction_rows
+from tinytf.data.sentiment import SentimentData
 from tinytf.io import write_json, write_parquet, write_text
-from tinytf.model.checkpoint import load_model, read_config
-from tinytf.model.hf import HFClassifier
+from tinytf.model.checkpoint import read_config
 from tinytf.report.model_card import CardFacts, model_card
 from tinytf.tracking.runs import in_temporary_copy, stage_run
-from tinytf.train.classify import SentimentData, classifier_runtime, evaluate_test_split
+from tinytf.train.classify import classifier_runtime, evaluate_test_split
+from tinytf.train.starts import build_start
 
 
 def main() -> None:
@@ -106,10 +107,10 @@ def test_best_cell(args, params) -> dict:
         "validation_loss": winner["validation_loss_mean"],
     }
     checkpoint = Path(selection["served"]["checkpoint"])
-    data, model = SentimentData.load(args.data), load_model(checkpoint)
-    max_length = params.tokenize.max_length
-    if isinstance(model, HFClassifier):  # grid.init hf: its own tokenizer, carried in the checkpoint
-        data, max_length = data.for_hf(args.data, model), model.config.max_length
+    served = build_start(
+        "trained", SentimentData.load(args.data), args.data, checkpoint, params.tokenize.max_length
+    )
+    model, data, max_length = served.model, served.data, served.max_length
     test = evaluate_test_split(model, data, max_length, classifier_runtime(params.finetune))
     report = classification_report(
         test["predictions"],

@@ -49,14 +49,10 @@ def run_pretrain(data: Path, state: Path, callbacks: list) -> dict:
 def run_finetune(data: Path, state: Path, callbacks: list) -> dict:
     import torch
 
-    from tinytf.train.classify import (
-        ClassifierRecipe,
-        SentimentData,
-        build_classifier,
-        classifier_config,
-        train_classifier,
-    )
+    from tinytf.data.sentiment import SentimentData
+    from tinytf.train.classify import ClassifierRecipe, train_classifier
     from tinytf.train.runtime import Runtime
+    from tinytf.train.starts import build_classifier, classifier_config
 
     sentiment = SentimentData.load(data)
     pretrained = data / "models" / "pretrained.pt"
@@ -64,7 +60,7 @@ def run_finetune(data: Path, state: Path, callbacks: list) -> dict:
     runtime = Runtime(torch.device("cpu"), "fp32", False)
     # 96 train rows in batches of 13: the last batch of an epoch has 5 rows, split 3 + 2 (weights 1.2, 0.8)
     recipe = ClassifierRecipe(
-        init="pretrained", optimizer="AdamW", lr=3e-3, batch_size=13, epochs=2, max_length=32, seed=1
+        start="pretrained", optimizer="AdamW", lr=3e-3, batch_size=13, epochs=2, max_length=32, seed=1
     )
     run = train_classifier(
         model, sentiment, recipe, runtime, callbacks=callbacks, state_path=state, params_hash="ddp"

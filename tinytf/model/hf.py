@@ -87,7 +87,7 @@ def _transformers():
         import transformers
     except ImportError:
         raise DataError(
-            "the `hf` start needs `transformers`: pip install 'tinytf[hf]' (or pip install transformers)"
+            "the `hf` start needs `transformers`: pip install -e '.[hf]' in the clone (or pip install transformers)"
         ) from None
     transformers.logging.set_verbosity_error()  # its load report lists the new head as "MISSING"
     return transformers

@@ -1,127 +1,26 @@
-"""Sentiment classification on top of the transformer: build, initialise, train, evaluate.
+"""Sentiment classification on top of a start (tinytf.train.starts): train, predict, evaluate.
 
-Three initialisations of the same classifier (course reports 000/002):
-    pretrained  base weights from the pretrained LM, a new classification head, all trained
-    scratch     the same architecture from a random init
-    frozen      the pretrained base frozen (and in eval mode, so no dropout), only the head
-                trained (the grid's `frozen` init; the finetune study's frozen start is the
-                logistic-regression probe of `tinytf.train.linear_probe`)
 Training reuses `tinytf.train.loop.run_loop`; the train loss/accuracy of an epoch are running
 averages over its batches (what the course reports plot), validation is a separate pass.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
-import pandas as pd
 import torch
 
 from tinytf.data.batching import PAD_ID, SentimentDataset, sentiment_loader
-from tinytf.data.splits import SPLITS
-from tinytf.data.tokenizer import CLS, encode
-from tinytf.errors import DataError
-from tinytf.model import hf
-from tinytf.model.checkpoint import load_weights, read_config
-from tinytf.model.hf import HFClassifier
-from tinytf.model.transformer import ModelConfig, TinyTransformer, cls_loss
+from tinytf.data.sentiment import SentimentData
+from tinytf.model.transformer import TinyTransformer, cls_loss
 from tinytf.train import distributed
 from tinytf.train.loop import Callback, LoopConfig, run_loop
 from tinytf.train.runtime import CLASSIFIER_COMPILE_MIN_STEPS as CLASSIFIER_MIN_STEPS
-from tinytf.train.runtime import Runtime, maybe_compile, resolve_runtime, seed_everything
-
-INITS = ("pretrained", "scratch", "frozen", "hf")
-
-
-@dataclass
-class SentimentData:
-    splits: dict[str, SentimentDataset]
-    classes: list[str]
-    cls_id: int | None  # our tokenizer's [CLS] (first-token pooling prepends it); None for `hf`
-    pad_id: int = PAD_ID
-
-    @staticmethod
-    def folder(data_dir: str | Path) -> Path:
-        """Where `tokenize` wrote the splits' parquet files and labels.json under `data_dir`."""
-        return Path(data_dir) / "tokens" / "sentiment"
-
-    @classmethod
-    def load(cls, data_dir: str | Path) -> SentimentData:
-        root = cls.folder(data_dir)
-        labels = root / "labels.json"
-        if not labels.exists():
-            raise DataError(f"{labels}: not found; run the prepare and tokenize stages first")
-        classes = json.loads(labels.read_text())["classes"]
-        splits = {s: SentimentDataset.from_parquet(root / f"{s}.parquet") for s in SPLITS}
-        from tinytf.data.tokenizer import load_tokenizer
-
-        cls_id = load_tokenizer(Path(data_dir) / "tokenizer.json").token_to_id(CLS)
-        return cls(splits, classes, cls_id)
-
-    def for_hf(self, data_dir: str | Path, model: HFClassifier) -> SentimentData:
-        """These splits and labels (as `tokenize` numbered them, in file order), the texts encoded
-        by the external checkpoint's own tokenizer (special tokens added, truncated to its
-        max_length) from `prepare`'s sentiment files."""
-        prepared = Path(data_dir) / "prepared" / "sentiment"
-        tokenizer, splits = model.text_tokenizer(), {}
-        for split in SPLITS:
-            texts = pd.read_parquet(prepared / f"{split}.parquet", columns=["text"])["text"].tolist()
-            labels = self.splits[split].labels
-            if len(texts) != len(labels):
-                raise DataError(
-                    f"{prepared / split}.parquet: {len(texts)} texts but {len(labels)} tokenized labels"
-                )
-            splits[split] = SentimentDataset(encode(tokenizer, texts, add_special_tokens=True), list(labels))
-        return SentimentData(splits, self.classes, None, model.pad_id)
-
-    def loader_options(self, model) -> dict:
-        """How batches of this data are made for `model`: its pad id; our [CLS] prefix where it pools the first token."""
-        return {"prefix_id": self.cls_id if model.config.pooling == "first" else None, "pad_id": self.pad_id}
-
-
-def classifier_config(
-    pretrained_path: str | Path, n_classes: int, dropout: float | None = None, attention: str = "pretraining"
-) -> ModelConfig:
-    """The pretrained model's architecture with a head for `n_classes`; its attention is the
-    body's own (`pretraining`: causal after a causal LM, bidirectional after a masked one) unless
-    `attention` names one (finetune.attention)."""
-    config = read_config(pretrained_path)["model"]
-    config["n_classes"] = n_classes
-    if dropout is not None:
-        config["dropout"] = dropout
-    if attention != "pretraining":
-        config["causal"] = attention == "causal"
-    return ModelConfig.from_dict(config)
-
-
-def build_classifier(
-    init: str, config: ModelConfig, pretrained_path: str | Path, seed: int
-) -> TinyTransformer:
-    if init not in INITS or init == "hf":
-        raise DataError(
-            f"unknown initialisation '{init}'; expected one of {INITS[:3]} (hf: build_hf_classifier)"
-        )
-    seed_everything(seed)  # the head (and for scratch the whole model) starts from this seed
-    model = TinyTransformer(config)
-    if init in ("pretrained", "frozen"):
-        model.load_base_state_dict(load_weights(pretrained_path))
-    if init == "frozen":
-        for p in model.base.parameters():
-            p.requires_grad_(False)
-    return model
-
-
-def build_hf_classifier(
-    checkpoint: str, n_classes: int, max_length: int, seed: int, dropout: float | None = None
-) -> HFClassifier:
-    """The external encoder with a new head drawn from `seed` (tinytf.model.hf)."""
-    seed_everything(seed)
-    return hf.build(checkpoint, n_classes, max_length, dropout)
+from tinytf.train.runtime import Runtime, maybe_compile, resolve_runtime
 
 
 def classifier_runtime(params, planned_steps: int = 0) -> Runtime:
@@ -285,7 +184,7 @@ class ClassifierRecipe:
     """How one classifier trains, built once by the stage that runs it (finetune, grid) from its
     params, as PretrainParams is pretraining's recipe."""
 
-    init: str  # the start: pretrained, scratch, frozen or hf
+    start: str  # pretrained, scratch, frozen or hf (tinytf.train.starts)
     optimizer: str  # a torch.optim class name
     lr: float
     batch_size: int
@@ -315,7 +214,7 @@ def train_classifier(
     """`eval_every` data epochs make one loop epoch (one validation pass): small subsets run many
     short epochs, and a validation pass each would cost as much as the training."""
     r = recipe
-    options = data.loader_options(model)
+    options = data.loader_options(model.config.pooling)
     loader = sentiment_loader(
         data.splits["train"],
         r.batch_size,
@@ -327,13 +226,13 @@ def train_classifier(
     )
     source = LoaderSource(loader)
     model.to(runtime.device)
-    if r.init == "frozen":
+    if r.start == "frozen":
         model.base.eval()  # a probe reads fixed features: no dropout in the frozen body
 
     step = classifier_step_loss(model, runtime)
 
     def loss_fn(batch):
-        if r.init == "frozen" and model.base.training:
+        if r.start == "frozen" and model.base.training:
             model.base.eval()  # run_loop and predict() put the whole model back in train mode
         ids, mask, y = (batch[k].to(runtime.device) for k in ("input_ids", "attention_mask", "labels"))
         loss, logits = step(ids, mask, y)
@@ -359,62 +258,42 @@ def train_classifier(
             best.update(epoch * r.eval_every, validation)
         return metrics
 
-    loop = classifier_loop(
-        len(loader),
-        r.epochs,
-        r.eval_every,
-        r.lr,
-        r.weight_decay,
-        r.warmup_ratio,
-        r.grad_clip,
-        r.optimizer,
-        r.schedule,
-        desc,
-    )
+    loop = classifier_loop(r, len(loader), desc)
     loop.progress = progress
     epochs = loop.total_steps // loop.steps_per_epoch
     out = run_loop(
         model, source, loss_fn, loop, runtime, on_epoch_end, list(callbacks), state_path, params_hash
     )
     best_epoch = best.restore() if r.keep_best else epochs * r.eval_every
-    if r.init == "frozen":
+    if r.start == "frozen":
         model.base.eval()
     validation = best.validation if r.keep_best else (last[0] if last else None)
     return ClassifierRun(model, out["history"], best_epoch=best_epoch, validation=validation)
 
 
-def classifier_loop(
-    batches_per_epoch: int,
-    epochs: int,
-    eval_every: int,
-    lr: float,
-    weight_decay: float,
-    warmup_ratio: float,
-    grad_clip: float,
-    optimizer: str,
-    schedule: str,
-    desc: str,
-) -> LoopConfig:
-    """The fine-tuning schedule: `eval_every` data epochs make one loop epoch (one validation pass)."""
-    steps_per_epoch = batches_per_epoch * eval_every
-    total = steps_per_epoch * math.ceil(epochs / eval_every)
+def classifier_loop(recipe: ClassifierRecipe, batches_per_epoch: int, desc: str) -> LoopConfig:
+    """The fine-tuning schedule of `recipe`: `eval_every` data epochs make one loop epoch (one
+    validation pass)."""
+    r = recipe
+    steps_per_epoch = batches_per_epoch * r.eval_every
+    total = steps_per_epoch * math.ceil(r.epochs / r.eval_every)
     return LoopConfig(
         total_steps=total,
         steps_per_epoch=steps_per_epoch,
-        lr=lr,
-        weight_decay=weight_decay,
-        warmup_steps=int(warmup_ratio * total),
-        grad_clip=grad_clip,
+        lr=r.lr,
+        weight_decay=r.weight_decay,
+        warmup_steps=int(r.warmup_ratio * total),
+        grad_clip=r.grad_clip,
         log_every=max(steps_per_epoch // 10, 1),
         checkpoint_every=steps_per_epoch,
-        optimizer=optimizer,
-        schedule=schedule,
+        optimizer=r.optimizer,
+        schedule=r.schedule,
         desc=desc,
     )
 
 
 def evaluate_test_split(model, data: SentimentData, max_length: int, runtime: Runtime) -> dict:
-    options = data.loader_options(model)
+    options = data.loader_options(model.config.pooling)
     test = predict(model, data.splits["test"], runtime.inference_batch, max_length, runtime, **options)
     return {
         "test_accuracy": test.accuracy,

@@ -20,6 +20,7 @@ features, computed once per start, with its C chosen on validation in each run; 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import time
 from collections.abc import Callable
@@ -32,15 +33,12 @@ import pyarrow.parquet as pq
 
 from tinytf.data.batching import SentimentDataset
 from tinytf.data.predictions import prediction_rows
+from tinytf.data.sentiment import SentimentData
 from tinytf.data.subsets import check_counts, count_name, label_subset
 from tinytf.model.checkpoint import read_config
 from tinytf.params.config import FinetuneParams, HFParams
 from tinytf.train.classify import (
     ClassifierRecipe,
-    SentimentData,
-    build_classifier,
-    build_hf_classifier,
-    classifier_config,
     classifier_runtime,
     evaluate_test_split,
     planned_steps,
@@ -49,6 +47,7 @@ from tinytf.train.classify import (
 from tinytf.train.linear_probe import ProbeFit, fit_probe, layer_features
 from tinytf.train.loop import Callback
 from tinytf.train.runtime import Runtime
+from tinytf.train.starts import build_start
 from tinytf.train.workers import Workers
 
 MAX_EVALUATIONS = 6  # validation passes per run at most: see `schedule`
@@ -100,7 +99,8 @@ def subset(data: SentimentData, count: int, seed: int) -> tuple[SentimentData, n
         data.splits,
         train=SentimentDataset([train.input_ids[i] for i in rows], [train.labels[i] for i in rows]),
     )
-    return SentimentData(splits, data.classes, data.cls_id), rows
+    # replace, not a new SentimentData: the hf arm's pad id travels with its splits
+    return dataclasses.replace(data, splits=splits, encoded={}), rows
 
 
 @dataclass(frozen=True)
@@ -145,21 +145,16 @@ class Trainer:
 
     def __init__(self, params: FinetuneParams, data_dir, max_length: int, hf: HFParams | None):
         self.params, self.data_dir, self.max_length, self.hf = params, data_dir, max_length, hf
-        self.data = SentimentData.load(data_dir)
+        self.data = SentimentData.load(data_dir)  # the hf arm's encoding is made once, kept in it
         self.runtime = finetune_runtime(params, self.data)
-        self.hf_data = None  # the hf arm's texts, encoded once
 
     def build(self, arm: str, start: Path, seed: int, dropout: float):
         """(model, its data, its max_length): the hf arm has its own tokenizer, hence its own ids."""
-        n_classes = len(self.data.classes)
-        if arm != "hf":
-            config = classifier_config(start, n_classes, dropout, self.params.attention)
-            model = build_classifier(arm, config, start, seed)
-            return model, self.data, self.max_length
-        model = build_hf_classifier(self.hf.checkpoint, n_classes, self.hf.max_length, seed, dropout)
-        if self.hf_data is None:
-            self.hf_data = self.data.for_hf(self.data_dir, model)
-        return model, self.hf_data, self.hf.max_length
+        p = self.params
+        built = build_start(
+            arm, self.data, self.data_dir, start, self.max_length, seed, dropout, p.attention, self.hf
+        )
+        return built.model, built.data, built.max_length
 
     def cost(self, spec: RunSpec) -> int:
         """Optimizer steps the run takes: the workers start the longest runs first."""
@@ -179,7 +174,7 @@ class Trainer:
         )
         recorder = Recorder()
         recipe = ClassifierRecipe(
-            init=spec.arm,
+            start=spec.arm,
             optimizer=p.optimizer,
             lr=spec.lr,
             batch_size=p.batch_size,

@@ -14,19 +14,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from tinytf.data.sentiment import SentimentData
 from tinytf.io import write_json
 from tinytf.model.checkpoint import save_model
-from tinytf.train.classify import (
-    ClassifierRecipe,
-    SentimentData,
-    build_classifier,
-    build_hf_classifier,
-    classifier_config,
-    classifier_runtime,
-    planned_steps,
-    train_classifier,
-)
+from tinytf.train.classify import ClassifierRecipe, classifier_runtime, planned_steps, train_classifier
 from tinytf.train.runtime import Runtime
+from tinytf.train.starts import build_start
 
 
 @dataclass
@@ -61,19 +54,17 @@ def train_cell(
     """Train `cell` ({optimizer, lr, batch_size, epochs}) on `seed`; `params` holds the sections
     grid, finetune, tokenize and hf."""
     grid, finetune = params.grid, params.finetune
+    # the hf start keeps its checkpoint's own dropout, as it always has here (grid.dropout is ours)
+    dropout = None if grid.init == "hf" else grid.dropout
     data = SentimentData.load(data_dir)
-    max_length = params.tokenize.max_length
-    if grid.init == "hf":
-        max_length = params.hf.max_length
-        model = build_hf_classifier(params.hf.checkpoint, len(data.classes), max_length, seed)
-        data = data.for_hf(data_dir, model)
-    else:
-        config = classifier_config(pretrained, len(data.classes), grid.dropout)
-        model = build_classifier(grid.init, config, pretrained, seed)
+    start = build_start(
+        grid.init, data, data_dir, pretrained, params.tokenize.max_length, seed, dropout, hf_params=params.hf
+    )
+    model, data, max_length = start.model, start.data, start.max_length
     runtime = classifier_runtime(finetune, planned_steps(data, cell["batch_size"], cell["epochs"]))
     began = time.perf_counter()
     recipe = ClassifierRecipe(
-        init=grid.init,
+        start=grid.init,
         **cell,
         max_length=max_length,
         seed=seed,

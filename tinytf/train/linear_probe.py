@@ -22,9 +22,9 @@ import torch
 
 from tinytf.data.batching import sentiment_loader
 from tinytf.data.predictions import predicted
+from tinytf.data.sentiment import SentimentData
 from tinytf.data.splits import SPLITS
 from tinytf.model.transformer import TinyTransformer, pool
-from tinytf.train.classify import SentimentData
 from tinytf.train.runtime import Runtime
 
 

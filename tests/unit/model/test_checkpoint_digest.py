@@ -12,7 +12,7 @@ from tests.helpers.model_fixtures import build
 from tinytf.cli.main import main
 from tinytf.errors import DataError
 from tinytf.model.checkpoint import load_model, load_weights, save_model
-from tinytf.train.classify import build_classifier, classifier_config
+from tinytf.train.starts import build_classifier, classifier_config
 
 
 @pytest.fixture

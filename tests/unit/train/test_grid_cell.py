@@ -2,8 +2,8 @@
 
 import json
 
+from tinytf.data.sentiment import SentimentData
 from tinytf.params.config import FinetuneParams, GridParams, HFParams, TokenizeParams
-from tinytf.train.classify import SentimentData
 from tinytf.train.grid import train_cell, write_cell
 
 

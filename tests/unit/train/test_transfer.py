@@ -15,12 +15,12 @@ from tinytf.analysis.baselines import baseline_curve, fit_baselines, majority_ac
 from tinytf.analysis.evaluation import curve_summary, gap_trend, holm, paired_comparison, snapshot_curve
 from tinytf.analysis.evaluation import verdict as evaluation_verdict
 from tinytf.analysis.power import detectable_difference
+from tinytf.data.sentiment import SentimentData
 from tinytf.data.subsets import ALL, check_counts, label_order, label_subset
 from tinytf.errors import ParamsError
 from tinytf.params.config import FinetuneParams, load_params
 from tinytf.report.tables import paired_text
 from tinytf.report.transfer import verdict
-from tinytf.train.classify import SentimentData
 from tinytf.train.finetune import chosen_recipe, run_finetune, schedule
 from tinytf.train.loop import Callback
 
@@ -499,9 +499,10 @@ def test_verdicts_and_detectable_difference():
 def test_probe_features_are_every_layers_pooled_output_the_last_through_the_final_norm(workdir):
     import copy
 
+    from tinytf.data.sentiment import SentimentData
     from tinytf.model.transformer import pool
-    from tinytf.train.classify import SentimentData, build_classifier, classifier_config
     from tinytf.train.linear_probe import layer_features
+    from tinytf.train.starts import build_classifier, classifier_config
 
     data = SentimentData.load(workdir)
     pretrained = workdir / "models" / "pretrained.pt"
