@@ -12,7 +12,6 @@ README at the same relative paths, so reports/ is the whole of what git holds of
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 
@@ -67,10 +66,6 @@ class _Report:
     def plot(self, name: str, sentence: str, draw, *args) -> None:
         self.pending.append((self.out / "plots" / f"{name}.png", lambda path, a=args: draw(*a, path), ()))
         self.plots.append((f"plots/{name}.png", sentence))
-
-    def link(self, rel: str) -> str:
-        """Relative link from the README to a file under root (it exists: callers check)."""
-        return Path(os.path.relpath(self.root / rel, self.out)).as_posix()
 
     # ----------------------------------------------------------------------------- sections
     def data(self) -> None:

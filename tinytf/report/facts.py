@@ -55,8 +55,6 @@ class ReportView(Protocol):
     plots: list[tuple[str, str]]
     root: Path
 
-    def link(self, rel: str) -> str: ...
-
 
 class Upstream(NamedTuple):
     what: str  # how the README names it when it is missing

@@ -10,7 +10,7 @@ from tinytf.report import tables as rt
 from tinytf.report.answers import answers
 from tinytf.report.bodies import lm_corpus
 from tinytf.report.champion import champion_text
-from tinytf.report.facts import ReportView
+from tinytf.report.facts import STAGE_FILES, ReportView
 from tinytf.report.transfer import items_text, transfer_text
 
 COURSE_004_GRID = (
@@ -283,25 +283,26 @@ def render_readme(r: ReportView) -> str:
     lines += ["## Tables", "", "Each as markdown with a CSV twin beside it.", ""]
     lines += [f"- [{link}]({link}): {sentence}" for link, sentence in r.tables] + [""]
     lines += ["## Plots", ""] + [f"- [{link}]({link}): {sentence}" for link, sentence in r.plots]
-    upstream = [
+    # the stages' own files, published beside this README from data/reports/ (tinytf.report.build)
+    published = [
         rel
         for rel in (
-            "reports/data.md",
-            "reports/pretrain/samples.md",
-            "reports/variants/variants.md",
-            "reports/finetune/curves.png",
-            "reports/evaluate/test_report.json",
-            "reports/metrics.json",
-            "reports/probes/probes.md",
-            "reports/complexity/complexity.md",
-            "reports/complexity/attention_cost.png",
+            "data.md",
+            "pretrain/samples.md",
+            "variants/variants.md",
+            "finetune/curves.png",
+            "evaluate/test_report.json",
+            "metrics.json",
+            "probes/probes.md",
+            "complexity/complexity.md",
+            "complexity/attention_cost.png",
         )
-        if (r.root / "data" / rel).exists()  # published beside this README from data/reports/
+        if (r.root / STAGE_FILES / rel).exists()
     ]
-    if upstream:
+    if published:
         lines += [
             "",
-            "Written by the stages themselves: " + ", ".join(f"[{u}]({r.link(u)})" for u in upstream) + ".",
+            "Written by the stages themselves: " + ", ".join(f"[reports/{u}]({u})" for u in published) + ".",
         ]
     lines += [
         "",
