@@ -59,9 +59,9 @@ def spends(params, reports: Path) -> dict[str, Spend]:
     out["pretrain"] = spend(1, pretrain["tokens"], pretrain["epochs"] * corpus_eval, lm_token)
 
     runs = pd.read_csv(reports / "finetune" / "runs.csv")
-    trained, frozen = runs[runs.arm != "frozen"], runs[runs.arm == "frozen"]
+    trained, probes = runs[runs.start != "probe"], runs[runs.start == "probe"]
     # a trained run: its subset every epoch, validation once per `schedule`'s evaluation
-    # period, test once; the frozen probe: one forward pass over every split per start, its
+    # period, test once; the linear probe: one forward pass over every split per start, its
     # runs refitting the logistic regression on those features
     train = (trained.n_train * trained.epochs).sum() * per_text
     passes = sum(
@@ -69,7 +69,7 @@ def spends(params, reports: Path) -> dict[str, Spend]:
         for n, epochs in zip(trained.n_train, trained.epochs, strict=True)
     )
     evaluated = passes * sentiment["validation"] + len(trained) * sentiment["test"]
-    evaluated += frozen.start.nunique() * sum(sentiment.values())
+    evaluated += probes.snapshot.nunique() * sum(sentiment.values())
     out["finetune"] = spend(len(runs), train, evaluated, cls_token)
 
     cells = pd.read_csv(reports / "evaluate" / "grid.csv")

@@ -117,7 +117,7 @@ def main() -> int:
     )
     parser.add_argument("--params", default="params.yaml")
     parser.add_argument("--labels", type=int, default=1000, help="the run's label count (0 = all)")
-    parser.add_argument("--arm", default="pretrained", choices=("pretrained", "scratch"))
+    parser.add_argument("--start", default="pretrained", choices=("pretrained", "scratch"))
     parser.add_argument("--repeats", type=int, default=2, help="the same run again; the last is reported")
     parser.add_argument("--tracking", action="store_true", help="also time the MLflow replay")
     parser.add_argument(
@@ -141,7 +141,9 @@ def main() -> int:
         start = Path(tmp) / "pretrained.pt"
         save_model(start, TinyTransformer(config), stage="benchmark")
         trainer = finetune.Trainer(f, "data", params.tokenize.max_length, None)
-        spec = finetune.RunSpec(args.arm, args.labels, f.seeds[0], f.lrs[0], max(f.dropouts), start, "final")
+        spec = finetune.RunSpec(
+            args.start, args.labels, f.seeds[0], f.lrs[0], max(f.dropouts), start, "final"
+        )
         with one_thread(trainer.runtime.device):
             for _ in range(args.repeats):
                 clock.seconds.clear()
@@ -158,7 +160,7 @@ def main() -> int:
     share = 1 - training / whole
     batch = trainer.runtime.inference_batch
     print(
-        f"{spec.arm} run, {args.labels or 'all'} labels, {steps} steps ({trainer.runtime.describe()}, "
+        f"{spec.start} run, {args.labels or 'all'} labels, {steps} steps ({trainer.runtime.describe()}, "
         f"evaluation batch {batch}):"
     )
     for part in (*PARTS, "other"):

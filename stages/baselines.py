@@ -49,12 +49,12 @@ def main() -> None:
                 file=sys.stderr,
             )
             # each fit a child run, beside the finetune runs of the same label count and seed
-            tags = {"arm": "tfidf_lr", "labels": count_name(count), "seed": seed, "c": fit.tfidf_lr_c}
+            tags = {"start": "tfidf_lr", "labels": count_name(count), "seed": seed, "c": fit.tfidf_lr_c}
             name = f"baselines-{tags['labels']}-seed{seed}"
             with stage_run("baselines", {"baselines": tags}, run_name=name, nested=True) as run:
                 # start "final" as the finetune runs of the final model: one filter shows the curve
                 run.set_tags(
-                    {f"tinytf.{key}": str(value) for key, value in {**tags, "start": "final"}.items()}
+                    {f"tinytf.{key}": str(value) for key, value in {**tags, "snapshot": "final"}.items()}
                 )
                 run.log_metrics(
                     {

@@ -22,7 +22,7 @@ import common
 import pandas as pd
 
 from tinytf.analysis.evaluation import classification_report, headline_metrics
-from tinytf.analysis.grid import BEST_COLUMNS, grid_selection, load_cells
+from tinytf.analysis.grid import BEST_COLUMNS, grid_selection, load_cells, read_results
 from tinytf.data.predictions import prediction_rows
 from tinytf.data.sentiment import SentimentData
 from tinytf.io import write_json, write_parquet, write_text
@@ -98,8 +98,9 @@ def evaluate(args, params, tracker) -> dict:
 def test_best_cell(args, params) -> dict:
     """The grid's table, the selection (winner, runner-up, their test, the optimizer verdict), the
     winner as BEST_COLUMNS over its seeds, and the served run's model, data and test results."""
-    table = load_cells(params.grid, args.grid)
-    selection = grid_selection(params.grid, args.grid, args.finalists)
+    results = read_results(params.grid, args.grid)  # round one, read once for both
+    table = load_cells(params.grid, args.grid, results)
+    selection = grid_selection(params.grid, args.grid, args.finalists, results)
     winner = selection["winner"]
     best = {
         **{k: winner[k] for k in ("key", "optimizer", "lr", "batch_size", "epochs")},
@@ -136,7 +137,7 @@ def card_facts(args, params, chosen: dict, metrics: dict, registered: str | None
     return CardFacts(
         meta=read_config(chosen["checkpoint"]),
         parameters=sum(p.numel() for p in chosen["model"].parameters()),
-        init=str(params.grid.init),
+        start=str(params.grid.start),
         max_length=chosen["max_length"],
         data=json.loads(Path(args.data_card).read_text())["sentiment"],
         best={**metrics["best"], "key": str(chosen["best"]["key"])},
@@ -155,10 +156,10 @@ def write_outputs(args, params, chosen: dict, metrics: dict, card: str) -> None:
     write_text(reports / "grid.csv", chosen["table"].to_csv(index=False))
     write_text(reports / "model_card.md", card)
     keys = {
-        "arm": str(params.grid.init),
+        "start": str(params.grid.start),
         "labels": "all",
         "seed": chosen["selection"]["served"]["seed"],
-        "start": str(chosen["best"]["key"]),
+        "snapshot": str(chosen["best"]["key"]),  # no snapshot here: the served cell in its place
     }
     test = chosen["test"]
     rows = prediction_rows(keys, "test", test["labels"], test["predictions"], test["probabilities"])

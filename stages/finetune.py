@@ -1,8 +1,8 @@
 """Stage `finetune`: the labelled-data curve. The same classifier from the pretrained, scratch
-and frozen (linear probe) starts, fine-tuned on nested subsets of the train labels over paired
+and probe (a linear probe) starts, fine-tuned on nested subsets of the train labels over paired
 seeds (a seed fixes the subset, the head init and the batch order for every start). Each start's
 learning rate is chosen on validation and every run keeps its best validation epoch. The
-pretrained start runs again from each pretraining snapshot: the pretraining-tokens curve. With `hf` in finetune.arms, an external
+pretrained start runs again from each pretraining snapshot: the pretraining-tokens curve. With `hf` in finetune.starts, an external
 pretrained encoder (the `hf:` section) is one more start, with its own tokenizer and lr candidates.
 Runs go side by side in worker processes, one per CPU core and one thread per run
 (`TINYTF_WORKERS` sets their number; the numbers do not depend on it: tinytf.train.workers).
@@ -16,7 +16,7 @@ from pathlib import Path
 import common
 import pandas as pd
 
-from tinytf.analysis.evaluation import arm_summary, curve_summary, gap_trend, snapshot_curve
+from tinytf.analysis.evaluation import curve_summary, gap_trend, snapshot_curve, start_summary
 from tinytf.analysis.items import METHOD as ITEM_METHOD
 from tinytf.analysis.items import ItemSource, chosen_predictions
 from tinytf.data.subsets import count_name
@@ -35,14 +35,15 @@ def summarize(
     Holm within each comparison) and the trend test, the chosen recipes, and what ran
     (precision, compile, workers) on this machine."""
     runs, runtime = result.runs, result.runtime
-    everything = runs[runs["chosen"] & (runs["labels"] == "all") & (runs["start"] == "final")]
+    everything = runs[runs["chosen"] & (runs["labels"] == "all") & (runs["snapshot"] == "final")]
     tests = {
-        arm: dict(zip(g["seed"], g["test_accuracy"], strict=True)) for arm, g in everything.groupby("arm")
+        start: dict(zip(g["seed"], g["test_accuracy"], strict=True))
+        for start, g in everything.groupby("start")
     }
-    summary = arm_summary(
-        {arm: tests[arm] for arm in f.arms}, sorted(tests["scratch"]), f.epochs, result.classes
+    summary = start_summary(
+        {start: tests[start] for start in f.starts}, sorted(tests["scratch"]), f.epochs, result.classes
     )
-    curve = curve_summary(runs, f.arms, baselines["label_curve"], items)
+    curve = curve_summary(runs, f.starts, baselines["label_curve"], items)
     for key, test in curve.get("all", {}).items():  # the all-labels tests, Holm-adjusted across the curve
         if key.endswith("_vs_scratch"):
             summary[key] = test
@@ -63,7 +64,7 @@ def summarize(
         },
         recipes=result.recipes,
         label_curve=curve,
-        trend=gap_trend(curve) if "pretrained" in f.arms else None,
+        trend=gap_trend(curve) if "pretrained" in f.starts else None,
         snapshot_curve=snapshot_curve(runs, count_name(f.snapshot_labels)) if with_snapshots else [],
         snapshot_labels=count_name(f.snapshot_labels),
         # what `auto` chose on this machine: a rerun elsewhere that chose otherwise is visible
@@ -105,15 +106,15 @@ def main() -> None:
         @contextlib.contextmanager
         def child_run(tags: dict):
             # every run of the study, so the MLflow UI can filter and chart the label curve
-            name = f"finetune-{tags['arm']}-{tags['labels']}-seed{tags['seed']}" + (
-                "" if tags["start"] == "final" else f"-{tags['start']}"
+            name = f"finetune-{tags['start']}-{tags['labels']}-seed{tags['seed']}" + (
+                "" if tags["snapshot"] == "final" else f"-{tags['snapshot']}"
             )
             with stage_run("finetune", {"finetune": tags}, run_name=name, nested=True) as run:
                 run.set_tags({f"tinytf.{key}": str(value) for key, value in tags.items()})
                 yield [TrackerCallback(run)]
 
         finetune_params = params.finetune
-        hf_params = params.hf if "hf" in finetune_params.arms else None
+        hf_params = params.hf if "hf" in finetune_params.starts else None
         result = run_finetune(
             finetune_params,
             params.tokenize.max_length,
@@ -142,15 +143,18 @@ def main() -> None:
         plot_finetune_curves(result.curves, reports / "curves.png")
         for labels, entry in summary["label_curve"].items():
             tracker.log_metrics(
-                {f"{arm}_{labels}_labels_test_accuracy": entry[arm]["mean"] for arm in finetune_params.arms}
+                {
+                    f"{start}_{labels}_labels_test_accuracy": entry[start]["mean"]
+                    for start in finetune_params.starts
+                }
             )
-            line = ", ".join(f"{arm} {entry[arm]['mean']:.4f}" for arm in finetune_params.arms)
+            line = ", ".join(f"{start} {entry[start]['mean']:.4f}" for start in finetune_params.starts)
             print(f"finetune {labels} labels: {line}", file=sys.stderr)
         tracker.log_params(
             {
-                f"chosen_{knob}_{arm}_{labels}": recipe[knob]
-                for labels, by_arm in result.recipes.items()
-                for arm, recipe in by_arm.items()
+                f"chosen_{knob}_{start}_{labels}": recipe[knob]
+                for labels, by_start in result.recipes.items()
+                for start, recipe in by_start.items()
                 for knob in ("lr", "dropout")
             }
         )

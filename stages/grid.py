@@ -1,5 +1,5 @@
 """Stage `grid` (one cell of a DVC matrix), round one: the classifier trained with one optimizer x
-lr x batch size x epochs, from grid.init, on grid.seed. Writes the trained model (<out>.pt and
+lr x batch size x epochs, from grid.start, on grid.seed. Writes the trained model (<out>.pt and
 <out>.json) and the cell's curves, final validation metrics and per-text validation results
 (<out>.result.json); `grid_finalists` reruns the best cells on more seeds and `evaluate` picks the
 winner among them. Adding a value to a list in params.yaml runs only the new cells.
@@ -9,9 +9,9 @@ import sys
 
 import common
 
-from tinytf.analysis.grid import cell_key
+from tinytf.analysis.grid import cell_key, write_cell
 from tinytf.tracking.runs import TrackerCallback, params_hash, stage_run
-from tinytf.train.grid import logged_params, train_cell, write_cell
+from tinytf.train.grid import logged_params, train_cell
 
 
 def main() -> None:
@@ -43,7 +43,7 @@ def main() -> None:
         tracker.set_tags(
             {"tinytf.precision": run.runtime.precision, "tinytf.compile": str(run.runtime.compile)}
         )
-        write_cell(args.out, run)
+        write_cell(args.out, key, run.model, run.result)
         accuracy = run.result["final"]["validation_accuracy"]
         print(f"grid {key}: validation accuracy {accuracy:.4f}", file=sys.stderr)
 

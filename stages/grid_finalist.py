@@ -9,9 +9,9 @@ import sys
 
 import common
 
-from tinytf.analysis.grid import cell_at_rank, cell_key
+from tinytf.analysis.grid import cell_at_rank, cell_key, finalist_key, write_cell
 from tinytf.tracking.runs import TrackerCallback, params_hash, stage_run
-from tinytf.train.grid import logged_params, train_cell, write_cell
+from tinytf.train.grid import logged_params, train_cell
 
 
 def main() -> None:
@@ -30,7 +30,7 @@ def main() -> None:
     key = cell_key(**cell)
     logged = logged_params(params, cell, args.seed, rank=args.rank)
     group = params_hash(params.as_dict())  # one MLflow parent run per matrix and its params
-    name = f"grid_finalists-r{args.rank}-s{args.seed}"
+    name = f"grid_finalists-{finalist_key(args.rank, args.seed)}"
     staged = common.staged_outputs(args, name, whole=("out",))
     with (
         stage_run("grid_finalists", logged, run_name=name, group_key=group, system_metrics=True) as tracker,
@@ -44,7 +44,7 @@ def main() -> None:
         tracker.set_tags(
             {"tinytf.precision": run.runtime.precision, "tinytf.compile": str(run.runtime.compile)}
         )
-        write_cell(args.out, run, rank=args.rank)
+        write_cell(args.out, finalist_key(args.rank, args.seed), run.model, run.result, rank=args.rank)
         accuracy = run.result["final"]["validation_accuracy"]
         print(f"{desc}: validation accuracy {accuracy:.4f}", file=sys.stderr)
 

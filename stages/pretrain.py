@@ -38,7 +38,7 @@ def main() -> None:
     logged = params.as_dict()
     # resuming the training state continues the MLflow run the killed process left behind
     key = resume_key(params_hash(logged), args.data)
-    resuming = params.pretrain.resume and load_training_state(args.state, key) is not None
+    resuming = params.pretrain.resume and load_training_state(args.state, key, say=False) is not None
 
     # whole: a sample table a masked LM no longer writes must not outlive its run
     staged = common.staged_outputs(args, "pretrain", whole=("model", "snapshots", "reports"))

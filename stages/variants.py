@@ -8,10 +8,11 @@ import sys
 
 import common
 
+from tinytf.analysis.variants import cell_key, write_cell
 from tinytf.params.schema import to_dict
 from tinytf.tracking.runs import TrackerCallback, params_hash, stage_run
 from tinytf.train.pretrain import pretrain
-from tinytf.train.variants import cell_key, cell_params, write_cell
+from tinytf.train.variants import cell_params
 
 
 def main() -> None:

@@ -6,9 +6,9 @@ summary.json: what the design detects and one verdict per main effect.
 import common
 
 from tinytf.analysis.power import variants_verdicts
+from tinytf.analysis.variants import summarize, write_summary
 from tinytf.io import write_json
 from tinytf.tracking.runs import stage_run
-from tinytf.train.variants import summarize, write_summary
 
 
 def main() -> None:

@@ -201,3 +201,25 @@ def test_dvc_s_sets_the_bring_your_own_data_keys_without_hydras_plus(tmp_path):
         "stars",
     )
     assert loaded.prepare.sentiment.encoding == "latin-1" and loaded.prepare.corpus.text_column == "body"
+
+
+def test_dvc_yaml_s_matrices_name_each_cell_as_its_reader_looks_it_up():
+    """Both matrix studies find a cell's result by its cell_key: DVC's expansion of dvc.yaml (the
+    grid's `lr${item.lr}` formats the float itself) must write exactly those names."""
+    from dvc.repo import Repo
+
+    from tinytf.analysis import grid, variants
+
+    params = load_params(REPO / "params.yaml")
+    with Repo(REPO) as repo:
+        outs = {str(o.def_path) for s in repo.index.stages for o in s.outs}
+    for cell in grid.cells(params.grid):
+        assert f"data/grid/{grid.cell_key(**cell)}.result.json" in outs, cell
+    v = params.variants
+    for pos in v.pos_encodings:
+        for merge in v.head_merges:
+            for seed in v.seeds:
+                assert f"data/variants/{variants.cell_key(pos, merge, seed)}.json" in outs
+    for rank in params.grid.finalists:
+        for seed in params.grid.finalist_seeds:
+            assert f"data/grid_finalists/{grid.finalist_key(rank, seed)}.result.json" in outs

@@ -160,7 +160,7 @@ def test_a_missing_sentiment_token_file_under_finetune(tmp_path):
     # the baselines' outputs it compares with are there: the missing token file is what it names
     (root / "reports/baselines").mkdir(parents=True)
     (root / "reports/baselines/summary.json").write_text('{"label_curve": {}}')
-    pd.DataFrame({"arm": ["tfidf_lr"]}).to_parquet(root / "reports/baselines/predictions.parquet")
+    pd.DataFrame({"start": ["tfidf_lr"]}).to_parquet(root / "reports/baselines/predictions.parquet")
     args = [
         "--data",
         "data",

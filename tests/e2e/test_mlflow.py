@@ -24,18 +24,24 @@ def test_mlflow_store_holds_one_run_per_stage_and_one_per_run_of_the_study(works
     assert set(runs["status"]) == {"FINISHED"}
     # the whole study in MLflow: a child run for every row of runs.csv, found by its tags
     study = pd.read_csv(workspace / "reports/finetune/runs.csv")
-    children = runs[runs["tags.tinytf.stage"] == "finetune"].dropna(subset=["tags.tinytf.arm"])
+    children = runs[runs["tags.tinytf.stage"] == "finetune"].dropna(subset=["tags.tinytf.start"])
     logged = sorted(
         zip(
-            children["tags.tinytf.arm"],
+            children["tags.tinytf.start"],
             children["tags.tinytf.labels"],
             children["tags.tinytf.seed"],
-            children["tags.tinytf.start"],
+            children["tags.tinytf.snapshot"],
             strict=True,
         )
     )
     assert logged == sorted(
-        zip(study["arm"], study["labels"].astype(str), study["seed"].astype(str), study["start"], strict=True)
+        zip(
+            study["start"],
+            study["labels"].astype(str),
+            study["seed"].astype(str),
+            study["snapshot"],
+            strict=True,
+        )
     )
     if (
         platform.libc_ver()[0] == "glibc"
@@ -79,15 +85,15 @@ def test_every_tag_the_docs_name_is_one_a_run_of_the_tiny_preset_carries(workspa
         for t in named
         if not (REPO / t.replace(".", "/")).exists() and not (REPO / f"{t.replace('.', '/')}.py").exists()
     }
-    assert {"tinytf.stage", "tinytf.start", "tinytf.experiment"} <= named
+    assert {"tinytf.stage", "tinytf.snapshot", "tinytf.experiment"} <= named
     mlflow.set_tracking_uri(f"sqlite:///{workspace / 'mlflow.db'}")
     runs = mlflow.search_runs(experiment_names=["tinytf"])
     set_by_runs = {c.removeprefix("tags.") for c in runs.columns if c.startswith("tags.")}
     versions = mlflow.MlflowClient().search_model_versions("name='tinytf-sentiment'")
     assert named - set_by_runs - {t for v in versions for t in v.tags} == set()
-    # baseline fits sit beside the final model's finetune runs under one filter, tinytf.start = final
-    baselines = runs[(runs["tags.tinytf.stage"] == "baselines") & runs["tags.tinytf.arm"].notna()]
-    assert len(baselines) and set(baselines["tags.tinytf.start"]) == {"final"}
+    # baseline fits sit beside the final model's finetune runs under one filter, tinytf.snapshot = final
+    baselines = runs[(runs["tags.tinytf.stage"] == "baselines") & runs["tags.tinytf.start"].notna()]
+    assert len(baselines) and set(baselines["tags.tinytf.snapshot"]) == {"final"}
 
 
 def test_the_champion_is_a_pyfunc_model_that_classifies_raw_texts(workspace):

@@ -46,7 +46,7 @@ def test_the_tiny_preset_runs_as_a_dvc_experiment_and_writes_every_output(worksp
     assert "| learned" in table and "reweight" in table and " ± " in table
     summary = json.loads((workspace / "reports/finetune/summary.json").read_text())
     test_texts = len(pd.read_parquet(workspace / "data/prepared/sentiment/test.parquet"))
-    assert set(summary["arms"]) == {"pretrained", "scratch", "frozen"}
+    assert set(summary["starts"]) == {"pretrained", "scratch", "probe"}
     assert set(summary["label_curve"]) == {"60", "120", "all"}
     for entry in summary["label_curve"].values():  # the protocol: every label count runs every seed
         assert len(entry["pretrained"]["by_seed"]) == len(entry["scratch"]["by_seed"]) == 3
@@ -54,7 +54,7 @@ def test_the_tiny_preset_runs_as_a_dvc_experiment_and_writes_every_output(worksp
         test = entry["pretrained_vs_scratch"]  # a tiny test set can give every seed the same difference
         assert test["p_holm"] is None if test["p_value"] is None else test["p_holm"] >= test["p_value"]
         # every start against scratch and against TF-IDF + LR, Holm within each; over texts too
-        assert {"pretrained_vs_tfidf", "scratch_vs_tfidf", "frozen_vs_tfidf"} <= set(entry)
+        assert {"pretrained_vs_tfidf", "scratch_vs_tfidf", "probe_vs_tfidf"} <= set(entry)
         items = test["items"]
         assert 0 <= items["p_value"] <= 1 and items["n_items"] == test_texts and items["method"]
         assert "items" in entry["pretrained_vs_tfidf"]
@@ -69,17 +69,17 @@ def test_the_tiny_preset_runs_as_a_dvc_experiment_and_writes_every_output(worksp
     }
     assert len(predictions) == len(runs) * (texts["validation"] + texts["test"])  # one row per (run, text)
     baselines = pd.read_parquet(workspace / "data/predictions/baselines.parquet")
-    assert set(baselines["arm"]) == {"tfidf_lr"} and set(baselines["split"]) == {"validation", "test"}
+    assert set(baselines["start"]) == {"tfidf_lr"} and set(baselines["split"]) == {"validation", "test"}
     champion = pd.read_parquet(workspace / "data/predictions/evaluate.parquet")
     assert len(champion) == texts["test"]
-    assert [p["start"] for p in summary["snapshot_curve"]] == ["scratch", "epoch1", "final"]
+    assert [p["snapshot"] for p in summary["snapshot_curve"]] == ["scratch", "epoch1", "final"]
     assert summary["snapshot_curve"][1]["n"] == 3  # the same seeds as every other point
-    # presets/tiny.yaml searches once, at 60 labels; the frozen probe chooses its C in every run
+    # presets/tiny.yaml searches once, at 60 labels; the linear probe chooses its C in every run
     assert list(summary["recipes"]) == ["60"] and set(summary["recipes"]["60"]) == {"pretrained", "scratch"}
     assert {(r["lr"], r["dropout"]) for r in summary["recipes"]["60"].values()} <= {
         (lr, d) for lr in (0.001, 0.003) for d in (0.0, 0.1)
     }
-    probes = pd.read_csv(workspace / "reports/finetune/runs.csv").query("arm == 'frozen'")
+    probes = pd.read_csv(workspace / "reports/finetune/runs.csv").query("start == 'probe'")
     assert len(probes) == 3 * 3 and probes["probe_c"].isin([0.1, 1]).all()  # presets/tiny.yaml: probe_cs
     assert (workspace / "data/models/snapshots/epoch1.pt").exists()
     assert (workspace / "reports/finetune/curves.png").stat().st_size > 10_000
@@ -92,7 +92,7 @@ def test_the_tiny_preset_runs_as_a_dvc_experiment_and_writes_every_output(worksp
     assert set(point) == {
         "pretrained",
         "scratch",
-        "frozen",
+        "probe",
         "tfidf_lr",
         "pretrained_vs_scratch",
         "pretrained_vs_tfidf",
@@ -156,7 +156,7 @@ EDITS = {
     "tokenize": "tinytf/data/tokenizer.py",
     "pretrain": "tinytf/data/batching.py",
     "variants": "tinytf/train/runtime.py",
-    "variants_table": "tinytf/train/variants.py",
+    "variants_table": "tinytf/analysis/variants.py",
     "finetune": "tinytf/train/finetune.py",
     "baselines": "tinytf/analysis/baselines.py",
     "grid": "tinytf/train/classify.py",

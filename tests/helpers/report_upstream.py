@@ -189,33 +189,40 @@ def make_upstream(root: Path) -> Params:
     )
     write_text(reports / "variants/cells.csv", cells.to_csv(index=False))
     write_json(reports / "variants/summary.json", {"steps": 40, "seeds": [1, 2], **variants_verdicts(cells)})
-    by_seed = {"pretrained": [0.70, 0.72, 0.71], "scratch": [0.60, 0.63, 0.61], "frozen": [0.64, 0.65, 0.66]}
+    by_seed = {"pretrained": [0.70, 0.72, 0.71], "scratch": [0.60, 0.63, 0.61], "probe": [0.64, 0.65, 0.66]}
     summary = {
-        "arms": {
-            arm: {
+        "starts": {
+            start: {
                 "test_accuracy_mean": sum(a) / 3,
                 "test_accuracy_std": 0.01,
                 "test_accuracy_by_seed": {str(s): v for s, v in zip((1, 2, 3), a, strict=True)},
             }
-            for arm, a in by_seed.items()
+            for start, a in by_seed.items()
         },
         "pretrained_vs_scratch": {"mean_difference": 0.0967, "t": 9.5, "p_value": 0.0109, "n": 3},
-        "frozen_vs_scratch": {"mean_difference": 0.0367, "t": 3.2, "p_value": 0.085, "n": 3},
+        "probe_vs_scratch": {"mean_difference": 0.0367, "t": 3.2, "p_value": 0.085, "n": 3},
         "seeds": [1, 2, 3],
         "epochs": 2,
         "classes": ["rotten", "fresh"],
     }
     write_json(reports / "finetune/summary.json", summary)
     timings = [
-        {"start": "final", "arm": arm, "labels": labels, "seed": s, "lr": 0.001, "seconds": seconds + s}
-        for arm, seconds in (("pretrained", 10.0), ("scratch", 9.0), ("frozen", 1.0))
+        {
+            "snapshot": "final",
+            "start": start,
+            "labels": labels,
+            "seed": s,
+            "lr": 0.001,
+            "seconds": seconds + s,
+        }
+        for start, seconds in (("pretrained", 10.0), ("scratch", 9.0), ("probe", 1.0))
         for labels in ("250", "all")
         for s in (1, 2, 3)
     ]
     write_text(reports / "finetune/timings.csv", pd.DataFrame(timings).to_csv(index=False))
     curves = [
-        {"arm": arm, "seed": s, **h}
-        for arm, base in (("pretrained", 0.65), ("scratch", 0.55), ("frozen", 0.6))
+        {"start": start, "seed": s, **h}
+        for start, base in (("pretrained", 0.65), ("scratch", 0.55), ("probe", 0.6))
         for s in (1, 2, 3)
         for h in _history([base, base + 0.05])
     ]

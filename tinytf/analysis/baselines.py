@@ -59,7 +59,7 @@ def fit_baselines(
     x_train = features.fit_transform(train[0])
     x_val, x_test = features.transform(validation[0]), features.transform(test[0])
     best = None
-    # one BLAS thread, as the frozen probe (tinytf.train.linear_probe says why): faster here, with
+    # one BLAS thread, as the linear probe (tinytf.train.linear_probe says why): faster here, with
     # the same C and accuracy
     with threadpool_limits(1, user_api="blas"):
         for c in sorted(cs):
@@ -107,7 +107,7 @@ def baseline_curve(
                 word_ngrams,
                 char_ngrams,
             )
-            keys = {"arm": "tfidf_lr", "labels": count_name(count), "seed": seed}
+            keys = {"start": "tfidf_lr", "labels": count_name(count), "seed": seed}
             for split, (predicted_class, probability) in fits[seed].predictions.items():
                 predictions.append(
                     prediction_rows(keys, split, splits[split][1], predicted_class, probability)

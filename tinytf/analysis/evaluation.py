@@ -1,5 +1,5 @@
 """Test-set metrics: accuracy with a bootstrap interval, per-class precision/recall/F1,
-the confusion matrix, and the paired comparison of two training arms."""
+the confusion matrix, and the paired comparison of two sides (two starts, or a start and a baseline)."""
 
 from __future__ import annotations
 
@@ -105,7 +105,7 @@ def paired_comparison(a: list[float], b: list[float]) -> dict:
     nonzero = diff[np.abs(diff) >= SAME_DIFFERENCE]
     if len(nonzero) and sign_test_floor(len(nonzero)) < ALPHA:
         result["sign_test_p"] = float(stats.binomtest(int((nonzero > 0).sum()), len(nonzero)).pvalue)
-    # a side that is one fit for every seed (the frozen probe or TF-IDF on all labels) leaves a
+    # a side that is one fit for every seed (the linear probe or TF-IDF on all labels) leaves a
     # one-sample test of the other side's seeds against that value: named so, not "paired"
     constant = [np.ptp(side) < SAME_DIFFERENCE for side in (a, b)]
     result["test"] = "one-sample t (one side is the same for every seed)" if any(constant) else "paired t"
@@ -115,7 +115,7 @@ def paired_comparison(a: list[float], b: list[float]) -> dict:
 def decisive_p(test: dict) -> float | None:
     """The p a verdict rests on: Holm-adjusted where the test is one of a family; where the seeds'
     differences have no spread, the sign test's, else the test over test texts (both sides one fit
-    for every seed, as the frozen probe and TF-IDF on all labels: the seeds then vary nothing, and
+    for every seed, as the linear probe and TF-IDF on all labels: the seeds then vary nothing, and
     the texts are the only sample left)."""
     if test.get("p_value") is None:
         if test.get("sign_test_p") is not None:
@@ -147,8 +147,8 @@ def holm(p_values: list[float | None]) -> list[float | None]:
     return adjusted
 
 
-def gap_trend(curve: dict, arm: str = "pretrained", against: str = "scratch") -> dict | None:
-    """Does `arm` − `against` change with the labels? The seed is the unit: each seed's paired
+def gap_trend(curve: dict, start: str = "pretrained", against: str = "scratch") -> dict | None:
+    """Does `start` − `against` change with the labels? The seed is the unit: each seed's paired
     differences get their own least-squares line on log10 of the label count, and the seeds'
     slopes are tested against 0 (one-sample t over seeds). Regressing every (label count, seed)
     difference as if independent would count each seed once per label count. Returns the mean
@@ -157,8 +157,8 @@ def gap_trend(curve: dict, arm: str = "pretrained", against: str = "scratch") ->
 
     by_seed: dict[str, list[tuple[float, float]]] = {}
     for entry in curve.values():
-        if arm in entry and against in entry:
-            for seed, value in entry[arm]["by_seed"].items():
+        if start in entry and against in entry:
+            for seed, value in entry[start]["by_seed"].items():
                 if seed in entry[against]["by_seed"]:
                     x = float(np.log10(entry["n_train"]))
                     by_seed.setdefault(seed, []).append((x, value - entry[against]["by_seed"][seed]))
@@ -183,7 +183,7 @@ def gap_trend(curve: dict, arm: str = "pretrained", against: str = "scratch") ->
         "slopes_by_seed": slopes,
         "n": len(slopes),
         "unit": "seed",
-        "model": f"{arm} - {against} ~ log10(labels), one OLS slope per seed; one-sample t over the "
+        "model": f"{start} - {against} ~ log10(labels), one OLS slope per seed; one-sample t over the "
         f"{len(slopes)} seeds' slopes",
     }
 
@@ -199,8 +199,8 @@ def headline_metrics(report: dict, best: dict, finetune: dict, baselines: dict) 
         "test_macro_f1": report["macro_f1"],
         "best": best,
         "pretrained_vs_scratch": {
-            arm: {"mean": v["test_accuracy_mean"], "std": v["test_accuracy_std"]}
-            for arm, v in finetune["arms"].items()
+            start: {"mean": v["test_accuracy_mean"], "std": v["test_accuracy_std"]}
+            for start, v in finetune["starts"].items()
         },
     }
     if "pretrained_vs_scratch" in finetune:
@@ -209,7 +209,7 @@ def headline_metrics(report: dict, best: dict, finetune: dict, baselines: dict) 
     metrics["baselines"] = {name: {"test_accuracy": every[name]["mean"]} for name in ("majority", "tfidf_lr")}
     metrics["label_curve"] = {
         labels: {
-            **{arm: {"mean": entry[arm]["mean"]} for arm in INITS_REPORTED if arm in entry},
+            **{start: {"mean": entry[start]["mean"]} for start in STARTS_REPORTED if start in entry},
             "tfidf_lr": {"mean": baselines["label_curve"][labels]["tfidf_lr"]["mean"]},
             **{key: brief_test(entry[key]) for key in HEADLINE_TESTS if key in entry},
         }
@@ -232,23 +232,23 @@ def brief_test(test: dict) -> dict:
     return brief
 
 
-INITS_REPORTED = ("pretrained", "scratch", "frozen")
+STARTS_REPORTED = ("pretrained", "scratch", "probe")
 
 
-def arm_summary(
+def start_summary(
     tests: dict[str, dict[int, float]], seeds: list[int], epochs: int, classes: list[str]
 ) -> dict:
     """The finetune summary's start table: test accuracy per start with all labels (mean, std, per
     seed). Its tests against scratch are the curve's all-labels ones (`curve_summary`), which carry
     the Holm p across the label counts."""
     summary = {
-        "arms": {
-            arm: {
+        "starts": {
+            start: {
                 "test_accuracy_mean": float(np.mean(list(acc.values()))),
                 "test_accuracy_std": float(np.std(list(acc.values()), ddof=1)) if len(acc) > 1 else 0.0,
                 "test_accuracy_by_seed": {str(s): a for s, a in acc.items()},
             }
-            for arm, acc in tests.items()
+            for start, acc in tests.items()
         },
         "seeds": list(seeds),
         "epochs": epochs,
@@ -257,57 +257,61 @@ def arm_summary(
     return summary
 
 
-COMPARED = ("pretrained", "scratch", "frozen", "hf")  # every start, against scratch and against TF-IDF
+COMPARED = ("pretrained", "scratch", "probe", "hf")  # every start, against scratch and against TF-IDF
 
 
-def curve_summary(runs, arms: list[str], tfidf: dict | None = None, items: ItemSource | None = None) -> dict:
+def curve_summary(
+    runs, starts: list[str], tfidf: dict | None = None, items: ItemSource | None = None
+) -> dict:
     """The labelled-data curve from the finetune runs (one row per run; `chosen` marks the runs of
     the chosen recipe): per label count, each start's test accuracy over seeds, and every start
     against scratch and against TF-IDF + LR (`tfidf`: the baselines' label curve), paired over seeds
     and, where `items` has the predictions, over test texts. Holm within each family (one
     comparison across the label counts)."""
-    chosen = runs[runs["chosen"] & (runs["start"] == "final")]
+    chosen = runs[runs["chosen"] & (runs["snapshot"] == "final")]
     curve = {}
     for labels, at_count in chosen.groupby("labels", sort=False):
-        by_arm = dict(list(at_count.groupby("arm")))
-        tests = {arm: dict(zip(g["seed"], g["test_accuracy"], strict=True)) for arm, g in by_arm.items()}
+        by_start = dict(list(at_count.groupby("start")))
+        tests = {
+            start: dict(zip(g["seed"], g["test_accuracy"], strict=True)) for start, g in by_start.items()
+        }
         validation = {
-            arm: dict(zip(g["seed"], g["validation_accuracy"], strict=True))
-            for arm, g in by_arm.items()
+            start: dict(zip(g["seed"], g["validation_accuracy"], strict=True))
+            for start, g in by_start.items()
             if "validation_accuracy" in g
         }
         seeds = sorted(tests["scratch"])
         entry = {
-            arm: {
+            start: {
                 "mean": float(np.mean(list(acc.values()))),
                 "std": float(np.std(list(acc.values()), ddof=1)) if len(acc) > 1 else 0.0,
                 "n": len(acc),  # seeds: the protocol runs the same ones at every label count
                 "by_seed": {str(s): float(a) for s, a in sorted(acc.items())},
                 # the chosen epoch's validation accuracy: how far one seed moves what a choice reads
                 **(
-                    {"validation_by_seed": {str(s): float(a) for s, a in sorted(validation[arm].items())}}
-                    if arm in validation
+                    {"validation_by_seed": {str(s): float(a) for s, a in sorted(validation[start].items())}}
+                    if start in validation
                     else {}
                 ),
             }
-            for arm, acc in tests.items()
-            if arm in arms
+            for start, acc in tests.items()
+            if start in starts
         }
         entry["n_train"] = int(at_count["n_train"].max())
         baseline = _tfidf_by_seed(tfidf, labels, seeds)
-        for arm in COMPARED:
-            if arm in tests and arm != "scratch":
-                entry[f"{arm}_vs_scratch"] = paired_comparison(
-                    [tests[arm][s] for s in seeds], [tests["scratch"][s] for s in seeds]
+        for start in COMPARED:
+            if start in tests and start != "scratch":
+                entry[f"{start}_vs_scratch"] = paired_comparison(
+                    [tests[start][s] for s in seeds], [tests["scratch"][s] for s in seeds]
                 )
                 if items is not None:
-                    entry[f"{arm}_vs_scratch"]["items"] = items.compare(labels, arm, "scratch")
-            if arm in tests and baseline is not None:
-                entry[f"{arm}_vs_tfidf"] = paired_comparison(
-                    [tests[arm][s] for s in seeds], [baseline[s] for s in seeds]
+                    entry[f"{start}_vs_scratch"]["items"] = items.compare(labels, start, "scratch")
+            if start in tests and baseline is not None:
+                entry[f"{start}_vs_tfidf"] = paired_comparison(
+                    [tests[start][s] for s in seeds], [baseline[s] for s in seeds]
                 )
                 if items is not None and items.has_tfidf:
-                    entry[f"{arm}_vs_tfidf"]["items"] = items.compare(labels, arm, "tfidf_lr")
+                    entry[f"{start}_vs_tfidf"]["items"] = items.compare(labels, start, "tfidf_lr")
         curve[labels] = entry
     curve = dict(sorted(curve.items(), key=lambda item: item[1]["n_train"]))
     families = {key for entry in curve.values() for key in entry if "_vs_" in key}
@@ -336,15 +340,15 @@ def snapshot_curve(runs, labels: str) -> list[dict]:
     at = runs[runs["chosen"] & (runs["labels"] == labels)]
     scratch = dict(
         zip(
-            at.loc[at["arm"] == "scratch", "seed"],
-            at.loc[at["arm"] == "scratch", "test_accuracy"],
+            at.loc[at["start"] == "scratch", "seed"],
+            at.loc[at["start"] == "scratch", "test_accuracy"],
             strict=True,
         )
     )
-    pretrained = at[at["arm"] == "pretrained"]
+    pretrained = at[at["start"] == "pretrained"]
     points = [
         {
-            "start": "scratch",
+            "snapshot": "scratch",
             "tokens": 0,
             "mean_difference": 0.0,
             "std_difference": 0.0,
@@ -352,15 +356,15 @@ def snapshot_curve(runs, labels: str) -> list[dict]:
             "accuracy_mean": float(np.mean(list(scratch.values()))),
         }
     ]
-    snapshot_seeds = sorted(set(pretrained.loc[pretrained["start"] != "final", "seed"]))
-    for start, group in pretrained.groupby("start", sort=False):
+    snapshot_seeds = sorted(set(pretrained.loc[pretrained["snapshot"] != "final", "seed"]))
+    for snapshot, group in pretrained.groupby("snapshot", sort=False):
         group = group[group["seed"].isin(snapshot_seeds)] if snapshot_seeds else group
         seeds = sorted(group["seed"])
         accuracy = dict(zip(group["seed"], group["test_accuracy"], strict=True))
         point = paired_comparison([accuracy[s] for s in seeds], [scratch[s] for s in seeds])
         points.append(
             {
-                "start": start,
+                "snapshot": snapshot,
                 "tokens": int(group["tokens"].iloc[0]),
                 **point,
                 "accuracy_mean": float(np.mean(list(accuracy.values()))),

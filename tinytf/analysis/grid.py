@@ -20,8 +20,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from tinytf.analysis.cells import checked_out
 from tinytf.analysis.evaluation import decisive_p, holm, paired_comparison, verdict
 from tinytf.analysis.items import item_comparison
+from tinytf.io import write_json
+from tinytf.model.checkpoint import save_model
 from tinytf.params.config import GridParams
 
 # what reports/metrics.json records of the best cell
@@ -36,13 +39,16 @@ class MissingCell(FileNotFoundError):
         self.key = key
 
 
-def format_lr(lr: float) -> str:
-    return f"{lr:g}"
-
-
 def cell_key(optimizer: str, lr: float, batch_size: int, epochs: int) -> str:
-    """A cell's one name: its file stem in data/grid and its name in every table."""
+    """A cell's one name: its file stem in data/grid, its name in every table, and the stem
+    dvc.yaml's matrix writes (`${item.optimizer}-lr${item.lr}-...`: DVC formats a number with str)."""
     return f"{optimizer}-lr{format_lr(lr)}-bs{batch_size}-ep{epochs}"
+
+
+def format_lr(lr: float) -> str:
+    """The lr as DVC writes `${item.lr}` (str of the YAML number): 0.001 for `1e-3` or `0.001`,
+    2e-05 for `2.0e-5`, 1 for `1` (an integral lr, which params.yaml gives as a whole number)."""
+    return str(int(lr)) if float(lr).is_integer() else str(float(lr))
 
 
 def finalist_key(rank: int, seed: int) -> str:
@@ -60,26 +66,32 @@ def cells(params: GridParams) -> list[dict]:
     ]
 
 
-def _results(params: GridParams, grid_dir: str | Path) -> list[tuple[dict, dict]]:
-    """(cell, result) for every cell of the current params, found by content, not file name
-    (a file name depends on how the lr was written in params.yaml; the JSON holds the value)."""
-    found = {}
-    for path in sorted(Path(grid_dir).glob("*.result.json")):
-        result = json.loads(path.read_text())
-        cell = result.get("cell", {})
-        found[(cell.get("optimizer"), cell.get("lr"), cell.get("batch_size"), cell.get("epochs"))] = result
+def read_results(params: GridParams, grid_dir: str | Path) -> list[tuple[dict, dict]]:
+    """(cell, result) for every cell of the current params, each read by its name (cell_key)."""
     out = []
     for cell in cells(params):
-        result = found.get((cell["optimizer"], cell["lr"], cell["batch_size"], cell["epochs"]))
-        if result is None:
+        path = Path(grid_dir) / f"{cell_key(**cell)}.result.json"
+        if not path.exists():
             raise MissingCell(grid_dir, cell_key(**cell))
-        out.append((cell, result))
+        out.append((cell, json.loads(path.read_text())))
     return out
 
 
-def load_cells(params: GridParams, grid_dir: str | Path) -> pd.DataFrame:
-    """One row per cell of the current params (stale cells from removed values are ignored)."""
-    return _cells_table(_results(params, grid_dir))
+def write_cell(out: str, name: str, model, result: dict, **extra) -> Path:
+    """A cell's files, `<out>.pt` (+ `.json`, the trained classifier) and `<out>.result.json`,
+    where `out`'s name must be `name` (cell_key, or finalist_key in round two); returns the
+    checkpoint's path. Suffixes are appended, not swapped: a stem may hold the lr's dot."""
+    checked_out(out, name, "grid")
+    checkpoint = Path(f"{out}.pt")
+    save_model(checkpoint, model, stage="grid")
+    write_json(Path(f"{out}.result.json"), {**result, **extra, "checkpoint": checkpoint.name})
+    return checkpoint
+
+
+def load_cells(params: GridParams, grid_dir: str | Path, results: list | None = None) -> pd.DataFrame:
+    """One row per cell of the current params (stale cells from removed values are ignored);
+    `results`: what read_results returned, when the caller has read them already."""
+    return _cells_table(results if results is not None else read_results(params, grid_dir))
 
 
 def _cells_table(results: list[tuple[dict, dict]]) -> pd.DataFrame:
@@ -90,7 +102,9 @@ def _cells_table(results: list[tuple[dict, dict]]) -> pd.DataFrame:
 
 
 def load_curves(params: GridParams, grid_dir: str | Path) -> pd.DataFrame:
-    frames = [pd.DataFrame(result["history"]).assign(**cell) for cell, result in _results(params, grid_dir)]
+    frames = [
+        pd.DataFrame(result["history"]).assign(**cell) for cell, result in read_results(params, grid_dir)
+    ]
     return pd.concat(frames, ignore_index=True)
 
 
@@ -134,10 +148,12 @@ def _run_row(cell: dict, result: dict, seed: int, checkpoint: Path) -> dict:
     }
 
 
-def load_runs(params: GridParams, grid_dir: str | Path, finalists_dir: str | Path) -> pd.DataFrame:
+def load_runs(
+    params: GridParams, grid_dir: str | Path, finalists_dir: str | Path, results: list | None = None
+) -> pd.DataFrame:
     """One row per run: every cell on grid.seed (`rank` from round one), and each finalist on
     each of grid.finalist_seeds; `correct` holds its per-text validation results."""
-    results = _results(params, grid_dir)
+    results = results if results is not None else read_results(params, grid_dir)
     ranks = {row["key"]: int(row["rank"]) for _, row in rank_cells(_cells_table(results)).iterrows()}
     rows = [
         _run_row(cell, result, params.seed, Path(grid_dir) / result["checkpoint"]) for cell, result in results
@@ -257,10 +273,12 @@ def _pair_statement(pair: dict) -> str:
     return f"{pair['a']} vs {pair['b']}: no detectable difference"
 
 
-def grid_selection(params: GridParams, grid_dir: str | Path, finalists_dir: str | Path) -> dict:
+def grid_selection(
+    params: GridParams, grid_dir: str | Path, finalists_dir: str | Path, results: list | None = None
+) -> dict:
     """The winner, the runner-up and their test, the run to serve and the optimizer verdict; every
     choice on validation. JSON-ready (reports/metrics.json's `grid_selection`)."""
-    runs = load_runs(params, grid_dir, finalists_dir)
+    runs = load_runs(params, grid_dir, finalists_dir, results)
     summary = summarize_finalists(runs, params.finalists)
     winner = summary.iloc[0]
     mine = runs[runs["key"] == winner["key"]]

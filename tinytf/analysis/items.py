@@ -66,17 +66,17 @@ class ItemSource:
     def __init__(self, predictions: pd.DataFrame, baselines: pd.DataFrame | None = None):
         frames = [predictions] + ([baselines] if baselines is not None else [])
         self.frame = pd.concat(frames, ignore_index=True)
-        self.has_tfidf = baselines is not None and (baselines["arm"] == "tfidf_lr").any()
+        self.has_tfidf = baselines is not None and (baselines["start"] == "tfidf_lr").any()
 
-    def compare(self, labels: str, arm: str, other: str) -> dict:
+    def compare(self, labels: str, start: str, other: str) -> dict:
         return item_comparison(
-            correct_by_item(self.frame, arm=arm, labels=labels),
-            correct_by_item(self.frame, arm=other, labels=labels),
+            correct_by_item(self.frame, start=start, labels=labels),
+            correct_by_item(self.frame, start=other, labels=labels),
         )
 
 
 def chosen_predictions(predictions: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     """The predictions of the runs the curve reports: the chosen recipe's, from the final model."""
     keys = list(RUN_KEYS)
-    chosen = runs.loc[runs["chosen"] & (runs["start"] == "final"), keys].drop_duplicates()
+    chosen = runs.loc[runs["chosen"] & (runs["snapshot"] == "final"), keys].drop_duplicates()
     return predictions.merge(chosen, on=keys, how="inner")

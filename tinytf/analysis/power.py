@@ -27,8 +27,8 @@ TEST = (
 )
 
 
-def detectable_difference(std: float, n_per_arm: int, pooled_df: int) -> float:
-    """The smallest difference of two means of `n_per_arm` runs each that a two-sided t-test at
+def detectable_difference(std: float, n_per_group: int, pooled_df: int) -> float:
+    """The smallest difference of two means of `n_per_group` runs each that a two-sided t-test at
     α = 0.05 finds with 80 % power, given the seed-to-seed `std` (pooled over `pooled_df` degrees
     of freedom)."""
     from scipy import stats
@@ -36,7 +36,7 @@ def detectable_difference(std: float, n_per_arm: int, pooled_df: int) -> float:
     if pooled_df < 1 or not np.isfinite(std):
         raise DataError(f"a detectable difference needs a seed spread, got std {std} on {pooled_df} df")
     t = stats.t.ppf(1 - ALPHA / 2, pooled_df) + stats.t.ppf(POWER, pooled_df)
-    return float(t * std * np.sqrt(2 / n_per_arm))
+    return float(t * std * np.sqrt(2 / n_per_group))
 
 
 def pooled_seed_std(

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-RUN_KEYS = ("arm", "labels", "seed", "start", "lr", "dropout")  # a run, as runs.csv names it
+RUN_KEYS = ("start", "labels", "seed", "snapshot", "lr", "dropout")  # a run, as runs.csv names it
 COLUMNS = (*RUN_KEYS, "split", "item", "label", "prediction", "probability")
 
 

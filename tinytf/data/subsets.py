@@ -1,7 +1,7 @@
 """Nested, stratified subsets of the train labels: the x axis of the labelled-data curve.
 
 For one seed, the subsets of every size are prefixes of one class-balanced order, so 250 ⊂
-1,000 ⊂ 3,000 ⊂ all and each keeps the train split's class shares. The fine-tuning arms and
+1,000 ⊂ 3,000 ⊂ all and each keeps the train split's class shares. The fine-tuning starts and
 the baselines take the same subset for the same seed: their comparison is paired.
 """
 

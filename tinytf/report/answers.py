@@ -69,7 +69,7 @@ def _lab_transfer(r: ReportView) -> list[str]:
     first = rt.first_epoch(f.curves)
     out = []
     if f.finetune is not None:
-        line = f"- **Q4 pretrained vs scratch.** Test accuracy: {rt.arms_text(f.finetune)} (course report 000: 80% vs 75%)."
+        line = f"- **Q4 pretrained vs scratch.** Test accuracy: {rt.starts_text(f.finetune)} (course report 000: 80% vs 75%)."
         if "pretrained_vs_scratch" in f.finetune:
             line += f" Paired pretrained − scratch: {rt.paired_text(f.finetune['pretrained_vs_scratch'])}."
         if first is not None and {"pretrained", "scratch"} <= set(first.index):
@@ -134,10 +134,10 @@ def _discussion(r: ReportView) -> list[str]:
         "once (O(M²k)), and translating into another language re-runs only the decoder (O(N²k + NMk))."
     )
     frozen = ""
-    if f.finetune is not None and "frozen" in f.finetune["arms"]:
+    if f.finetune is not None and "probe" in f.finetune["starts"]:
         frozen = (
-            f" The frozen arm (a logistic regression on the fixed body's layers): "
-            f"{rt.pct(f.finetune['arms']['frozen']['test_accuracy_mean'])}"
+            f" The probe start (a logistic regression on the fixed body's layers): "
+            f"{rt.pct(f.finetune['starts']['probe']['test_accuracy_mean'])}"
             " test accuracy, what the pretrained features carry on their own."
         )
     out.append(
@@ -211,13 +211,15 @@ def _fine_tuning(r: ReportView) -> list[str]:
     out = []
     if first is not None and "pretrained" in first.index:
         cur = f.curves
-        arm = (
-            cur[cur["arm"] == "pretrained"].groupby("epoch")[["train_accuracy", "validation_accuracy"]].mean()
+        curve = (
+            cur[cur["start"] == "pretrained"]
+            .groupby("epoch")[["train_accuracy", "validation_accuracy"]]
+            .mean()
         )
         out.append(
             f"- **Q4.2 curves** (pretrained start, mean over seeds): best train accuracy at epoch "
-            f"{arm['train_accuracy'].idxmax()}, best validation accuracy at epoch "
-            f"{arm['validation_accuracy'].idxmax()} of {arm.index.max()}."
+            f"{curve['train_accuracy'].idxmax()}, best validation accuracy at epoch "
+            f"{curve['validation_accuracy'].idxmax()} of {curve.index.max()}."
         )
     if f.grid is not None:
         g, b = f.grid, f.best
@@ -253,7 +255,7 @@ def _masked(r: ReportView) -> str:
     f = r.f
     if f.objective == "masked" and f.finetune is not None:
         s = f.finetune
-        line = f"- **Q5 bidirectional pretraining.** This workspace's body is a masked LM: {rt.arms_text(f.finetune)}"
+        line = f"- **Q5 bidirectional pretraining.** This workspace's body is a masked LM: {rt.starts_text(f.finetune)}"
         if "pretrained_vs_scratch" in s:
             line += f"; pretrained − scratch {rt.paired_text(s['pretrained_vs_scratch'])}"
         return line + (

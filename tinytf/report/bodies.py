@@ -2,9 +2,9 @@
 encoder (the `hf` start) side by side, with their size, what they were pretrained on, what a
 fine-tuning run cost and the test accuracy, all on the same splits.
 
-Rows come from what the stages wrote: every fine-tuning arm at all labels (finetune summary and
+Rows come from what the stages wrote: every fine-tuning start at all labels (finetune summary and
 timings: mean ± std over seeds), and the grid's best cell as evaluate scored it on test (one
-seed, with the bootstrap interval), whichever start `grid.init` gave it.
+seed, with the bootstrap interval), whichever start `grid.start` gave it.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def bodies_table(
     metrics: dict | None,
     best_result: dict | None,
     best_model: dict | None,
-    grid_init: str,
+    grid_start: str,
     pretrained_meta: dict | None,
     corpus: str,
     classifier_parameters: int | None = None,
@@ -71,22 +71,22 @@ def bodies_table(
     bodies = {
         "scratch": "nobody (random initialisation)",
         "pretrained": ours,
-        "frozen": f"{ours}; body frozen, a logistic regression on its layers",
+        "probe": f"{ours}; body frozen, a logistic regression on its layers",
     }
     rows = []
-    for arm, entry in ((finetune or {}).get("arms") or {}).items():
+    for start, entry in ((finetune or {}).get("starts") or {}).items():
         seconds = None
-        if timings is not None and {"arm", "labels", "seconds"} <= set(timings.columns):
-            mine = timings[(timings["arm"] == arm) & (timings["labels"].astype(str) == "all")]
+        if timings is not None and {"start", "labels", "seconds"} <= set(timings.columns):
+            mine = timings[(timings["start"] == start) & (timings["labels"].astype(str) == "all")]
             seconds = float(mine["seconds"].mean()) if len(mine) else None
         n = len(entry.get("test_accuracy_by_seed", {}))
         rows.append(
             {
-                "start": arm,
+                "start": start,
                 "pretrained by / on": pretraining_of(hf_source)
-                if arm == "hf" and hf_source
-                else bodies.get(arm, arm),
-                "parameters": size(arm, (finetune.get("parameters") or {}).get(arm)),
+                if start == "hf" and hf_source
+                else bodies.get(start, start),
+                "parameters": size(start, (finetune.get("parameters") or {}).get(start)),
                 "fine-tune seconds": seconds,
                 "test accuracy": 100 * entry["test_accuracy_mean"],
                 "spread": f"± {100 * entry['test_accuracy_std']:.1f} (std, {n} seeds)",
@@ -98,9 +98,11 @@ def bodies_table(
         source = ((best_model or {}).get("hf") or {}).get("source")
         rows.append(
             {
-                "start": f"grid best cell ({grid_init})",
-                "pretrained by / on": pretraining_of(source) if source else bodies.get(grid_init, grid_init),
-                "parameters": size(grid_init, best_result.get("parameters")),
+                "start": f"grid best cell ({grid_start})",
+                "pretrained by / on": pretraining_of(source)
+                if source
+                else bodies.get(grid_start, grid_start),
+                "parameters": size(grid_start, best_result.get("parameters")),
                 "fine-tune seconds": best_result.get("train_seconds"),
                 "test accuracy": 100 * metrics["test_accuracy"],
                 "spread": f"95% interval {100 * low:.1f}–{100 * high:.1f} (bootstrap, 1 seed)",
@@ -117,7 +119,7 @@ def bodies_section(report) -> None:
     f, root = report.f, report.root
     if f.finetune is None and f.metrics is None:
         return
-    timings = report.inputs.csv("finetune_timings", ("arm", "labels", "seconds"))
+    timings = report.inputs.csv("finetune_timings", ("start", "labels", "seconds"))
     best_result = best_model = None
     if f.metrics is not None and f.grid is not None:
         from tinytf.analysis.grid import cell_key
@@ -139,7 +141,7 @@ def bodies_section(report) -> None:
         f.metrics,
         best_result,
         best_model,
-        report.params.grid.init,
+        report.params.grid.start,
         pretrained_meta,
         corpus,
         ours,
@@ -147,7 +149,7 @@ def bodies_section(report) -> None:
     if table.empty:
         return
     f.bodies = table
-    external = ((best_model or {}).get("hf") if report.params.grid.init == "hf" else None) or (
+    external = ((best_model or {}).get("hf") if report.params.grid.start == "hf" else None) or (
         {"source": f.finetune.get("hf_checkpoint"), "max_length": f.finetune.get("hf_max_length")}
         if f.finetune and f.finetune.get("hf_checkpoint")
         else None

@@ -188,22 +188,22 @@ class _Report:
     def finetune(self) -> None:
         from tinytf.report.plots import plot_finetune_curves
 
-        s = self.inputs.json("finetune_summary", keys=("arms",))
+        s = self.inputs.json("finetune_summary", keys=("starts",))
         if s is not None:
-            arms = self.params.finetune.arms
-            order = [a for a in arms if a in s["arms"]] + sorted(set(s["arms"]) - set(arms))
+            starts = self.params.finetune.starts
+            order = [a for a in starts if a in s["starts"]] + sorted(set(s["starts"]) - set(starts))
             s = {
                 **s,
-                "arms": {arm: s["arms"][arm] for arm in order},
+                "starts": {start: s["starts"][start] for start in order},
             }  # params order, not the file's sorted keys
             self.f.finetune = s
             path = self.root / UPSTREAM["finetune_summary"].path
             self.table(
                 "finetune",
-                "Pretrained vs scratch vs frozen",
+                "Pretrained vs scratch vs probe",
                 f"Test accuracy of the same classifier from "
                 f"three starts with all labels, at least {s.get('epochs', '?')} epoch(s), best validation "
-                "epoch kept (the frozen probe: a logistic regression, C chosen on validation), per seed "
+                "epoch kept (the linear probe: a logistic regression, C chosen on validation), per seed "
                 "and mean ± std.",
                 rt.finetune_table(s, path),
             )
@@ -217,7 +217,7 @@ class _Report:
         curves = self.inputs.csv(
             "finetune_curves",
             (
-                "arm",
+                "start",
                 "seed",
                 "epoch",
                 "train_accuracy",
@@ -285,7 +285,9 @@ class _Report:
         self.pending.append((self.out / "headline.json", write_json, (dv.headline(self.f),)))
         views = {}
         if self.f.curves is not None:
-            views.update({f"finetune_{arm}": frame for arm, frame in dv.arm_curves(self.f.curves).items()})
+            views.update(
+                {f"finetune_{start}": frame for start, frame in dv.start_curves(self.f.curves).items()}
+            )
         if self.f.test_report is not None:
             views["confusion"] = dv.confusion_rows(self.f.test_report)
         if self.f.grid is not None:

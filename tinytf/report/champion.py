@@ -11,40 +11,40 @@ from tinytf.analysis.items import chosen_predictions, correct_by_item, item_comp
 from tinytf.data.predictions import RUN_KEYS
 from tinytf.report import tables as rt
 
-NAMES = {"tfidf_lr": "TF-IDF + LR", "frozen": "the frozen probe", "hf": "the hf start"}
+NAMES = {"tfidf_lr": "TF-IDF + LR", "probe": "the linear probe", "hf": "the hf start"}
 
 
-def name(arm: str) -> str:
-    return NAMES.get(arm, f"the {arm} start")
+def name(start: str) -> str:
+    return NAMES.get(start, f"the {start} start")
 
 
 def best_start(runs: pd.DataFrame) -> str | None:
     """The start with the best mean validation accuracy over its chosen all-label runs (never test)."""
-    final = runs[runs["chosen"] & (runs["start"] == "final") & (runs["labels"] == "all")]
+    final = runs[runs["chosen"] & (runs["snapshot"] == "final") & (runs["labels"] == "all")]
     if final.empty:
         return None
-    return str(final.groupby("arm")["validation_accuracy"].mean().idxmax())
+    return str(final.groupby("start")["validation_accuracy"].mean().idxmax())
 
 
 def champion_comparison(
     champion: pd.DataFrame, finetune: pd.DataFrame, runs: pd.DataFrame, baselines: pd.DataFrame | None
 ) -> dict | None:
-    """{"champion": accuracy, "rivals": {name: {"arm", "accuracy", "seeds", **item test of champion − it}},
+    """{"champion": accuracy, "rivals": {name: {"start", "accuracy", "seeds", **item test of champion − it}},
     "best": the highest test accuracy of the three}, all on the champion's test texts."""
     runs = runs.astype({"labels": str})  # runs.csv reads "250" as a number, the predictions hold text
-    arm = best_start(runs)
-    if arm is None:
+    start = best_start(runs)
+    if start is None:
         return None
     mine = correct_by_item(champion.assign(seed=0))
-    sides = {"best_start": (arm, chosen_predictions(finetune, runs))}
-    if baselines is not None and (baselines["arm"] == "tfidf_lr").any():
+    sides = {"best_start": (start, chosen_predictions(finetune, runs))}
+    if baselines is not None and (baselines["start"] == "tfidf_lr").any():
         sides["tfidf"] = ("tfidf_lr", baselines)
     out: dict = {"champion": float(mine.mean()), "n_items": int(mine.shape[1]), "rivals": {}}
     for key, (side, frame) in sides.items():
-        theirs = correct_by_item(frame, arm=side, labels="all")
+        theirs = correct_by_item(frame, start=side, labels="all")
         test = item_comparison(mine, theirs)
-        out["rivals"][key] = {"arm": side, "accuracy": float(theirs.mean()), "seeds": len(theirs), **test}
-    accuracies = {"champion": out["champion"]} | {r["arm"]: r["accuracy"] for r in out["rivals"].values()}
+        out["rivals"][key] = {"start": side, "accuracy": float(theirs.mean()), "seeds": len(theirs), **test}
+    accuracies = {"champion": out["champion"]} | {r["start"]: r["accuracy"] for r in out["rivals"].values()}
     out["best"] = max(accuracies, key=accuracies.get)
     return out
 
@@ -56,7 +56,7 @@ def champion_text(c: dict) -> str:
         detected = rival["p_value"] < ALPHA
         seeds = f", mean of {rival['seeds']} seeds" if rival["seeds"] > 1 else ""
         parts.append(
-            f"against {name(rival['arm'])} with all labels ({rt.pct(rival['accuracy'])}{seeds}) "
+            f"against {name(rival['start'])} with all labels ({rt.pct(rival['accuracy'])}{seeds}) "
             f"{rival['mean_difference'] * 100:+.1f} points (p = {rival['p_value']:.3g}, "
             f"{'a detected difference' if detected else 'no detectable difference'})"
         )
@@ -71,18 +71,18 @@ def champion_text(c: dict) -> str:
 def champion_section(r) -> None:
     """Facts for the headline, where the champion's, the curve's and the baselines' predictions are."""
     champion = r.inputs.parquet("evaluate_predictions", ("split", "item", "label", "prediction"))
-    finetune = r.inputs.parquet("finetune_predictions", ("arm", "labels", "split", "item", "prediction"))
+    finetune = r.inputs.parquet("finetune_predictions", ("start", "labels", "split", "item", "prediction"))
     runs = r.inputs.csv("finetune_runs", ("chosen", "validation_accuracy", *RUN_KEYS))
     if champion is None or finetune is None or runs is None:
         return
-    baselines = r.inputs.parquet("baseline_predictions", ("arm", "labels", "split", "item", "prediction"))
+    baselines = r.inputs.parquet("baseline_predictions", ("start", "labels", "split", "item", "prediction"))
     r.f.champion_vs = c = champion_comparison(champion, finetune, runs, baselines)
     if c is None:
         return
     rows = [{"model": "the served model (the grid's winner)", "test_accuracy": c["champion"], "seeds": 1}]
     rows += [
         {
-            "model": f"{name(rival['arm'])}, all labels",
+            "model": f"{name(rival['start'])}, all labels",
             "test_accuracy": rival["accuracy"],
             "seeds": rival["seeds"],
             "served_minus_it": rival["mean_difference"],

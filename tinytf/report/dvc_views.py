@@ -36,7 +36,7 @@ def headline(f: Facts) -> dict:
             brief = brief_test(test)
             out[f"pretrained_minus_{against}"] = {"mean": brief.pop("mean_difference"), **brief}
     if f.label_curve is not None:
-        starts = ("pretrained", "scratch", "frozen", "tfidf_lr")
+        starts = ("pretrained", "scratch", "probe", "tfidf_lr")
         out["label_curve"] = {
             str(row["labels"]): {s: float(row[f"{s} mean"]) for s in starts if pd.notna(row.get(f"{s} mean"))}
             for _, row in f.label_curve.iterrows()
@@ -55,12 +55,14 @@ def headline(f: Facts) -> dict:
     return out
 
 
-def arm_curves(curves: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """Per trained start, validation accuracy per epoch, the mean over seeds (the frozen probe is
+def start_curves(curves: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """Per trained start, validation accuracy per epoch, the mean over seeds (the linear probe is
     fitted, not trained by epochs). One file per start: starts may run different numbers of
     epochs, and a blank cell would be drawn as 0."""
-    means = curves.groupby(["arm", "epoch"], sort=False)["validation_accuracy"].mean().reset_index()
-    return {arm: part[["epoch", "validation_accuracy"]] for arm, part in means.groupby("arm", sort=False)}
+    means = curves.groupby(["start", "epoch"], sort=False)["validation_accuracy"].mean().reset_index()
+    return {
+        start: part[["epoch", "validation_accuracy"]] for start, part in means.groupby("start", sort=False)
+    }
 
 
 def confusion_rows(test_report: dict) -> pd.DataFrame:

@@ -25,8 +25,8 @@ class Facts:
     pretrain: dict | None = None  # reports/pretrain/metrics.json
     variants: pd.DataFrame | None = None  # mean ± std per positional encoding x head merge
     variants_summary: dict | None = None  # reports/variants/summary.json: power and verdicts
-    finetune: dict | None = None  # reports/finetune/summary.json, arms in params order
-    curves: pd.DataFrame | None = None  # fine-tuning curves per arm, seed and epoch
+    finetune: dict | None = None  # reports/finetune/summary.json, starts in params order
+    curves: pd.DataFrame | None = None  # fine-tuning curves per start, seed and epoch
     label_curve: pd.DataFrame | None = None  # every start and baseline per label count
     baselines: dict | None = None  # reports/baselines/summary.json
     snapshot_curve: pd.DataFrame | None = None  # pretrained − scratch per pretraining snapshot

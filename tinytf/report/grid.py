@@ -58,7 +58,7 @@ def grid_section(report) -> None:
         "grid",
         "Optimizer × learning rate × batch size × epochs",
         "Final train and validation "
-        f"metrics of every grid cell (init `{grid.init}`, round one on seed {grid.seed}); the "
+        f"metrics of every grid cell (start `{grid.start}`, round one on seed {grid.seed}); the "
         f"{len(grid.finalists)} best by validation accuracy ran again on seeds "
         f"{', '.join(map(str, grid.finalist_seeds))} (mean ± std over all their seeds), and the winner, "
         f"the best mean, is marked.{grid_resolution(report.f.finetune, cells, finalists)}"
@@ -177,8 +177,8 @@ def grid_resolution(
     runs; and the cells that tie with the best by that measure."""
     if finalists and len(finalists[0]["seeds"]) > 1:
         return _finalist_resolution(finalists)
-    arm = (((finetune or {}).get("label_curve") or {}).get("all") or {}).get("pretrained") or {}
-    by_seed = arm.get("validation_by_seed") or {}
+    start = (((finetune or {}).get("label_curve") or {}).get("all") or {}).get("pretrained") or {}
+    by_seed = start.get("validation_by_seed") or {}
     if len(by_seed) < 2:
         return ""
     n = len(by_seed)

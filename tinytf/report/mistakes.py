@@ -19,9 +19,9 @@ def short(text: str) -> str:
     return text if len(text) <= TEXT else text[: TEXT - 1] + "…"
 
 
-def by_text(predictions: pd.DataFrame, arm: str) -> pd.DataFrame:
+def by_text(predictions: pd.DataFrame, start: str) -> pd.DataFrame:
     """Per test text, one start's share of seeds right and its mean probability in its predictions."""
-    rows = predictions[(predictions["arm"] == arm) & (predictions["split"] == "test")]
+    rows = predictions[(predictions["start"] == start) & (predictions["split"] == "test")]
     rows = rows.assign(right=(rows["prediction"] == rows["label"]).astype(float))
     return rows.groupby("item").agg(
         right=("right", "mean"), confidence=("probability", "mean"), label=("label", "first")
@@ -78,9 +78,9 @@ def mistakes_section(r) -> None:
         return
     texts = texts["text"].tolist()
     classes = (r.f.finetune or {}).get("classes") or (r.f.test_report or {}).get("classes")
-    finetune = r.inputs.parquet("finetune_predictions", ("arm", "labels", "split", "item", "prediction"))
+    finetune = r.inputs.parquet("finetune_predictions", ("start", "labels", "split", "item", "prediction"))
     runs = r.inputs.csv("finetune_runs", ("chosen", *RUN_KEYS)) if finetune is not None else None
-    if runs is not None and {"pretrained", "scratch"} <= set(finetune["arm"]):
+    if runs is not None and {"pretrained", "scratch"} <= set(finetune["start"]):
         # the runs the curve reports (each start's chosen recipe, from the final model), all labels
         chosen = chosen_predictions(finetune, runs.astype({"labels": str}))
         chosen = chosen[chosen["labels"] == "all"]
@@ -107,4 +107,4 @@ def mistakes_section(r) -> None:
 
 
 def _seeds(rows: pd.DataFrame) -> int:
-    return int(rows.loc[rows["arm"] == "pretrained", "seed"].nunique())
+    return int(rows.loc[rows["start"] == "pretrained", "seed"].nunique())

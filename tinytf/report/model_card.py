@@ -20,7 +20,7 @@ BASELINES = {"majority": "majority class", "tfidf_lr": "TF-IDF + LR"}
 class CardFacts:
     meta: dict  # the checkpoint's JSON: `model` (tinytf) or `hf` (an external encoder)
     parameters: int
-    init: str  # grid.init: the start the grid fine-tuned
+    start: str  # grid.start: the start the grid fine-tuned
     max_length: int  # tokens a text is cut to
     data: dict  # reports/data.json's `sentiment` section
     best: dict  # the chosen cell: BEST_COLUMNS and its key
@@ -51,7 +51,7 @@ def _model(f: CardFacts) -> list[str]:
         "# Model card: tinytf sentiment classifier",
         "",
         f"{f'Registered as {f.registered}' if f.registered else 'Not registered in MLflow'}. The model is {what}, {f.parameters:,} parameters, fine-tuned "
-        f"from the `{f.init}` start to {len(f.report['classes'])} classes: "
+        f"from the `{f.start}` start to {len(f.report['classes'])} classes: "
         f"{', '.join(f.report['classes'])}. It reads at most {f.max_length} tokens of a text.",
         "",
     ]
@@ -123,9 +123,9 @@ def _results(f: CardFacts) -> list[str]:
     ]
     beside = [f"{BASELINES.get(n, n)} {v['test_accuracy']:.4f}" for n, v in f.metrics["baselines"].items()]
     starts = [
-        f"{arm} {v['mean']:.4f} ± {v['std']:.4f}"
-        for arm, v in f.metrics["pretrained_vs_scratch"].items()
-        if arm != "paired_test"
+        f"{start} {v['mean']:.4f} ± {v['std']:.4f}"
+        for start, v in f.metrics["pretrained_vs_scratch"].items()
+        if start != "paired_test"
     ]
     return [
         "## Results on test",

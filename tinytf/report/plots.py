@@ -40,15 +40,15 @@ def _band(ax, frame: pd.DataFrame, x: str, y: str, label: str) -> None:
 def plot_finetune_curves(curves: pd.DataFrame, path: str | Path) -> Path:
     """Course report 000's figure: accuracy and loss per epoch per start; train dashed, validation solid."""
     fig, (acc_ax, loss_ax) = plt.subplots(1, 2, figsize=(11, 4))
-    for arm, frame in curves.groupby("arm", sort=False):
-        _band(acc_ax, frame, "epoch", "validation_accuracy", f"{arm} (validation)")
-        _band(loss_ax, frame, "epoch", "validation_loss", f"{arm} (validation)")
+    for start, frame in curves.groupby("start", sort=False):
+        _band(acc_ax, frame, "epoch", "validation_accuracy", f"{start} (validation)")
+        _band(loss_ax, frame, "epoch", "validation_loss", f"{start} (validation)")
     acc_ax.set_prop_cycle(None)
     loss_ax.set_prop_cycle(None)
-    for arm, frame in curves.groupby("arm", sort=False):
+    for start, frame in curves.groupby("start", sort=False):
         means = frame.groupby("epoch")[["train_accuracy", "train_loss"]].mean()
-        acc_ax.plot(means.index, means["train_accuracy"], linestyle="--", alpha=0.7, label=f"{arm} (train)")
-        loss_ax.plot(means.index, means["train_loss"], linestyle="--", alpha=0.7, label=f"{arm} (train)")
+        acc_ax.plot(means.index, means["train_accuracy"], linestyle="--", alpha=0.7, label=f"{start} (train)")
+        loss_ax.plot(means.index, means["train_loss"], linestyle="--", alpha=0.7, label=f"{start} (train)")
     n_seeds = curves["seed"].nunique()
     acc_ax.set(
         title=f"Accuracy per epoch (mean ± std over {n_seeds} seeds)",
@@ -166,7 +166,7 @@ def plot_label_curve(curve: pd.DataFrame, path: str | Path) -> Path:
     with a ±1 std band over its seeds, the baselines dashed."""
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
     x = curve["n_train"].to_numpy()
-    for name in ("pretrained", "scratch", "frozen"):
+    for name in ("pretrained", "scratch", "probe"):
         if f"{name} mean" not in curve:
             continue
         mean, std = curve[f"{name} mean"].to_numpy(), curve[f"{name} std"].fillna(0).to_numpy()

@@ -202,10 +202,12 @@ def pm(mean: float, std: float, digits: int) -> str:
 
 def finetune_table(summary: dict, path: Path | str) -> pd.DataFrame:
     rows = []
-    for arm, a in summary["arms"].items():
-        require(a, f"{path} (arm {arm})", "test_accuracy_mean", "test_accuracy_std", "test_accuracy_by_seed")
+    for start, a in summary["starts"].items():
+        require(
+            a, f"{path} (start {start})", "test_accuracy_mean", "test_accuracy_std", "test_accuracy_by_seed"
+        )
         row = {
-            "arm": arm,
+            "start": start,
             "test accuracy mean": a["test_accuracy_mean"],
             "std": a["test_accuracy_std"],
             "seeds": len(a["test_accuracy_by_seed"]),
@@ -343,11 +345,11 @@ def pp(x: float) -> str:
     return f"{x * 100:+.1f} pp"
 
 
-def arms_text(summary: dict) -> str:
-    arms = summary["arms"]
+def starts_text(summary: dict) -> str:
+    starts = summary["starts"]
     return ", ".join(
-        f"{arm} {pct(a['test_accuracy_mean'])} ± {a['test_accuracy_std'] * 100:.1f} pp"
-        for arm, a in arms.items()
+        f"{start} {pct(a['test_accuracy_mean'])} ± {a['test_accuracy_std'] * 100:.1f} pp"
+        for start, a in starts.items()
     )
 
 
@@ -384,12 +386,12 @@ def no_spread(test: dict) -> bool:
 
 
 def first_epoch(c: pd.DataFrame | None) -> pd.DataFrame | None:
-    """Mean over seeds of each arm's first-epoch accuracies."""
+    """Mean over seeds of each start's first-epoch accuracies."""
     if c is None:
         return None
     return (
         c[c["epoch"] == c["epoch"].min()]
-        .groupby("arm", sort=False)[["train_accuracy", "validation_accuracy"]]
+        .groupby("start", sort=False)[["train_accuracy", "validation_accuracy"]]
         .mean()
     )
 

@@ -49,10 +49,10 @@ def _headline(r: ReportView) -> list[str]:
     if f.finetune is not None:
         s = f.finetune
         out.append(
-            f"- Test accuracy by start, mean ± std over {len(s.get('seeds', [])) or '?'} seeds: {rt.arms_text(f.finetune)}."
+            f"- Test accuracy by start, mean ± std over {len(s.get('seeds', [])) or '?'} seeds: {rt.starts_text(f.finetune)}."
         )
         every = s.get("label_curve", {}).get("all", {})
-        for key in ("pretrained_vs_tfidf", "pretrained_vs_scratch", "frozen_vs_scratch"):
+        for key in ("pretrained_vs_tfidf", "pretrained_vs_scratch", "probe_vs_scratch"):
             test = every.get(key, s.get(key))  # the all-labels point of the curve carries its Holm p
             if test:
                 name = key.replace("_vs_", " − ").replace("tfidf", "TF-IDF + LR")

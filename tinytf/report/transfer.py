@@ -11,7 +11,7 @@ from tinytf.analysis.evaluation import verdict as analysis_verdict
 from tinytf.report import tables as rt
 from tinytf.report.facts import UPSTREAM, ReportView
 
-ARMS = ("pretrained", "scratch", "frozen")
+ARMS = ("pretrained", "scratch", "probe")
 # Published SST-2 numbers, cited for context only (another dataset than the default one)
 PUBLISHED = (
     ("SVM (bag of words), Socher et al. 2013", 0.794),
@@ -26,13 +26,13 @@ def curve_frame(finetune: dict, baselines: dict | None, path) -> pd.DataFrame:
     for labels, entry in finetune["label_curve"].items():
         rt.require(entry, f"{path} (label_curve {labels})", "scratch", "n_train")
         row = {"labels": labels, "n_train": entry["n_train"]}
-        for arm in ARMS:
-            if arm in entry:
+        for start in ARMS:
+            if start in entry:
                 row.update(
                     {
-                        f"{arm} mean": entry[arm]["mean"],
-                        f"{arm} std": entry[arm]["std"],
-                        f"{arm} seeds": len(entry[arm]["by_seed"]),
+                        f"{start} mean": entry[start]["mean"],
+                        f"{start} std": entry[start]["std"],
+                        f"{start} seeds": len(entry[start]["by_seed"]),
                     }
                 )
         base = (baselines or {}).get("label_curve", {}).get(labels)
@@ -44,15 +44,15 @@ def curve_frame(finetune: dict, baselines: dict | None, path) -> pd.DataFrame:
                     "tfidf_lr std": base["tfidf_lr"]["std"],
                 }
             )
-        for arm, other in (
+        for start, other in (
             ("pretrained", "scratch"),
-            ("frozen", "scratch"),
+            ("probe", "scratch"),
             ("pretrained", "tfidf"),
             ("scratch", "tfidf"),
         ):
-            test = entry.get(f"{arm}_vs_{other}")
+            test = entry.get(f"{start}_vs_{other}")
             if test:
-                name = f"{arm} − {'TF-IDF' if other == 'tfidf' else other}"
+                name = f"{start} − {'TF-IDF' if other == 'tfidf' else other}"
                 row.update(
                     {
                         name: test["mean_difference"],
@@ -60,7 +60,7 @@ def curve_frame(finetune: dict, baselines: dict | None, path) -> pd.DataFrame:
                         f"{name} p (Holm)": test.get("p_holm"),
                     }
                 )
-                if arm == "pretrained" and "items" in test:
+                if start == "pretrained" and "items" in test:
                     row[f"{name} p (texts)"] = test["items"]["p_value"]
         rows.append(row)
     return pd.DataFrame(rows).sort_values("n_train", kind="stable").reset_index(drop=True)
@@ -116,7 +116,7 @@ def transfer_section(r) -> None:
                 [
                     c
                     for c in (
-                        "start",
+                        "snapshot",
                         "tokens",
                         "accuracy_mean",
                         "mean_difference",
@@ -139,8 +139,8 @@ def transfer_section(r) -> None:
 
 
 def recipes_by_labels(s: dict) -> dict[str, dict[str, dict]]:
-    """summary.json's `recipes` as {label count: {arm: recipe}}; an older summary chose once, at
-    `protocol.search_labels`, and kept {arm: recipe}."""
+    """summary.json's `recipes` as {label count: {start: recipe}}; an older summary chose once, at
+    `protocol.search_labels`, and kept {start: recipe}."""
     recipes = s.get("recipes") or {}
     if recipes and all("candidates" in v for v in recipes.values()):
         return {str(s["protocol"]["search_labels"]): recipes}
@@ -166,15 +166,15 @@ def recipe_table(r, s: dict) -> None:
     rows = [
         {
             "labels": labels,
-            "arm": arm,
+            "start": start,
             "lr": c["lr"],
             "dropout": c["dropout"],
             "validation_accuracy": c["validation_accuracy"],
             "seeds": c["seeds"],
             "chosen": (c["lr"], c["dropout"]) == (chosen["lr"], chosen["dropout"]),
         }
-        for labels, by_arm in recipes.items()
-        for arm, chosen in by_arm.items()
+        for labels, by_start in recipes.items()
+        for start, chosen in by_start.items()
         for c in chosen["candidates"]
     ]
     protocol = s["protocol"]
@@ -184,7 +184,7 @@ def recipe_table(r, s: dict) -> None:
         f"Mean validation accuracy of every candidate lr x dropout over the "
         f"first {len(protocol['search_seeds'])} seed(s) at "
         f"{search_labels_text(protocol)}: the same candidates for every trained start, each using its own "
-        "best. Test accuracy is never read to choose. The frozen probe has no lr or dropout: its logistic "
+        "best. Test accuracy is never read to choose. The linear probe has no lr or dropout: its logistic "
         "regression's C is chosen on validation in every run (runs.csv, `probe_c`)."
         + (f" {changes}" if (changes := recipe_changes(recipes)) else ""),
         pd.DataFrame(rows),
@@ -197,12 +197,15 @@ def recipe_changes(recipes: dict[str, dict[str, dict]]) -> str | None:
     if len(recipes) < 2:
         return None
     parts = []
-    arms = dict.fromkeys(arm for by_arm in recipes.values() for arm in by_arm)
-    for arm in arms:
-        chosen = {labels: (by_arm[arm]["lr"], by_arm[arm]["dropout"]) for labels, by_arm in recipes.items()}
+    starts = dict.fromkeys(start for by_start in recipes.values() for start in by_start)
+    for start in starts:
+        chosen = {
+            labels: (by_start[start]["lr"], by_start[start]["dropout"])
+            for labels, by_start in recipes.items()
+        }
         text = ", ".join(f"{labels}: lr {lr:g}, dropout {d:g}" for labels, (lr, d) in chosen.items())
         kinds = len(set(chosen.values()))
-        parts.append(f"{arm} chose {'one recipe' if kinds == 1 else f'{kinds} different recipes'} ({text})")
+        parts.append(f"{start} chose {'one recipe' if kinds == 1 else f'{kinds} different recipes'} ({text})")
     return "Recipe per label count (the choice on each count's own validation): " + "; ".join(parts) + "."
 
 
@@ -270,11 +273,11 @@ def transfer_text(r: ReportView) -> list[str]:
             )
     out += trend_text(s)
     every = s["label_curve"].get("all", {})
-    if "frozen" in every and r.f.baselines:
+    if "probe" in every and r.f.baselines:
         majority = r.f.baselines["label_curve"]["all"]["majority"]["mean"]
         out.append(
             f"- Frozen linear probe with all labels (a logistic regression on every layer's pooled "
-            f"output): {rt.pct(every['frozen']['mean'])}, {100 * (every['frozen']['mean'] - majority):+.1f} "
+            f"output): {rt.pct(every['probe']['mean'])}, {100 * (every['probe']['mean'] - majority):+.1f} "
             f"points over the majority class ({rt.pct(majority)}): what pretraining put in the features "
             "without fine-tuning."
         )
@@ -290,17 +293,17 @@ def transfer_text(r: ReportView) -> list[str]:
     return out
 
 
-START_NAMES = {"pretrained": "pretrained", "scratch": "scratch", "frozen": "the frozen probe", "hf": "hf"}
+START_NAMES = {"pretrained": "pretrained", "scratch": "scratch", "probe": "the linear probe", "hf": "hf"}
 AGAINST = {"lower": "TF-IDF wins", "higher": "the start wins", "no detectable difference": "a tie"}
 
 
 def against_tfidf(labels: str, entry: dict) -> str | None:
     """'- 250 labels, against TF-IDF + LR (63.2%): it beats every start: …': each start's paired
     difference from the baseline, its Holm p and what the test says."""
-    tests = {arm: entry[f"{arm}_vs_tfidf"] for arm in START_NAMES if f"{arm}_vs_tfidf" in entry}
+    tests = {start: entry[f"{start}_vs_tfidf"] for start in START_NAMES if f"{start}_vs_tfidf" in entry}
     if not tests:
         return None
-    said = {arm: test.get("verdict") or analysis_verdict(test) for arm, test in tests.items()}
+    said = {start: test.get("verdict") or analysis_verdict(test) for start, test in tests.items()}
     lower = [START_NAMES[a] for a, v in said.items() if v == "lower"]
     higher = [START_NAMES[a] for a, v in said.items() if v == "higher"]
     tied = [START_NAMES[a] for a, v in said.items() if v == "no detectable difference"]
@@ -316,9 +319,9 @@ def against_tfidf(labels: str, entry: dict) -> str | None:
         ]
         summary = ", ".join(parts)
     details = "; ".join(
-        f"{START_NAMES[arm]} {100 * test['mean_difference']:+.1f} points ({AGAINST[said[arm]]}, "
+        f"{START_NAMES[start]} {100 * test['mean_difference']:+.1f} points ({AGAINST[said[start]]}, "
         f"{holm_text(test)}{items_text(test)})"
-        for arm, test in tests.items()
+        for start, test in tests.items()
     )
     tfidf = entry[next(iter(tests))]["mean"] - next(iter(tests.values()))["mean_difference"]
     return f"- {labels} labels, against TF-IDF + logistic regression ({rt.pct(tfidf)}): {summary}: {details}."
@@ -349,11 +352,11 @@ def _baseline_text(curve: pd.DataFrame, source: str | None) -> list[str]:
     if "tfidf_lr mean" not in curve:
         return []
     last = curve.iloc[-1]
-    ours = {arm: last[f"{arm} mean"] for arm in ARMS if f"{arm} mean" in curve}
-    best_arm = max(ours, key=ours.get)
-    gap = 100 * (ours[best_arm] - last["tfidf_lr mean"])
+    ours = {start: last[f"{start} mean"] for start in ARMS if f"{start} mean" in curve}
+    top_start = max(ours, key=ours.get)
+    gap = 100 * (ours[top_start] - last["tfidf_lr mean"])
     cnn = PUBLISHED[-1][1]
-    to_cnn = 100 * (ours[best_arm] - cnn)
+    to_cnn = 100 * (ours[top_start] - cnn)
     published = "; ".join(f"{name} {rt.pct(value)}" for name, value in PUBLISHED)
     # Kim's stsa.binary test file is the sst2 source's: the same sentences, though the published
     # models also trained on SST's labelled phrases
@@ -363,7 +366,7 @@ def _baseline_text(curve: pd.DataFrame, source: str | None) -> list[str]:
         else "context only, another dataset"
     )
     return [
-        f"- With all labels our best start ({best_arm}, {rt.pct(ours[best_arm])}) stands {abs(gap):.1f} points "
+        f"- With all labels our best start ({top_start}, {rt.pct(ours[top_start])}) stands {abs(gap):.1f} points "
         f"{side(gap)} TF-IDF + logistic regression ({rt.pct(last['tfidf_lr mean'])}) and {abs(to_cnn):.1f} points "
         f"{side(to_cnn)} CNN-rand's published {rt.pct(cnn)} on SST-2 ({context}: {published}).",
     ]

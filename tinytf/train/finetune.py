@@ -1,6 +1,6 @@
 """Fine-tuning (the core of stage `finetune`): the labelled-data curve and the pretraining-tokens curve.
 
-Three starts of the same classifier (pretrained, scratch, frozen linear probe) are fine-tuned on
+Three starts of the same classifier (pretrained, scratch, linear probe) are fine-tuned on
 nested subsets of the train labels (`tinytf.data.subsets`). A seed fixes the subset, the head
 initialisation and the batch order, so for one seed the starts differ only in their body: the
 comparison over seeds is paired. The recipe is chosen on validation, never on test:
@@ -13,7 +13,7 @@ comparison over seeds is paired. The recipe is chosen on validation, never on te
 3. each count's recipe then runs every seed of that count, and the pretrained start again from
    each pretraining snapshot at `snapshot_labels` labels, over the same seeds.
 
-The frozen start is a linear probe (`tinytf.train.linear_probe`): a logistic regression on the body's
+The probe start is a linear probe (`tinytf.train.linear_probe`): a logistic regression on the body's
 features, computed once per start, with its C chosen on validation in each run; it has no lr.
 """
 
@@ -55,21 +55,21 @@ MAX_EVALUATIONS = 6  # validation passes per run at most: see `schedule`
 
 @dataclass
 class FinetuneResult:
-    runs: pd.DataFrame  # one row per run: start, arm, labels, seed, lr, best epoch, accuracies
+    runs: pd.DataFrame  # one row per run: snapshot, start, labels, seed, lr, best epoch, accuracies
     curves: pd.DataFrame  # per evaluated epoch of the all-label runs (the per-epoch plot)
-    # per searched label count ("250", "all"), per trained arm: the chosen lr and dropout, and
+    # per searched label count ("250", "all"), per trained start: the chosen lr and dropout, and
     # every candidate's score
     recipes: dict[str, dict[str, dict]]
     search_seeds: list[int]  # the seeds the recipes were chosen over (at each `search_labels` count)
     classes: list[str]
     runtime: Runtime  # what `auto` resolved to on this machine, for the outputs to record
     timings: pd.DataFrame  # wall seconds per run (a measurement: kept apart from the results)
-    parameters: dict[str, int]  # parameters per arm's classifier (what classifying uses: no LM head)
+    parameters: dict[str, int]  # parameters per start's classifier (what classifying uses: no LM head)
     workers: int  # processes the runs went to (tinytf.train.workers): a rerun elsewhere may differ
     predictions: pd.DataFrame  # every run's validation and test predictions (tinytf.analysis.items)
 
 
-# called with a run's tags (arm, labels, seed, start, lr, dropout): the stage opens an MLflow child run
+# called with a run's tags (start, labels, seed, snapshot, lr, dropout): the stage opens an MLflow child run
 CallbacksFor = Callable[[dict], contextlib.AbstractContextManager[list[Callback]]]
 
 
@@ -99,36 +99,36 @@ def subset(data: SentimentData, count: int, seed: int) -> tuple[SentimentData, n
         data.splits,
         train=SentimentDataset([train.input_ids[i] for i in rows], [train.labels[i] for i in rows]),
     )
-    # replace, not a new SentimentData: the hf arm's pad id travels with its splits
+    # replace, not a new SentimentData: the hf start's pad id travels with its splits
     return dataclasses.replace(data, splits=splits, encoded={}), rows
 
 
 @dataclass(frozen=True)
 class RunSpec:
-    """One fine-tuning run: a start (`start_name` is "final" or a snapshot's), an arm, a label
-    count (0 = all), a seed and a recipe (lr and dropout; None for the frozen probe, which
+    """One fine-tuning run: a start, the checkpoint it loads (`snapshot` is "final" or a snapshot's name), a label
+    count (0 = all), a seed and a recipe (lr and dropout; None for the linear probe, which
     chooses its C itself)."""
 
-    arm: str
+    start: str
     count: int
     seed: int
     lr: float | None
     dropout: float | None
-    start: Path
-    start_name: str
+    checkpoint: Path
+    snapshot: str
 
     @property
     def tracked(self) -> bool:
         """The all-label runs from the final model: their epochs make the per-epoch plot."""
-        return self.count == 0 and self.start_name == "final"
+        return self.count == 0 and self.snapshot == "final"
 
     def tags(self) -> dict:
         """What the MLflow UI filters the study's runs by."""
         return {
-            "arm": self.arm,
+            "start": self.start,
             "labels": count_name(self.count),
             "seed": self.seed,
-            "start": self.start_name,
+            "snapshot": self.snapshot,
             "lr": self.lr,
             "dropout": self.dropout,
         }
@@ -145,14 +145,14 @@ class Trainer:
 
     def __init__(self, params: FinetuneParams, data_dir, max_length: int, hf: HFParams | None):
         self.params, self.data_dir, self.max_length, self.hf = params, data_dir, max_length, hf
-        self.data = SentimentData.load(data_dir)  # the hf arm's encoding is made once, kept in it
+        self.data = SentimentData.load(data_dir)  # the hf start's encoding is made once, kept in it
         self.runtime = finetune_runtime(params, self.data)
 
-    def build(self, arm: str, start: Path, seed: int, dropout: float):
-        """(model, its data, its max_length): the hf arm has its own tokenizer, hence its own ids."""
+    def build(self, start: str, checkpoint: Path, seed: int, dropout: float):
+        """(model, its data, its max_length): the hf start has its own tokenizer, hence its own ids."""
         p = self.params
         built = build_start(
-            arm, self.data, self.data_dir, start, self.max_length, seed, dropout, p.attention, self.hf
+            start, self.data, self.data_dir, checkpoint, self.max_length, seed, dropout, p.attention, self.hf
         )
         return built.model, built.data, built.max_length
 
@@ -165,16 +165,16 @@ class Trainer:
         """{"row", "history", "events" (the MLflow callback calls of the run, replayed by the
         stage's process), "parameters", "seconds"}."""
         began = time.perf_counter()
-        model, data, max_length = self.build(spec.arm, spec.start, spec.seed, spec.dropout)
+        model, data, max_length = self.build(spec.start, spec.checkpoint, spec.seed, spec.dropout)
         p, (data, _) = self.params, subset(data, spec.count, spec.seed)
         epochs, every = schedule(len(data.splits["train"]), p)
         name = (
-            f"{spec.arm} {count_name(spec.count)} labels seed {spec.seed} lr {spec.lr:g} dropout {spec.dropout:g}"
-            + ("" if spec.start_name == "final" else f" from {spec.start_name}")
+            f"{spec.start} {count_name(spec.count)} labels seed {spec.seed} lr {spec.lr:g} dropout {spec.dropout:g}"
+            + ("" if spec.snapshot == "final" else f" from {spec.snapshot}")
         )
         recorder = Recorder()
         recipe = ClassifierRecipe(
-            start=spec.arm,
+            start=spec.start,
             optimizer=p.optimizer,
             lr=spec.lr,
             batch_size=p.batch_size,
@@ -240,8 +240,8 @@ class Recorder(Callback):
 
 
 class Runner:
-    """Runs specs, each once (the lr search's runs are reused by the curve): the trained arms in
-    `tinytf.train.workers`, the frozen probe here, as its features are computed once per start."""
+    """Runs specs, each once (the lr search's runs are reused by the curve): the trained starts in
+    `tinytf.train.workers`, the linear probe here, as its features are computed once per start."""
 
     def __init__(
         self, params, data_dir, max_length, callbacks_for, workers: Workers, hf: HFParams | None = None
@@ -258,16 +258,17 @@ class Runner:
         self.predictions: list[pd.DataFrame] = []  # per run and split, one row per text
 
     def probe(self, spec: RunSpec) -> dict:
-        """The frozen start's run: the probe fitted on the seed's train rows."""
+        """The probe start's run: the probe fitted on the seed's train rows."""
         began = time.perf_counter()
-        model, _, _ = self.trainer.build(spec.arm, spec.start, spec.seed, 0.0)  # features: eval mode
-        self.parameters[spec.arm] = classifier_parameters(model)
+        # the probe reads the frozen body (eval mode: no dropout) and fits its own head
+        model, _, _ = self.trainer.build("frozen", spec.checkpoint, spec.seed, 0.0)
+        self.parameters[spec.start] = classifier_parameters(model)
         rows = subset(self.data, spec.count, spec.seed)[1]
-        if spec.start_name not in self.features:
-            self.features[spec.start_name] = layer_features(model, self.data, self.max_length, self.runtime)
-        start_features = self.features[spec.start_name]
+        if spec.snapshot not in self.features:
+            self.features[spec.snapshot] = layer_features(model, self.data, self.max_length, self.runtime)
+        start_features = self.features[spec.snapshot]
         key = (
-            spec.start_name,
+            spec.snapshot,
             rows.tobytes(),
         )  # every seed's "all labels" is the same rows: one fit
         if key not in self.probe_fits:
@@ -298,18 +299,18 @@ class Runner:
     def __call__(self, specs: list[RunSpec]) -> list[dict]:
         """One row per spec, in their order."""
         todo = [s for s in dict.fromkeys(specs) if s not in self.done]
-        trained = [s for s in todo if s.arm != "frozen"]
+        trained = [s for s in todo if s.start != "probe"]
         results = dict(zip(trained, self.workers.map(_train, trained, self.trainer.cost), strict=True))
         for spec in todo:
-            out = results[spec] if spec.arm != "frozen" else self.probe(spec)
+            out = results[spec] if spec.start != "probe" else self.probe(spec)
             self.record(spec, out)
         return [self.done[s] for s in specs]
 
     def record(self, spec: RunSpec, out: dict) -> None:
         row = {
-            "start": spec.start_name,
-            "tokens": None if spec.arm == "hf" else read_config(spec.start).get("pretrain_tokens"),
-            "arm": spec.arm,
+            "snapshot": spec.snapshot,
+            "tokens": None if spec.start == "hf" else read_config(spec.checkpoint).get("pretrain_tokens"),
+            "start": spec.start,
             "labels": count_name(spec.count),
             "n_train": None,
             "seed": spec.seed,
@@ -321,17 +322,17 @@ class Runner:
             **out["row"],
         }
         if "parameters" in out:
-            self.parameters[spec.arm] = out["parameters"]
+            self.parameters[spec.start] = out["parameters"]
         track = self.callbacks_for is not None
         with self.callbacks_for(spec.tags()) if track else contextlib.nullcontext([]) as callbacks:
             for callback in callbacks:
                 callback.replay(out["events"])
                 callback.on_end({"test_accuracy": row["test_accuracy"], "test_loss": row["test_loss"]})
-        self.curves += [{"arm": spec.arm, "seed": spec.seed, **h} for h in out["history"]]
+        self.curves += [{"start": spec.start, "seed": spec.seed, **h} for h in out["history"]]
         self.predictions += out["predictions"]
         self.done[spec] = row
         self.seconds.append(
-            {k: row[k] for k in ("start", "arm", "labels", "seed", "lr", "dropout")}
+            {k: row[k] for k in ("snapshot", "start", "labels", "seed", "lr", "dropout")}
             | {"seconds": round(out["seconds"], 2)}
         )
 
@@ -361,40 +362,42 @@ def run_finetune(
 ) -> FinetuneResult:
     """The recipe search, the labelled-data curve and the snapshot curve; `callbacks_for(tags)`
     wraps every run (the stage opens a nested MLflow run there)."""
-    if "hf" in params.arms and hf is None:
-        raise ValueError("finetune.arms has 'hf': pass the hf params")
+    if "hf" in params.starts and hf is None:
+        raise ValueError("finetune.starts has 'hf': pass the hf params")
     check_label_counts(params, data_dir)
     runtime = finetune_runtime(params, SentimentData.load(data_dir))
     pretrained = Path(pretrained)
     plan = params.curve_plan()
     search_seeds = list(params.seeds[: params.search_seeds])  # its runs are curve runs too
-    trained_arms = [a for a in params.arms if a != "frozen"]  # the probe chooses its C in every run
+    trained_starts = [a for a in params.starts if a != "probe"]  # the probe chooses its C in every run
     with Workers(runtime.device, Trainer, (params, data_dir, max_length, hf), "finetune runs") as workers:
         run = Runner(params, data_dir, max_length, callbacks_for, workers, hf)
         search = [
-            RunSpec(arm, count, seed, lr, dropout, pretrained, "final")
+            RunSpec(start, count, seed, lr, dropout, pretrained, "final")
             for count in params.search_counts()
-            for arm in trained_arms
-            for lr, dropout in params.recipes(hf.lrs if arm == "hf" else None)
+            for start in trained_starts
+            for lr, dropout in params.recipes(hf.lrs if start == "hf" else None)
             for seed in search_seeds
         ]
         search_rows = run(search)
         recipes = {
             count_name(count): {
-                arm: chosen_recipe(
-                    [r for r in search_rows if (r["arm"], r["labels"]) == (arm, count_name(count))]
+                start: chosen_recipe(
+                    [r for r in search_rows if (r["start"], r["labels"]) == (start, count_name(count))]
                 )
-                for arm in trained_arms
+                for start in trained_starts
             }
             for count in params.search_counts()
         }
 
-        def spec(arm, count, seed, start=pretrained, start_name="final"):
-            recipe = recipes[count_name(params.recipe_count(count))].get(arm, {})
-            return RunSpec(arm, count, seed, recipe.get("lr"), recipe.get("dropout"), start, start_name)
+        def spec(start, count, seed, checkpoint=pretrained, snapshot="final"):
+            recipe = recipes[count_name(params.recipe_count(count))].get(start, {})
+            return RunSpec(start, count, seed, recipe.get("lr"), recipe.get("dropout"), checkpoint, snapshot)
 
-        specs = [spec(arm, count, seed) for count, seeds in plan for arm in params.arms for seed in seeds]
-        if "pretrained" in params.arms:
+        specs = [
+            spec(start, count, seed) for count, seeds in plan for start in params.starts for seed in seeds
+        ]
+        if "pretrained" in params.starts:
             specs += [
                 spec("pretrained", params.snapshot_labels, seed, snapshot, snapshot.stem)
                 for snapshot in snapshots
@@ -404,12 +407,12 @@ def run_finetune(
     frame = pd.DataFrame(rows)
     frame["chosen"] = True
     chosen = {
-        (labels, arm, r["lr"], r["dropout"])
-        for labels, by_arm in recipes.items()
-        for arm, r in by_arm.items()
+        (labels, start, r["lr"], r["dropout"])
+        for labels, by_start in recipes.items()
+        for start, r in by_start.items()
     }
     searched = pd.DataFrame(search_rows).assign(chosen=False)
-    keys = list(zip(searched["labels"], searched["arm"], searched["lr"], searched["dropout"], strict=True))
+    keys = list(zip(searched["labels"], searched["start"], searched["lr"], searched["dropout"], strict=True))
     searched = searched[[key not in chosen for key in keys]]
     runs = pd.concat([frame, searched], ignore_index=True)
     return FinetuneResult(

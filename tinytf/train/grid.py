@@ -1,7 +1,8 @@
 """One grid cell's training (stages `grid` and `grid_finalists`): the classifier trained with one
-optimizer x lr x batch size x epochs and one seed, from grid.init (hf: the external encoder of the
-`hf:` section, with its own tokenizer), then written as `<out>.pt` + `.json` (the model) and
-`<out>.result.json` (curves, final validation metrics and which validation texts it got right).
+optimizer x lr x batch size x epochs and one seed, from grid.start (hf: the external encoder of the
+`hf:` section, with its own tokenizer). Its result (curves, final validation metrics and which
+validation texts it got right) and the model are written by `tinytf.analysis.grid.write_cell`,
+beside the reader that collects the cells.
 
 Both stages call the same function, so a finalist on seed 2 differs from its round-one run by the
 seed alone.
@@ -12,11 +13,8 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 from tinytf.data.sentiment import SentimentData
-from tinytf.io import write_json
-from tinytf.model.checkpoint import save_model
 from tinytf.train.classify import ClassifierRecipe, classifier_runtime, planned_steps, train_classifier
 from tinytf.train.runtime import Runtime
 from tinytf.train.starts import build_start
@@ -38,13 +36,13 @@ def logged_params(params, cell: dict, seed: int, **extra) -> dict:
         "grid": {
             **cell,
             **extra,
-            "init": grid.init,
+            "start": grid.start,
             "seed": seed,
             "weight_decay": grid.weight_decay,
             "dropout": grid.dropout,
         },
         "tokenize": {"max_length": params.tokenize.max_length},
-        **({"hf": dataclasses.asdict(params.hf)} if grid.init == "hf" else {}),
+        **({"hf": dataclasses.asdict(params.hf)} if grid.start == "hf" else {}),
     }
 
 
@@ -55,16 +53,16 @@ def train_cell(
     grid, finetune, tokenize and hf."""
     grid, finetune = params.grid, params.finetune
     # the hf start keeps its checkpoint's own dropout, as it always has here (grid.dropout is ours)
-    dropout = None if grid.init == "hf" else grid.dropout
+    dropout = None if grid.start == "hf" else grid.dropout
     data = SentimentData.load(data_dir)
     start = build_start(
-        grid.init, data, data_dir, pretrained, params.tokenize.max_length, seed, dropout, hf_params=params.hf
+        grid.start, data, data_dir, pretrained, params.tokenize.max_length, seed, dropout, hf_params=params.hf
     )
     model, data, max_length = start.model, start.data, start.max_length
     runtime = classifier_runtime(finetune, planned_steps(data, cell["batch_size"], cell["epochs"]))
     began = time.perf_counter()
     recipe = ClassifierRecipe(
-        start=grid.init,
+        start=grid.start,
         **cell,
         max_length=max_length,
         seed=seed,
@@ -88,12 +86,3 @@ def train_cell(
         "validation_correct": (validation.predictions == validation.labels).astype(int).tolist(),
     }
     return CellRun(run.model, result, runtime)
-
-
-def write_cell(out: str, run: CellRun, **extra) -> Path:
-    """Write `<out>.pt` (+ `.json`) and `<out>.result.json`; returns the checkpoint's path.
-    Suffixes are appended, not swapped: a stem may hold the lr's dot ("lr0.001")."""
-    checkpoint = Path(f"{out}.pt")
-    save_model(checkpoint, run.model, stage="grid")
-    write_json(Path(f"{out}.result.json"), {**run.result, **extra, "checkpoint": checkpoint.name})
-    return checkpoint

@@ -1,4 +1,4 @@
-"""The frozen start's linear probe: a logistic regression on the frozen body's features.
+"""The `probe` start: a logistic regression on the frozen body's features.
 
 Features: each layer's output, pooled over the text as the classifier pools, concatenated (the
 last layer's through the final LayerNorm, as the heads read it). This is BERT's feature-based

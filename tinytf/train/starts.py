@@ -4,8 +4,8 @@ the grid and evaluate all call `build_start`.
     pretrained  base weights from the pretrained LM, a new classification head, all trained
     scratch     the same architecture from a random init
     frozen      the pretrained base frozen (and in eval mode, so no dropout), only the head
-                trained (the grid's `frozen`; the fine-tuning study's frozen start is the
-                logistic-regression probe of `tinytf.train.linear_probe`)
+                trained (the grid's `frozen`; the curve's `probe` reads this body's features
+                into the logistic regression of `tinytf.train.linear_probe`)
     hf          an external encoder (the `hf:` section) with a new head; its own tokenizer
                 encodes the texts
     trained     a classifier an earlier stage trained, loaded whole (evaluate's served cell)
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import get_args
 
 from tinytf.data.sentiment import SentimentData
 from tinytf.errors import DataError
@@ -22,9 +23,10 @@ from tinytf.model import hf
 from tinytf.model.checkpoint import load_model, load_weights, read_config
 from tinytf.model.hf import HFClassifier
 from tinytf.model.transformer import ModelConfig, TinyTransformer
+from tinytf.params.config import GridStart
 from tinytf.train.runtime import seed_everything
 
-STARTS = ("pretrained", "scratch", "frozen", "hf")
+STARTS = get_args(GridStart)  # what params.yaml may name; `trained` is evaluate's own
 
 
 @dataclass

@@ -30,10 +30,10 @@ def test_five_seeds_against_one_fit_are_compared_text_by_text():
     assert result["mean_difference"] == pytest.approx(0.25)  # one text in four gained, in every seed
 
 
-def frame(arm, labels, seed, lr, right):
+def frame(start, labels, seed, lr, right):
     labels_ = np.array([0, 1] * (len(right) // 2))
     predictions = np.where(right, labels_, 1 - labels_)
-    keys = {"arm": arm, "labels": labels, "seed": seed, "start": "final", "lr": lr, "dropout": 0.1}
+    keys = {"start": start, "labels": labels, "seed": seed, "snapshot": "final", "lr": lr, "dropout": 0.1}
     return prediction_rows(keys, "test", labels_, predictions, np.full(len(right), 0.8))
 
 
@@ -41,7 +41,9 @@ def test_prediction_rows_and_the_chosen_runs_items():
     rows = frame("pretrained", "all", 1, 0.001, np.array([1, 1, 0, 1], dtype=bool))
     assert tuple(rows.columns) == COLUMNS and list(rows["item"]) == [0, 1, 2, 3]
     assert rows["probability"].dtype == np.float32
-    probe = prediction_rows({"arm": "frozen", "labels": "all", "seed": 1}, "test", [0, 1], [0, 0], [0.6, 0.7])
+    probe = prediction_rows(
+        {"start": "probe", "labels": "all", "seed": 1}, "test", [0, 1], [0, 0], [0.6, 0.7]
+    )
     assert probe["lr"].isna().all() and probe["dropout"].isna().all()  # NaN, as runs.csv has them
     every = pd.concat(
         [
@@ -53,15 +55,36 @@ def test_prediction_rows_and_the_chosen_runs_items():
     )
     runs = pd.DataFrame(
         [
-            {"arm": "pretrained", "labels": "all", "seed": 1, "start": "final", "lr": 0.001, "dropout": 0.1},
-            {"arm": "pretrained", "labels": "all", "seed": 1, "start": "final", "lr": 0.003, "dropout": 0.1},
-            {"arm": "scratch", "labels": "all", "seed": 1, "start": "final", "lr": 0.001, "dropout": 0.1},
+            {
+                "start": "pretrained",
+                "labels": "all",
+                "seed": 1,
+                "snapshot": "final",
+                "lr": 0.001,
+                "dropout": 0.1,
+            },
+            {
+                "start": "pretrained",
+                "labels": "all",
+                "seed": 1,
+                "snapshot": "final",
+                "lr": 0.003,
+                "dropout": 0.1,
+            },
+            {
+                "start": "scratch",
+                "labels": "all",
+                "seed": 1,
+                "snapshot": "final",
+                "lr": 0.001,
+                "dropout": 0.1,
+            },
         ]
     ).assign(chosen=[True, False, True])
     chosen = chosen_predictions(every, runs)
     assert len(chosen) == 8 and set(chosen["lr"]) == {0.001}
-    assert correct_by_item(chosen, arm="pretrained", labels="all").tolist() == [[1, 1, 0, 1]]
+    assert correct_by_item(chosen, start="pretrained", labels="all").tolist() == [[1, 1, 0, 1]]
     comparison = ItemSource(chosen).compare("all", "pretrained", "scratch")
     assert comparison["mean_difference"] == pytest.approx(0.25)
     with pytest.raises(KeyError, match="no test predictions"):
-        correct_by_item(chosen, arm="hf", labels="all")
+        correct_by_item(chosen, start="hf", labels="all")

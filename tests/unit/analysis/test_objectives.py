@@ -23,15 +23,15 @@ def runs(pretrained_shift: dict[str, float], seeds=SEEDS) -> pd.DataFrame:
     for labels, n_train in LABELS.items():
         for seed in seeds:
             noise = 0.01 * ((seed * 7) % 5 - 2)
-            for arm, acc in (
+            for start, acc in (
                 ("scratch", 0.70 + noise),
                 ("pretrained", 0.72 + noise + pretrained_shift[labels]),
             ):
                 rows.append(
                     {
-                        "start": "final",
+                        "snapshot": "final",
                         "tokens": 100,
-                        "arm": arm,
+                        "start": start,
                         "labels": labels,
                         "n_train": n_train,
                         "seed": seed,
@@ -48,7 +48,7 @@ def runs(pretrained_shift: dict[str, float], seeds=SEEDS) -> pd.DataFrame:
 def test_masked_minus_causal_is_paired_by_seed_and_holm_adjusted_across_label_counts():
     causal = runs({"250": 0.0, "1000": 0.0, "all": 0.0})
     masked = runs({"250": 0.0, "1000": 0.0, "all": 0.0})
-    masked.loc[(masked["arm"] == "pretrained") & (masked["labels"] == "all"), "test_accuracy"] += [
+    masked.loc[(masked["start"] == "pretrained") & (masked["labels"] == "all"), "test_accuracy"] += [
         0.030,
         0.034,
         0.026,
@@ -64,7 +64,7 @@ def test_masked_minus_causal_is_paired_by_seed_and_holm_adjusted_across_label_co
     assert test["ci95"] == pytest.approx(2.776 * test["std_difference"] / 5**0.5, rel=1e-3)
     assert curve["250"]["masked_vs_causal"]["p_value"] is None  # every seed alike: no t-test
     assert curve["all"]["masked"] - curve["all"]["causal"] == pytest.approx(0.030)
-    masked.loc[masked["arm"] == "scratch", "test_accuracy"] -= 0.05  # each run's scratch is its own
+    masked.loc[masked["start"] == "scratch", "test_accuracy"] -= 0.05  # each run's scratch is its own
     curve = objective_comparison(causal, masked)["label_curve"]
     assert curve["all"]["causal_scratch"] - curve["all"]["masked_scratch"] == pytest.approx(0.05)
     assert "| all (10201) | 72.0 % | 70.0 % | 75.0 % | 65.0 % | +3.0 |" in table({"label_curve": curve})

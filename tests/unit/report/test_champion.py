@@ -13,16 +13,16 @@ N = 40  # test texts
 def _curve_runs(validation: dict[str, float]) -> pd.DataFrame:
     return pd.DataFrame(
         {
-            "arm": arm,
+            "start": start,
             "labels": labels,
             "seed": seed,
-            "start": "final",
+            "snapshot": "final",
             "lr": 0.001,
             "dropout": 0.1,
             "chosen": True,
             "validation_accuracy": accuracy - (labels != "all"),
         }
-        for arm, accuracy in validation.items()
+        for start, accuracy in validation.items()
         for labels in ("all", "100")
         for seed in (1, 2)
     )
@@ -43,7 +43,7 @@ def test_the_champion_is_paired_per_text_with_the_best_start_and_tfidf():
     tfidf = _runs("tfidf_lr", [right(38)], 0.7)  # 95 %
     c = champion_comparison(champion, finetune, _curve_runs({"pretrained": 0.7, "scratch": 0.6}), tfidf)
     start, baseline = c["rivals"]["best_start"], c["rivals"]["tfidf"]
-    assert (start["arm"], start["seeds"], start["accuracy"]) == ("pretrained", 2, pytest.approx(21 / N))
+    assert (start["start"], start["seeds"], start["accuracy"]) == ("pretrained", 2, pytest.approx(21 / N))
     assert start["mean_difference"] == pytest.approx(30 / N - 21 / N) and start["p_value"] < 0.05
     assert baseline["mean_difference"] == pytest.approx(-8 / N) and c["best"] == "tfidf_lr"
     text = champion_text(c)

@@ -7,12 +7,19 @@ from tinytf.report.mistakes import ROWS, champion_mistakes, disagreements, short
 from tinytf.report.transfer import against_tfidf
 
 
-def _runs(arm: str, right_by_seed: list[list[int]], confidence: float) -> pd.DataFrame:
+def _runs(start: str, right_by_seed: list[list[int]], confidence: float) -> pd.DataFrame:
     labels = np.array([0, 1] * (len(right_by_seed[0]) // 2))
     frames = []
     for seed, right in enumerate(right_by_seed, start=1):
         predictions = np.where(np.asarray(right, bool), labels, 1 - labels)
-        keys = {"arm": arm, "labels": "all", "seed": seed, "start": "final", "lr": 0.001, "dropout": 0.1}
+        keys = {
+            "start": start,
+            "labels": "all",
+            "seed": seed,
+            "snapshot": "final",
+            "lr": 0.001,
+            "dropout": 0.1,
+        }
         frames.append(prediction_rows(keys, "test", labels, predictions, np.full(len(right), confidence)))
     return pd.concat(frames, ignore_index=True)
 
@@ -37,7 +44,7 @@ def test_the_champions_mistakes_are_its_most_confident_wrong_answers():
     labels = np.array([0, 1, 0, 1, 1])
     predictions = np.array([1, 1, 1, 0, 1])
     probabilities = np.array([0.6, 0.99, 0.95, 0.7, 0.5])
-    rows = prediction_rows({"arm": "pretrained"}, "test", labels, predictions, probabilities)
+    rows = prediction_rows({"start": "pretrained"}, "test", labels, predictions, probabilities)
     table = champion_mistakes(rows, ["t0", "t1", "t2", "t3", "t4"], ["rotten", "fresh"])
     assert list(table["item"]) == [2, 3, 0]  # 0.95, 0.7, 0.6; the right answers are left out
     assert list(table["predicted"]) == ["fresh", "rotten", "fresh"] and len(table) <= 2 * ROWS

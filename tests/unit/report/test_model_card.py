@@ -14,7 +14,7 @@ def facts(**changed) -> CardFacts:
     values = dict(
         meta={"model": ModelConfig(n_layer=2, d_model=32, n_head=2, d_ff=64, vocab_size=500).to_dict()},
         parameters=51234,
-        init="pretrained",
+        start="pretrained",
         max_length=64,
         data={"source": "sst2", "splits": splits, "files": {"train": "stsa.binary.train"}},
         best={

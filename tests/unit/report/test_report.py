@@ -205,19 +205,19 @@ def test_masked_objective_is_reported_from_the_checkpoint(tmp_path, upstream, fa
 
 
 def test_dvc_views_give_one_line_per_start_and_one_row_per_test_text():
-    from tinytf.report.dvc_views import arm_curves, confusion_rows
+    from tinytf.report.dvc_views import confusion_rows, start_curves
 
     curves = pd.DataFrame(
         {
-            "arm": ["pretrained"] * 4 + ["frozen"] * 3,
+            "start": ["pretrained"] * 4 + ["probe"] * 3,
             "seed": [1, 1, 2, 2, 1, 1, 1],
             "epoch": [1, 2, 1, 2, 1, 2, 3],
             "validation_accuracy": [0.5, 0.7, 0.7, 0.9, 0.6, 0.6, 0.7],
         }
     )
-    per_arm = arm_curves(curves)
-    assert per_arm["pretrained"]["validation_accuracy"].tolist() == pytest.approx([0.6, 0.8])
-    assert per_arm["frozen"]["epoch"].tolist() == [1, 2, 3]  # its own epochs: no blank drawn as 0
+    per_start = start_curves(curves)
+    assert per_start["pretrained"]["validation_accuracy"].tolist() == pytest.approx([0.6, 0.8])
+    assert per_start["probe"]["epoch"].tolist() == [1, 2, 3]  # its own epochs: no blank drawn as 0
     rows = confusion_rows({"classes": ["neg", "pos"], "confusion_matrix": [[3, 1], [2, 4]]})
     assert len(rows) == 10 and ((rows["actual"] == "neg") & (rows["predicted"] == "pos")).sum() == 1
 
@@ -225,7 +225,7 @@ def test_dvc_views_give_one_line_per_start_and_one_row_per_test_text():
 def test_who_pretrained_the_body_has_a_row_per_start_and_one_for_the_evaluated_cell(built):
     root, _, _ = built
     table = pd.read_csv(root / "reports/tables/bodies.csv")
-    assert table["start"].tolist() == ["pretrained", "scratch", "frozen", "grid best cell (pretrained)"]
+    assert table["start"].tolist() == ["pretrained", "scratch", "probe", "grid best cell (pretrained)"]
     assert table["test accuracy"].tolist() == pytest.approx(
         [71.0, 61.333, 65.0, 100 * TEST_ACCURACY], abs=1e-3
     )
@@ -252,7 +252,7 @@ def test_an_external_encoder_row_names_what_it_was_pretrained_on():
     from tinytf.report.bodies import bodies_table
 
     finetune = {
-        "arms": {
+        "starts": {
             "scratch": {
                 "test_accuracy_mean": 0.75,
                 "test_accuracy_std": 0.01,

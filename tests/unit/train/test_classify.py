@@ -17,18 +17,18 @@ from tinytf.train.starts import build_classifier, classifier_config
 CPU = Runtime(torch.device("cpu"), "fp32", False)
 
 
-def train(workdir, init, state=None, callbacks=(), epochs=3, seed=1):
+def train(workdir, start, state=None, callbacks=(), epochs=3, seed=1):
     data = SentimentData.load(workdir)
     pretrained = workdir / "models" / "pretrained.pt"
-    model = build_classifier(init, classifier_config(pretrained, 2), pretrained, seed)
+    model = build_classifier(start, classifier_config(pretrained, 2), pretrained, seed)
     recipe = ClassifierRecipe(
-        start=init, optimizer="AdamW", lr=3e-3, batch_size=16, epochs=epochs, max_length=32, seed=seed
+        start=start, optimizer="AdamW", lr=3e-3, batch_size=16, epochs=epochs, max_length=32, seed=seed
     )
     run = train_classifier(model, data, recipe, CPU, callbacks=list(callbacks), state_path=state)
     return data, run
 
 
-def test_pretrained_arm_starts_from_the_checkpoint_body(workdir):
+def test_pretrained_start_loads_the_checkpoint_body(workdir):
     pretrained = workdir / "models" / "pretrained.pt"
     model = build_classifier("pretrained", classifier_config(pretrained, 2), pretrained, seed=1)
     saved = torch.load(pretrained, weights_only=True)
@@ -39,7 +39,7 @@ def test_pretrained_arm_starts_from_the_checkpoint_body(workdir):
     assert torch.equal(scratch.cls_head.weight, model.cls_head.weight)  # same seed, same head
 
 
-def test_frozen_arm_trains_only_the_head(workdir):
+def test_frozen_start_trains_only_the_head(workdir):
     pretrained = workdir / "models" / "pretrained.pt"
     before = torch.load(pretrained, weights_only=True)
     _, run = train(workdir, "frozen", epochs=1)
@@ -163,21 +163,28 @@ def test_best_cell_breaks_ties_on_validation_loss():
     assert best_cell(table)["key"] == "b"
 
 
-def test_grid_cells_are_found_by_content_and_missing_ones_named(tmp_path):
+def test_grid_cells_are_found_by_name_and_missing_ones_named(tmp_path):
     params = GridParams(optimizers=["SGD"], lrs=[0.001], batch_sizes=[8], epochs=[1])
     cell = {"optimizer": "SGD", "lr": 0.001, "batch_size": 8, "epochs": 1}
     final = {"validation_accuracy": 0.6, "validation_loss": 0.7}
-    (tmp_path / "SGD-lr1e-3-bs8-ep1.result.json").write_text(
+    (tmp_path / "SGD-lr0.001-bs8-ep1.result.json").write_text(
         json.dumps({"cell": cell, "final": final, "history": [], "checkpoint": "x.pt"})
     )
-    stale = {**cell, "lr": 0.5}
-    (tmp_path / "stale.result.json").write_text(
+    stale = {**cell, "lr": 0.5}  # a cell of removed params: ignored
+    (tmp_path / "SGD-lr0.5-bs8-ep1.result.json").write_text(
         json.dumps({"cell": stale, "final": final, "history": [], "checkpoint": "y.pt"})
     )
     table = load_cells(params, tmp_path)
     assert table["key"].tolist() == [cell_key(**cell)] and table["checkpoint"].tolist() == ["x.pt"]
     with pytest.raises(FileNotFoundError, match="no result for grid cell SGD-lr0.01-bs8-ep1"):
         load_cells(GridParams(optimizers=["SGD"], lrs=[0.01], batch_sizes=[8], epochs=[1]), tmp_path)
+
+
+def test_a_cell_key_writes_the_lr_as_dvc_s_matrix_does():
+    # what `dvc stage list` prints for lrs [1e-3, 0.01, 1, 2.0e-5] (DVC 3.67), beside the floats
+    # our loader makes of them (1e-3 is a YAML 1.1 string it converts; 1 becomes 1.0)
+    for loaded, dvc in ((float("1e-3"), "0.001"), (0.01, "0.01"), (1.0, "1"), (2.0e-5, "2e-05")):
+        assert cell_key("SGD", loaded, 8, 1) == f"SGD-lr{dvc}-bs8-ep1"
 
 
 def test_finetune_attention_puts_every_start_under_one_attention(workdir):

@@ -148,7 +148,7 @@ def test_the_pretrain_stage_under_torchrun_writes_once_what_one_process_writes(d
 
 
 def test_the_finetune_stage_under_torchrun_gives_what_one_process_gives(data, tmp_path):
-    """The finetune stage script under torchrun: every start (the frozen probe too), the lr search
+    """The finetune stage script under torchrun: every start (the linear probe too), the lr search
     and the summary, written once; the same runs as one process."""
     small = [
         "finetune.label_counts=[0]",
@@ -201,7 +201,7 @@ def test_the_finetune_stage_under_torchrun_gives_what_one_process_gives(data, tm
         outputs[processes] = out
     one, two = (pd.read_csv(outputs[n] / "reports" / "runs.csv") for n in (1, 2))
     assert len(one) == len(two) == 10  # 3 starts x 2 seeds, and the 2 lr candidates not chosen on both seeds
-    columns = ["arm", "seed", "lr", "best_epoch", "validation_accuracy", "test_accuracy", "chosen"]
+    columns = ["start", "seed", "lr", "best_epoch", "validation_accuracy", "test_accuracy", "chosen"]
     pd.testing.assert_frame_equal(one[columns], two[columns])
     assert two["test_loss"].tolist() == pytest.approx(one["test_loss"].tolist(), rel=1e-4)
     curves = [pd.read_csv(outputs[n] / "reports" / "curves.csv")["train_loss"].tolist() for n in (1, 2)]

@@ -2,9 +2,13 @@
 
 import json
 
+import pytest
+
+from tinytf.analysis.grid import write_cell
 from tinytf.data.sentiment import SentimentData
+from tinytf.errors import ParamsError
 from tinytf.params.config import FinetuneParams, GridParams, HFParams, TokenizeParams
-from tinytf.train.grid import train_cell, write_cell
+from tinytf.train.grid import train_cell
 
 
 class _Params:
@@ -17,7 +21,12 @@ class _Params:
 def test_a_cell_keeps_which_validation_texts_it_got_right_in_file_order(workdir, tmp_path):
     cell = {"optimizer": "SGD", "lr": 0.01, "batch_size": 8, "epochs": 1}
     run = train_cell(_Params(), cell, 5, str(workdir), str(workdir / "models" / "pretrained.pt"))
-    checkpoint = write_cell(str(tmp_path / "r1-s5"), run, rank=1)
+    with pytest.raises(
+        ParamsError, match=r"the grid cell's result is named r1-s5 \(its cell_key\), not r1-s6"
+    ):
+        write_cell(str(tmp_path / "r1-s6"), "r1-s5", run.model, run.result, rank=1)
+    assert not list(tmp_path.iterdir())  # refused before anything is written
+    checkpoint = write_cell(str(tmp_path / "r1-s5"), "r1-s5", run.model, run.result, rank=1)
     result = json.loads((tmp_path / "r1-s5.result.json").read_text())
     validation = SentimentData.load(workdir).splits["validation"]
     assert checkpoint.exists() and result["checkpoint"] == "r1-s5.pt"

@@ -187,33 +187,33 @@ def test_finetune_chooses_each_lr_on_validation_and_keeps_the_best_epoch(workdir
     )
     result = run_finetune(params, 32, workdir / "models" / "pretrained.pt", workdir, [snapshot])
     runs = result.runs
-    search = runs[(runs["labels"] == "24") & (runs["start"] == "final")]
-    for arm in ("pretrained", "scratch"):
-        mine = search[search["arm"] == arm].groupby(["lr", "dropout"])["validation_accuracy"]
+    search = runs[(runs["labels"] == "24") & (runs["snapshot"] == "final")]
+    for start in ("pretrained", "scratch"):
+        mine = search[search["start"] == start].groupby(["lr", "dropout"])["validation_accuracy"]
         assert mine.count().to_dict() == {(lr, d): 2 for lr in (1e-4, 3e-3) for d in (0.0, 0.3)}  # of 5 asked
-        chosen = result.recipes["24"][arm]  # one searched count: its recipe serves the whole curve
+        chosen = result.recipes["24"][start]  # one searched count: its recipe serves the whole curve
         assert (chosen["lr"], chosen["dropout"]) == mine.mean().idxmax()
-        curve = runs[(runs["arm"] == arm) & runs["chosen"]]
+        curve = runs[(runs["start"] == start) & runs["chosen"]]
         assert set(zip(curve["lr"], curve["dropout"], strict=True)) == {(chosen["lr"], chosen["dropout"])}
-    probes = runs[runs["arm"] == "frozen"]  # no recipe search: each run chooses its C on validation
+    probes = runs[runs["start"] == "probe"]  # no recipe search: each run chooses its C on validation
     assert (
         list(result.recipes) == ["24"]
-        and "frozen" not in result.recipes["24"]
+        and "probe" not in result.recipes["24"]
         and probes["lr"].isna().all()
         and probes["probe_c"].isin([0.1, 1.0]).all()
     )
     assert len(probes) == 4 and probes[["epochs", "best_epoch"]].isna().all().all()
     chosen = runs[runs["chosen"]]
     # lr search runs of the chosen lr are the curve's runs of those seeds, not run twice
-    assert len(chosen) == len(chosen.drop_duplicates(["start", "arm", "labels", "seed"]))
-    assert set(chosen.loc[chosen["start"] == "epoch1", "seed"]) == {1, 2}
-    trained = runs[runs["arm"] != "frozen"]
+    assert len(chosen) == len(chosen.drop_duplicates(["snapshot", "start", "labels", "seed"]))
+    assert set(chosen.loc[chosen["snapshot"] == "epoch1", "seed"]) == {1, 2}
+    trained = runs[runs["start"] != "probe"]
     assert (trained["best_epoch"] <= trained["epochs"]).all() and (runs["n_train"].isin([24, 96])).all()
-    assert set(result.curves["arm"]) == {"pretrained", "scratch"}  # all-label trained runs only
+    assert set(result.curves["start"]) == {"pretrained", "scratch"}  # all-label trained runs only
     # every run keeps one prediction per validation and test text: its accuracies recompute from them
     data = SentimentData.load(workdir)
     predictions = result.predictions
-    keys = ["arm", "labels", "seed", "start", "lr", "dropout"]
+    keys = ["start", "labels", "seed", "snapshot", "lr", "dropout"]
     sizes = predictions.groupby(keys, dropna=False)["split"].value_counts().unstack()
     assert len(sizes) == len(runs.drop_duplicates(keys))
     assert (sizes["test"] == len(data.splits["test"])).all()
@@ -229,7 +229,7 @@ def test_finetune_chooses_each_lr_on_validation_and_keeps_the_best_epoch(workdir
 
 def test_a_recipe_is_chosen_at_every_searched_label_count_and_serves_that_count(workdir):
     params = FinetuneParams(
-        arms=["pretrained", "scratch"],
+        starts=["pretrained", "scratch"],
         label_counts=[24, 0],
         seeds=[1, 2],
         epochs=1,
@@ -247,14 +247,16 @@ def test_a_recipe_is_chosen_at_every_searched_label_count_and_serves_that_count(
     result = run_finetune(params, 32, workdir / "models" / "pretrained.pt", workdir)
     runs = result.runs
     assert list(result.recipes) == ["24", "all"]
-    for labels, by_arm in result.recipes.items():
-        for arm, chosen in by_arm.items():
-            mine = runs[(runs["labels"] == labels) & (runs["arm"] == arm)]
+    for labels, by_start in result.recipes.items():
+        for start, chosen in by_start.items():
+            mine = runs[(runs["labels"] == labels) & (runs["start"] == start)]
             means = mine.groupby("lr")["validation_accuracy"].mean()
             assert len(means) == 2 and chosen["lr"] == means.idxmax()  # both candidates ran at this count
             curve = mine[mine["chosen"]]
             assert set(curve["lr"]) == {chosen["lr"]} and sorted(curve["seed"]) == [1, 2]
-    assert len(runs) == 2 * 2 * 2 * 2  # count x arm x lr x seed: the chosen candidate's runs are the curve's
+    assert (
+        len(runs) == 2 * 2 * 2 * 2
+    )  # count x start x lr x seed: the chosen candidate's runs are the curve's
 
 
 def test_runs_side_by_side_give_the_numbers_of_one_process_and_reach_mlflow(workdir, monkeypatch):
@@ -283,7 +285,7 @@ def test_runs_side_by_side_give_the_numbers_of_one_process_and_reach_mlflow(work
 
         @contextlib.contextmanager
         def callbacks_for(tags, seen=seen):
-            key = (tags["arm"], tags["labels"], tags["seed"], tags["start"])
+            key = (tags["start"], tags["labels"], tags["seed"], tags["snapshot"])
 
             class Seen(Callback):
                 def on_epoch(self, epoch, metrics):
@@ -303,14 +305,16 @@ def test_runs_side_by_side_give_the_numbers_of_one_process_and_reach_mlflow(work
     pd.testing.assert_frame_equal(one.curves, two.curves)
     pd.testing.assert_frame_equal(one.predictions, two.predictions)
     # every run of the study reaches the callbacks (an MLflow child run each), once
-    rows = set(zip(one.runs["arm"], one.runs["labels"], one.runs["seed"], one.runs["start"], strict=True))
+    rows = set(
+        zip(one.runs["start"], one.runs["labels"], one.runs["seed"], one.runs["snapshot"], strict=True)
+    )
     assert events["1"] == events["2"] and set(events["1"]) == rows
-    trained = one.runs[(one.runs["labels"] == "all") & (one.runs["arm"] == "scratch")].set_index("seed")
+    trained = one.runs[(one.runs["labels"] == "all") & (one.runs["start"] == "scratch")].set_index("seed")
     for seed in (1, 2):
         *epochs, end = events["1"][("scratch", "all", seed, "final")]
         assert len(epochs) == 2 and end == ("end", trained.loc[seed, "test_accuracy"])
-    assert events["1"][("frozen", "all", 1, "final")] == [
-        ("end", one.runs.query("arm == 'frozen' and labels == 'all'").iloc[0]["test_accuracy"])
+    assert events["1"][("probe", "all", 1, "final")] == [
+        ("end", one.runs.query("start == 'probe' and labels == 'all'").iloc[0]["test_accuracy"])
     ]
     monkeypatch.setenv("TINYTF_WORKERS", "two")
     with pytest.raises(ParamsError, match=r"TINYTF_WORKERS='two': expected 'auto' or a whole number"):
@@ -347,9 +351,9 @@ def runs_frame() -> pd.DataFrame:
         for labels, n, shift in (("all", 900, 0.1), ("100", 100, 0.0)):
             rows += [
                 {
-                    "start": "final",
+                    "snapshot": "final",
                     "tokens": 4000,
-                    "arm": "pretrained",
+                    "start": "pretrained",
                     "labels": labels,
                     "n_train": n,
                     "seed": seed,
@@ -357,9 +361,9 @@ def runs_frame() -> pd.DataFrame:
                     "chosen": True,
                 },
                 {
-                    "start": "final",
+                    "snapshot": "final",
                     "tokens": None,
-                    "arm": "scratch",
+                    "start": "scratch",
                     "labels": labels,
                     "n_train": n,
                     "seed": seed,
@@ -369,9 +373,9 @@ def runs_frame() -> pd.DataFrame:
             ]
         rows.append(
             {
-                "start": "epoch1",
+                "snapshot": "epoch1",
                 "tokens": 1000,
-                "arm": "pretrained",
+                "start": "pretrained",
                 "labels": "100",
                 "n_train": 100,
                 "seed": seed,
@@ -389,9 +393,9 @@ def test_curve_and_snapshot_summaries_pair_the_same_seeds():
         0.11 / 3
     )  # 0.04, 0.05, 0.02
     assert curve["all"]["scratch"]["mean"] == pytest.approx(0.7733, abs=1e-4)
-    assert {entry[arm]["n"] for entry in curve.values() for arm in ("pretrained", "scratch")} == {3}
+    assert {entry[start]["n"] for entry in curve.values() for start in ("pretrained", "scratch")} == {3}
     points = snapshot_curve(runs_frame(), "100")
-    assert [p["start"] for p in points] == ["scratch", "epoch1", "final"]
+    assert [p["snapshot"] for p in points] == ["scratch", "epoch1", "final"]
     assert points[1]["mean_difference"] == pytest.approx(0.01) and points[1]["tokens"] == 1000
 
 
@@ -483,7 +487,7 @@ def test_verdicts_and_detectable_difference():
     assert "no spread: t-test undefined" in paired_text(
         {**same, "mean_difference": 0.0, "n": 3, "sign_test_p": None}
     )
-    # both sides one fit for every seed (the frozen probe and TF-IDF on all labels): the seeds vary
+    # both sides one fit for every seed (the linear probe and TF-IDF on all labels): the seeds vary
     # nothing, and the test over the test texts decides
     texts = {**three, "mean_difference": -0.13, "items": {"p_value": 0.0002, "n_items": 1275}}
     assert verdict(texts) == "hurt" and evaluation_verdict(texts) == "lower"

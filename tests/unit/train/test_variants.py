@@ -9,10 +9,11 @@ import pytest
 
 from tests.helpers.paths import REPO
 from tinytf.analysis.power import detectable_difference, pooled_seed_std, seeds_needed, variants_verdicts
+from tinytf.analysis.variants import cell_key, write_cell
 from tinytf.errors import DataError
 from tinytf.params.config import load_params
 from tinytf.train.runtime import resolve_runtime
-from tinytf.train.variants import cell_key, cell_params, write_cell
+from tinytf.train.variants import cell_params
 
 
 def test_a_cell_trains_at_the_studys_lr_and_budget_not_pretrainings():
