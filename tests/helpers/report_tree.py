@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
+
+from tests.helpers.paths import REPO
+from tinytf.params.config import load_params
+from tinytf.report.facts import Facts
+from tinytf.report.view import view_json, write_view
 
 
 def fake_report_tree(reports: Path) -> Path:
-    """The files a preset export copies, each holding its own relative path, under `reports`."""
+    """The files a preset export copies, each but the view holding its own relative path, under
+    `reports`; the view (readme.json) lists tables/a.md and the published data.md."""
     for rel in (
-        "README.md",
         "metrics.json",
         "finetune/summary.json",
         "baselines/summary.json",
@@ -18,4 +24,20 @@ def fake_report_tree(reports: Path) -> Path:
     ):
         (reports / rel).parent.mkdir(parents=True, exist_ok=True)
         (reports / rel).write_text(rel)
+    fake_view(reports)
     return reports
+
+
+def fake_view(reports: Path, notes: tuple[str, ...] = ()) -> None:
+    """A report view with no facts: the README it renders names the table tables/a.md, the
+    published reports/data.md and `notes`."""
+    view = SimpleNamespace(
+        f=Facts(),
+        params=load_params(REPO / "params.yaml"),
+        missing=[],
+        notes=list(notes),
+        tables=[("tables/a.md", "the table a")],
+        plots=[],
+        published=["data.md"],
+    )
+    write_view(reports / "readme.json", view_json(view))

@@ -105,10 +105,11 @@ def run_preset(
     return subprocess.run(command).returncode
 
 
-# what a preset's committed report holds: the generated README, its tables and plots (the README
-# links them), the headline metrics, the finetune and baselines summaries and the variants verdicts
+# what a preset's committed report holds: what its README was written from (readme.json: the README
+# is written again from it, tinytf.report.view), its tables and plots (the README links them), the
+# headline metrics, the finetune and baselines summaries and the variants verdicts
 EXPORTED = {
-    "README.md": "README.md",
+    "readme.json": "readme.json",
     "metrics.json": "metrics.json",
     "tables": "tables",
     "plots": "plots",
@@ -154,26 +155,42 @@ def export_report(
         write_json(folder / "preset.json", values)
         if values.get("pretrain.objective") == "masked":
             compare_objectives(values, params, params_file, reports, folder)
-        unlink_missing(folder / "README.md")
+        write_text(folder / "README.md", preset_readme(folder))
     return presets / name
+
+
+def preset_readme(folder: Path) -> str:
+    """A preset's committed README, from its folder alone: the report's text from readme.json (as
+    the report stage wrote it), links to files the export does not hold kept as text, and the
+    masked preset's comparison with the causal run (objectives.json). The export writes it, and
+    tests/contract/test_committed_reports.py checks every committed one against it."""
+    from tinytf.report.text import render_readme
+    from tinytf.report.view import read_view
+
+    folder = Path(folder)
+    text = render_readme(read_view(folder / "readme.json"))
+    if (folder / "objectives.json").exists():
+        values = json.loads((folder / "preset.json").read_text(encoding="utf-8"))
+        comparison = json.loads((folder / "objectives.json").read_text(encoding="utf-8"))["objectives"]
+        text += "\n".join(objectives_lines(values, comparison))
+    return unlinked(text, folder)
 
 
 # a relative Markdown link: [text](target), the target without a scheme or a space
 RELATIVE_LINK = re.compile(r"\[([^\]]+)\]\(((?![a-z][a-z0-9+.-]*:|#)[^)\s]+)\)")
 
 
-def unlink_missing(readme: Path) -> None:
+def unlinked(text: str, folder: Path) -> str:
     """The report's README links the stages' own files (data.md, probes/probes.md, ...), which the
     export does not copy: such a link becomes its text in code quotes, so that none is broken."""
-    text = readme.read_text(encoding="utf-8")
 
     def keep(match: re.Match) -> str:
         label, target = match.groups()
-        if (readme.parent / target.split("#")[0]).exists():
+        if (folder / target.split("#")[0]).exists():
             return match.group(0)
         return label if label.startswith("`") else f"`{label}`"
 
-    readme.write_text(RELATIVE_LINK.sub(keep, text), encoding="utf-8")
+    return RELATIVE_LINK.sub(keep, text)
 
 
 def _git(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
@@ -214,9 +231,14 @@ def compare_objectives(
     comparison = objectives.objective_comparison(causal, pd.read_csv(runs))
     commit = _git(["rev-parse", "HEAD"], runs.resolve().parent).stdout.strip()
     write_json(folder / "objectives.json", {"objectives": comparison, "causal_run": commit})
-    table = objectives.table(comparison)
-    write_text(folder / "tables" / "objectives.md", table)
-    lines = [
+    write_text(folder / "tables" / "objectives.md", objectives.table(comparison))
+
+
+def objectives_lines(values: dict, comparison: dict) -> list[str]:
+    """The masked preset's README section: its start against the causal run's (objectives.json)."""
+    from tinytf.analysis import objectives
+
+    return [
         "",
         "## Masked vs causal pretraining on the label curve",
         "",
@@ -233,7 +255,5 @@ def compare_objectives(
         "",
         *(f"- {objectives.verdict(labels, entry)}" for labels, entry in comparison["label_curve"].items()),
         "",
-        table,
+        objectives.table(comparison),
     ]
-    with open(folder / "README.md", "a", encoding="utf-8") as readme:
-        readme.write("\n".join(lines))

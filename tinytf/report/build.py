@@ -12,7 +12,6 @@ README at the same relative paths, so reports/ is the whole of what git holds of
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -28,9 +27,11 @@ from tinytf.report.champion import champion_section
 from tinytf.report.facts import STAGE_FILES, UPSTREAM, Facts
 from tinytf.report.grid import grid_section
 from tinytf.report.mistakes import mistakes_section
+from tinytf.report.publish import publish, published
 from tinytf.report.run_card import load_records, run_card
 from tinytf.report.text import render_readme
 from tinytf.report.transfer import transfer_section
+from tinytf.report.view import view_json, write_view
 
 
 class _Report:
@@ -42,6 +43,15 @@ class _Report:
         self.plots: list[tuple[str, str]] = []
         self.notes: list[str] = []  # skipped parts that are not missing files
         self.f = Facts()  # what the README quotes
+
+    @property
+    def missing(self) -> list[tuple[str, str, str]]:
+        return self.inputs.missing
+
+    @property
+    def published(self) -> list[str]:
+        """The stages' own files the README names, of those this run wrote (published beside it)."""
+        return published(self.root)
 
     # ------------------------------------------------------------------------------ writing
     def table(
@@ -373,6 +383,8 @@ def build_report(params: Params, root: str | Path = ".", out_dir: str | Path = "
     ):
         section()
     report.pending.append((out / "README.md", write_text, (render_readme(report),)))
+    # what the README was written from: a committed README is checked against it (tinytf.report.view)
+    report.pending.append((out / "readme.json", write_view, (view_json(report),)))
     # written beside `out`, then put in place together (tinytf.io.staged): a failure leaves the last
     # report whole; tables/, plots/ and dvc/ are replaced whole, so no file of an earlier build stays
     with staged([out], "report") as staging:
@@ -382,18 +394,3 @@ def build_report(params: Params, root: str | Path = ".", out_dir: str | Path = "
             writer(staging[out] / path.relative_to(out), *args)
         publish(root / STAGE_FILES, staging[out])
     return [path for path, _, _ in report.pending]
-
-
-def publish(stage_files: Path, staging: Path) -> None:
-    """Copy each entry the stages wrote under data/reports/ (DVC-cached, git-ignored) into the
-    report's staging folder: swapped in with the README, each replaces its namesake whole, so
-    reports/ holds every stage's tables and summaries of this run and git can commit them."""
-    if not stage_files.is_dir():
-        return
-    for entry in sorted(stage_files.iterdir()):
-        if entry.name.startswith("."):  # a stage's staging folder, left by a kill
-            continue
-        if entry.is_dir():
-            shutil.copytree(entry, staging / entry.name)
-        else:
-            shutil.copyfile(entry, staging / entry.name)

@@ -5,7 +5,6 @@ it can and the README lists what is missing."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
 import pandas as pd
@@ -45,15 +44,16 @@ class Facts:
 
 
 class ReportView(Protocol):
-    """What the README text reads of a report being built."""
+    """What the README text reads: of a report being built (tinytf.report.build), or of one
+    committed (its readme.json, tinytf.report.view)."""
 
     f: Facts
     params: Any
-    inputs: Any
+    missing: list  # (what, path, how to make it) per absent input
     notes: list[str]
-    tables: list[tuple[str, str]]
-    plots: list[tuple[str, str]]
-    root: Path
+    tables: list  # (link, sentence)
+    plots: list
+    published: list[str]  # the stages' own files published beside the README
 
 
 class Upstream(NamedTuple):

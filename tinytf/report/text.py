@@ -10,7 +10,7 @@ from tinytf.report import tables as rt
 from tinytf.report.answers import answers
 from tinytf.report.bodies import lm_corpus
 from tinytf.report.champion import champion_text
-from tinytf.report.facts import STAGE_FILES, ReportView
+from tinytf.report.facts import ReportView
 from tinytf.report.transfer import items_text, transfer_text
 
 COURSE_004_GRID = (
@@ -275,7 +275,7 @@ def render_readme(r: ReportView) -> str:
     transfer = transfer_text(r)
     if transfer:
         lines += ["## Where pretraining helps", "", *transfer, ""]
-    missing = list(dict.fromkeys(r.inputs.missing))
+    missing = list(dict.fromkeys(tuple(m) for m in r.missing))
     if missing or r.notes:
         lines += ["## Missing inputs", ""]
         lines += [f"- {what}: `{path}` is absent (make it with `{how}`)." for what, path, how in missing]
@@ -283,22 +283,7 @@ def render_readme(r: ReportView) -> str:
     lines += ["## Tables", "", "Each as markdown with a CSV twin beside it.", ""]
     lines += [f"- [{link}]({link}): {sentence}" for link, sentence in r.tables] + [""]
     lines += ["## Plots", ""] + [f"- [{link}]({link}): {sentence}" for link, sentence in r.plots]
-    # the stages' own files, published beside this README from data/reports/ (tinytf.report.build)
-    published = [
-        rel
-        for rel in (
-            "data.md",
-            "pretrain/samples.md",
-            "variants/variants.md",
-            "finetune/curves.png",
-            "evaluate/test_report.json",
-            "metrics.json",
-            "probes/probes.md",
-            "complexity/complexity.md",
-            "complexity/attention_cost.png",
-        )
-        if (r.root / STAGE_FILES / rel).exists()
-    ]
+    published = r.published  # the stages' own files beside this README (tinytf.report.build)
     if published:
         lines += [
             "",

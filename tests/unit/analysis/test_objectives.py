@@ -115,7 +115,11 @@ def test_the_masked_presets_export_pairs_its_run_with_the_committed_causal_run(t
     assert entry["mean_difference"] == pytest.approx(-0.02) and "p_value" in entry
     assert set(written["objectives"]["label_curve"]) == {"250", "1000", "all"}
     readme = (out / "README.md").read_text()
-    assert readme.startswith("README.md\n## Masked vs causal pretraining on the label curve")
+    assert readme == presets.preset_readme(out)  # the report's text, then the comparison
+    assert (
+        readme.startswith("# tinytf report\n")
+        and "\n\n## Masked vs causal pretraining on the label curve\n" in readme
+    )
     assert (
         "The course's claim (course report 000)" in readme and "- all labels: masked − causal -2.0" in readme
     )

@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from tests.helpers.paths import REPO
-from tests.helpers.report_tree import fake_report_tree
+from tests.helpers.report_tree import fake_report_tree, fake_view
 from tinytf.cli.main import main
 from tinytf.errors import ParamsError
 from tinytf.params.pipeline import stage_commands
@@ -213,17 +213,20 @@ def test_preset_export_copies_the_report_only_when_params_hold_the_presets_value
     assert not (reports / "presets").exists() or not any((reports / "presets").iterdir())
     params["model"]["d_model"], params["finetune"]["seeds"] = 64, [1, 2]
     target.write_text(yaml.safe_dump(params))
-    (reports / "README.md").write_text("[a](tables/a.md), [reports/data.md](data.md), [w](https://x.org)")
     out = call()
-    # the stages' own files are not exported: their links become text, so none is broken
-    assert (out / "README.md").read_text() == "[a](tables/a.md), `reports/data.md`, [w](https://x.org)"
+    # written from the exported view; the stages' own files are not exported: their links become
+    # text, so none is broken
+    readme = (out / "README.md").read_text()
+    assert readme == preset_module.preset_readme(out) and (out / "readme.json").exists()
+    assert "- [tables/a.md](tables/a.md): the table a" in readme
+    assert "Written by the stages themselves: `reports/data.md`." in readme
     assert out == reports / "presets" / "small"
     assert (out / "summary.json").read_text() == "finetune/summary.json" and (out / "tables/a.md").exists()
     assert (out / "variants.json").read_text() == "variants/summary.json"
     assert json.loads((out / "preset.json").read_text()) == {"model.d_model": 64, "finetune.seeds": [1, 2]}
-    (reports / "README.md").write_text("again")
+    fake_view(reports, notes=("again",))
     call()  # a second export replaces the first whole
-    assert (out / "README.md").read_text() == "again"
+    assert "\n- again\n" in (out / "README.md").read_text()
     assert sorted(p.name for p in (reports / "presets").iterdir()) == ["small"]
     assert main(export[:3] + ["--params", str(tmp_path / "none.yaml"), "--presets-dir", str(presets)]) == 2
 
