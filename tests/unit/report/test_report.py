@@ -181,8 +181,9 @@ def test_empty_tree_still_builds(tmp_path):
     ):
         assert f"`{rel}` is absent" in text
     # the report builds and runs no model: without the checks stage's tables there are none to show
-    # headline.json is a declared DVC metrics file, so it exists even when there is nothing to compare
-    assert {p.name for p in written} == {"README.md", "headline.json"}
+    # headline.json is a declared DVC metrics file, so it exists even when there is nothing to compare;
+    # readme.json is what the README was written from
+    assert {p.name for p in written} == {"README.md", "readme.json", "headline.json"}
     assert json.loads((tmp_path / "reports/headline.json").read_text()) == {}
     assert "run `dvc repro checks`" in text
 
