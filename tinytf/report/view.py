@@ -21,6 +21,7 @@ import pandas as pd
 
 from tinytf.errors import DataError
 from tinytf.io import write_text
+from tinytf.params.schema import to_dict
 from tinytf.report.facts import Facts
 
 FRAME = "__frame__"  # marks a DataFrame in the JSON
@@ -39,7 +40,7 @@ class ReadmeView:
 
 def view_json(r) -> dict:
     """The view of a report being built (tinytf.report.build), JSON-ready."""
-    params = r.params.as_dict() if hasattr(r.params, "as_dict") else dataclasses.asdict(r.params)
+    params = r.params.as_dict() if hasattr(r.params, "as_dict") else to_dict(r.params)
     return {
         "facts": {fld.name: _plain(getattr(r.f, fld.name)) for fld in dataclasses.fields(Facts)},
         "params": _plain(params),
@@ -93,8 +94,6 @@ def _plain(value: Any) -> Any:
         return [_plain(v) for v in value]
     if isinstance(value, np.generic):
         return value.item()
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return _plain(dataclasses.asdict(value))
     return value
 
 
