@@ -457,7 +457,7 @@ def test_preset_values_reach_dvc_as_the_numbers_they_are():
     for value in (5e-05, [5e-05, 0.001], 1e-4, 3, "x", True, ["concat", "reweight"], 2.5e-07):
         assert yaml.safe_load(yaml_value(value)) == value, value
     args = set_args("minilm", REPO / "params.yaml", REPO / "presets")
-    assert "grid.lrs=[5.0e-05]" in args
+    assert "grid.lrs=[2.0e-05, 5.0e-05, 0.0001]" in args
 
 
 @pytest.mark.parametrize("name", sorted(p.stem for p in (REPO / "presets").glob("*.yaml")))
