@@ -55,6 +55,12 @@ def objective_comparison(causal_runs: pd.DataFrame, masked_runs: pd.DataFrame) -
     }
 
 
+def rows(comparison: dict) -> list[tuple[str, dict]]:
+    """The label counts smallest first ("all" last), also when the comparison was read back from
+    objectives.json, whose keys a JSON writer sorts as text ("1000" before "250")."""
+    return sorted(comparison["label_curve"].items(), key=lambda item: item[1]["n_train"])
+
+
 def verdict(labels: str, entry: dict, alpha: float = 0.05) -> str:
     """One line: the difference in points with its p-values, or that none was detected."""
     test = entry["masked_vs_causal"]
@@ -77,7 +83,7 @@ def table(comparison: dict) -> str:
         "| masked − causal (points) | p | Holm p |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for labels, e in comparison["label_curve"].items():
+    for labels, e in rows(comparison):
         t = e["masked_vs_causal"]
         p = "–" if t["p_value"] is None else f"{t['p_value']:.3g}"
         ph = "–" if t.get("p_holm") is None else f"{t['p_holm']:.3g}"

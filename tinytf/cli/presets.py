@@ -253,7 +253,7 @@ def objectives_lines(values: dict, comparison: dict) -> list[str]:
         "The course's claim (course report 000): a causal LM's unidirectionality \"could harm the results even with "
         'fine tuning", while BERT\'s masked objective "allows the model to generalize better". Here:',
         "",
-        *(f"- {objectives.verdict(labels, entry)}" for labels, entry in comparison["label_curve"].items()),
+        *(f"- {objectives.verdict(labels, entry)}" for labels, entry in objectives.rows(comparison)),
         "",
         objectives.table(comparison),
     ]

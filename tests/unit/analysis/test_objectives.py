@@ -77,6 +77,10 @@ def test_masked_minus_causal_is_paired_by_seed_and_holm_adjusted_across_label_co
         .splitlines()[-1]
         .startswith("| all (10201) | 72.0 % | 70.0 % | 75.0 % | 70.0 % | +3.0 |")
     )
+    # read back from objectives.json, whose writer sorts its keys as text: still smallest first
+    reread = json.loads(json.dumps(result, sort_keys=True))
+    assert list(reread["label_curve"]) == ["1000", "250", "all"]
+    assert [line.split(" (")[0] for line in table(reread).splitlines()[2:]] == ["| 250", "| 1000", "| all"]
 
 
 def test_runs_that_do_not_share_seeds_are_not_compared():
