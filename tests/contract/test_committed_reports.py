@@ -19,7 +19,6 @@ PRESETS = REPO / "reports" / "presets"
 WITHOUT_VIEW = {
     "imdb": "pretraining on 41M tokens: hours on a CPU",
     "minilm": "the hf start's label curve with its recipe search: a GPU",
-    "masked": "the masked pretraining and its whole label curve (about an hour here)",
 }
 
 
