@@ -47,5 +47,5 @@ def test_stages_cells_summed_and_runs_inside_a_stage_not_counted_again(tmp_path,
     assert found["grid"] == pytest.approx(took["grid-1"] + took["grid-2"]) and found["grid"] >= 0.2
     # the child's time is inside the stage's, counted once: the stage's run alone
     assert found["finetune"] == pytest.approx(took[parent]) and took[parent] >= took["finetune-x"] >= 0.3
-    later = stage_times.stage_seconds(f"sqlite:///{tmp_path / 'mlflow.db'}", time.time() + 1, time.time() + 2)
+    later = stage_times.stage_seconds(store, time.time() + 1, time.time() + 2)
     assert later == {}
