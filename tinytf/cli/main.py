@@ -211,6 +211,13 @@ def _add_presets(sub) -> None:
         "preset's committed report), after checking params.yaml holds the preset's values",
     )
     preset.add_argument(
+        "--from",
+        dest="study",
+        metavar="FOLDER",
+        help="with --export: the report and params.yaml that benchmarks/gpu_study.sh wrote into FOLDER "
+        "(a GPU machine's study, run without DVC) instead of the workspace's",
+    )
+    preset.add_argument(
         "--params", default="params.yaml", help="params file checked against (default: params.yaml)"
     )
     preset.add_argument("--presets-dir", default="presets", help="folder of presets (default: presets)")
@@ -341,8 +348,14 @@ def dispatch(argv: Sequence[str] | None = None) -> int:
             return guarded(
                 lambda: print(*presets.set_args(args.name, args.params, args.presets_dir)[1::2], sep="\n")
             )
+        if args.study and not args.export:
+            parser.error("preset: --from FOLDER goes with --export")
         if args.export:
-            return guarded(lambda: print(presets.export_report(args.name, args.params, args.presets_dir)))
+            return guarded(
+                lambda: print(
+                    presets.export_report(args.name, args.params, args.presets_dir, study=args.study)
+                )
+            )
         return guarded(
             lambda: presets.run_preset(args.name, dvc_args, args.params, args.presets_dir, args.workspace)
         )

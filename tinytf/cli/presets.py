@@ -124,12 +124,22 @@ def export_report(
     params_file: str | Path = "params.yaml",
     preset_dir: str | Path = "presets",
     reports: str | Path = "reports",
+    study: str | Path | None = None,
 ) -> Path:
     """Copy the workspace's generated report into reports/presets/NAME/, after checking that the
     workspace's params hold every value of the preset (its run was applied: `dvc exp apply`), so
     the committed report is the one that preset produced. Swapped in whole: a failed export
-    leaves the previous one."""
+    leaves the previous one. `study`: a folder benchmarks/gpu_study.sh wrote elsewhere (a GPU
+    machine without DVC), whose report/ and params.yaml stand for the workspace's."""
     values = preset_values(name, preset_dir)
+    presets = Path(reports) / "presets"
+    if study is not None:
+        study = Path(study)
+        if not (study / "report").is_dir() or not (study / "params.yaml").is_file():
+            raise ParamsError(
+                f"{study}: no report/ and params.yaml beside it: not a folder gpu_study.sh wrote"
+            )
+        reports, params_file = study / "report", study / "params.yaml"
     load_params(params_file)  # a missing or invalid file stops here, named
     params = flatten(yaml.safe_load(Path(params_file).read_text(encoding="utf-8")) or {})
     for key, value in values.items():
@@ -145,7 +155,6 @@ def export_report(
         raise ParamsError(
             f"{reports}: no {', '.join(missing)}: run the pipeline (dvc repro) before exporting"
         )
-    presets = reports / "presets"
     with staged([presets], f"export-{name}") as staging:
         folder = staging[presets] / name
         folder.mkdir()

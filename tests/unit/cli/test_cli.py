@@ -1,6 +1,7 @@
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -229,6 +230,38 @@ def test_preset_export_copies_the_report_only_when_params_hold_the_presets_value
     assert "\n- again\n" in (out / "README.md").read_text()
     assert sorted(p.name for p in (reports / "presets").iterdir()) == ["small"]
     assert main(export[:3] + ["--params", str(tmp_path / "none.yaml"), "--presets-dir", str(presets)]) == 2
+
+
+def test_preset_export_from_a_gpu_study_folder_checks_the_params_it_ran_with(tmp_path, monkeypatch, capsys):
+    """A GPU machine without DVC: gpu_study.sh's report/ and params.yaml stand for the workspace's."""
+    import yaml
+
+    study = tmp_path / "study"
+    fake_report_tree(study / "report")
+    presets = tmp_path / "presets"
+    presets.mkdir()
+    (presets / "small.yaml").write_text("model: {d_model: 64}\n")
+    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    (study / "params.yaml").write_text(yaml.safe_dump(params))
+    monkeypatch.chdir(tmp_path)
+    export = ["preset", "small", "--export", "--from", str(study), "--presets-dir", str(presets)]
+    assert main(export) == 2  # the study ran with the default d_model, not the preset's
+    assert "model.d_model is 128, preset 'small' sets 64" in capsys.readouterr().err
+    params["model"]["d_model"] = 64
+    (study / "params.yaml").write_text(yaml.safe_dump(params))
+    assert main(export) == 0  # the workspace's own params.yaml is not read
+    out = tmp_path / "reports" / "presets" / "small"
+    assert capsys.readouterr().out.strip() == str(Path("reports/presets/small"))
+    assert (out / "summary.json").read_text() == "finetune/summary.json" and (out / "README.md").exists()
+    assert not (study / "report" / "presets").exists()
+    assert (
+        main(["preset", "small", "--export", "--from", str(tmp_path / "none"), "--presets-dir", str(presets)])
+        == 2
+    )
+    assert "not a folder gpu_study.sh wrote" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["preset", "small", "--from", str(study)])
+    assert "--from FOLDER goes with --export" in capsys.readouterr().err
 
 
 def test_count_params_prints_the_course_lab_figures(capsys):
