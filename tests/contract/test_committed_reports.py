@@ -17,7 +17,6 @@ PRESETS = REPO / "reports" / "presets"
 # exported before a preset carried its view, so their text cannot be rendered again: each leaves
 # this list when its preset is run and exported again (the reason is what that run needs)
 WITHOUT_VIEW = {
-    "imdb": "pretraining on 41M tokens: hours on a CPU",
     "minilm": "the hf start's label curve with its recipe search: a GPU",
 }
 
