@@ -15,7 +15,6 @@ carry.json says where it came from and the largest change the rounding made.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import re
 import shutil
@@ -25,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tinytf.errors import DataError, TinyTFError  # noqa: E402
-from tinytf.io import staged, write_json  # noqa: E402
+from tinytf.io import sha256_file, staged, write_json  # noqa: E402
 from tinytf.model.hf import locate  # noqa: E402
 
 WEIGHTS = "model.safetensors"
@@ -71,10 +70,9 @@ def half_copy(checkpoint: str, dest: Path) -> Path:
         config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
         config["torch_dtype"] = "float32"  # the dtype transformers loads it in: not the file's fp16
         write_json(folder / "config.json", config)
-        digest = hashlib.sha256((source / WEIGHTS).read_bytes()).hexdigest()
         write_json(
             folder / "carry.json",
-            {"checkpoint": checkpoint, "weights_sha256": digest, "stored": "float16",
+            {"checkpoint": checkpoint, "weights_sha256": sha256_file(source / WEIGHTS), "stored": "float16",
              "loaded": "float32", "max_relative_change": change},
         )  # fmt: skip
     return dest / name

@@ -234,8 +234,6 @@ def test_preset_export_copies_the_report_only_when_params_hold_the_presets_value
 
 def test_preset_export_from_a_gpu_study_folder_checks_the_params_it_ran_with(tmp_path, monkeypatch, capsys):
     """A GPU machine without DVC: gpu_study.sh's report/ and params.yaml stand for the workspace's."""
-    import yaml
-
     study = tmp_path / "study"
     fake_report_tree(study / "report")
     presets = tmp_path / "presets"
