@@ -173,22 +173,12 @@ gpu_use() {  # the samples so far, per stage; a run stopped from outside leaves 
     "$python" benchmarks/gpu_use.py "$out/gpu_use.csv" "$out/stages.tsv" --json "$out/gpu_use.json" | tee "$out/gpu_use.txt"
 }
 begin=$(now)
-for stage in "${stages[@]}"; do
-    start=$(now)
-    "$python" -m tinytf.cli run "$stage" "${sets[@]}" > "$out/logs/$stage.log" 2>&1
-    rc=$?
-    end=$(now)
-    printf '%s\t%s\t%s\n' "$stage" "$start" "$end" >> "$out/stages.tsv"
-    line="stage $stage: $(seconds "$start" "$end") s"
-    if [ $rc -ne 0 ]; then
-        echo "$line, exit status $rc" | tee -a "$out/timings.txt"
-        tail -n 20 "$out/logs/$stage.log" >&2
-        echo "gpu_study: stage $stage failed (exit status $rc); its output: $out/logs/$stage.log" >&2
-        gpu_use
-        exit 1
-    fi
-    echo "$line" | tee -a "$out/timings.txt"
-done
+# every stage as soon as the ones it reads have ended, ${STUDY_JOBS:-1} at once (benchmarks/study_stages.py)
+"$python" benchmarks/study_stages.py --out "$out" --jobs "${STUDY_JOBS:-1}" "${stages[@]}" -- "${sets[@]}"
+if [ $? -ne 0 ]; then
+    gpu_use
+    exit 1
+fi
 if [ "$mode" = prepare ]; then
     rm -rf "$inputs"
     for path in $carried; do

@@ -9,6 +9,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.helpers.paths import REPO
 
@@ -81,3 +82,68 @@ def test_a_run_without_the_comparison_is_named(tmp_path):
     (tmp_path / "finetune" / "summary.json").write_text(json.dumps({"label_curve": {"all": {}}}))
     with pytest.raises(SystemExit, match="no all-labels pretrained_vs_tfidf test; rerun finetune"):
         from_summary(tmp_path)
+
+
+def test_the_study_starts_a_stage_only_after_the_stages_whose_outputs_it_reads():
+    import study_stages
+
+    stages = list(yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"])
+    after = stages[stages.index("tokenize") + 1 :]
+    needs = study_stages.needs(REPO / "dvc.yaml", after)
+    assert needs["pretrain"] == set() and needs["probes"] == set() and needs["variants"] == set()
+    assert needs["finetune"] == {"pretrain", "baselines"}
+    assert needs["grid_finalists"] == {"grid", "pretrain"}  # a matrix's outputs: its folder
+    assert needs["evaluate"] >= {"grid", "grid_finalists", "finetune", "baselines"}
+    assert needs["report"] >= {"evaluate", "variants_table", "checks", "complexity", "probes"}
+
+
+def test_the_study_runs_ready_stages_side_by_side_and_stops_at_the_first_failure(tmp_path, monkeypatch):
+    import study_stages
+
+    (tmp_path / "dvc.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "stages": {
+                    "a": {"cmd": "x", "outs": ["out/a"]},
+                    "b": {"cmd": "x", "outs": ["out/b"]},
+                    "c": {"cmd": "x", "deps": ["out/a", "out/b"], "outs": ["out/c"]},
+                }
+            }
+        )
+    )
+    # each stage's "run" sleeps 0.5 s; c fails
+    fake = tmp_path / "pkg" / "tinytf" / "cli"
+    fake.mkdir(parents=True)
+    (fake.parent / "__init__.py").write_text("")
+    (fake / "__init__.py").write_text("")
+    (fake / "__main__.py").write_text(
+        "import sys, time\ntime.sleep(0.5)\nprint('ran', sys.argv[2:])\nsys.exit(3 if sys.argv[2] == 'c' else 0)\n"
+    )
+    monkeypatch.setenv("PYTHONPATH", str(fake.parent.parent))
+    monkeypatch.chdir(tmp_path)  # `python -m` looks in the working directory first
+    out = tmp_path / "study"
+    code = study_stages.main(
+        [
+            "--out",
+            str(out),
+            "--jobs",
+            "2",
+            "--dvc-file",
+            str(tmp_path / "dvc.yaml"),
+            "a",
+            "b",
+            "c",
+            "--",
+            "--set",
+            "k=v",
+        ]
+    )
+    assert code == 1
+    spans = {
+        line.split("\t")[0]: line.split("\t")[1:] for line in (out / "stages.tsv").read_text().splitlines()
+    }
+    assert float(spans["b"][0]) < float(spans["a"][1])  # a and b at once
+    assert float(spans["c"][0]) >= max(float(spans["a"][1]), float(spans["b"][1]))
+    assert "ran ['c', '--set', 'k=v']" in (out / "logs" / "c.log").read_text()
+    assert (out / "timings.txt").read_text().splitlines()[-1].startswith("stage c: ")
+    assert (out / "timings.txt").read_text().splitlines()[-1].endswith(", exit status 3")
