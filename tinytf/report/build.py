@@ -256,7 +256,11 @@ class _Report:
     def run_card(self) -> None:
         folder = self.inputs.exists("runs")
         if folder is not None:
-            self.f.run_card = run_card(load_records(folder))
+            found = {
+                s: self.inputs.json(f"{s}_{n}") for s, n in (("pretrain", "metrics"), ("finetune", "summary"))
+            }
+            precision = {s: d["precision"] for s, d in found.items() if d and d.get("precision")}
+            self.f.run_card = run_card(load_records(folder), precision)
 
     def mistakes(self) -> None:
         mistakes_section(self)

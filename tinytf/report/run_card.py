@@ -69,8 +69,9 @@ def _versions(r: dict) -> str:
     )
 
 
-def run_card(records: list[dict]) -> list[str]:
-    """The README's opening lines; [] without records."""
+def run_card(records: list[dict], precision: dict[str, str] | None = None) -> list[str]:
+    """The README's opening lines; [] without records. `precision`: what each training stage ran
+    in ("fp32", "bf16"), a protocol fact: two machines that chose differently train differently."""
     if not records:
         return []
     seconds: Counter[str] = Counter()
@@ -82,9 +83,13 @@ def run_card(records: list[dict]) -> list[str]:
         f"{stage}{f' ({runs[stage]} cells)' if runs[stage] > 1 else ''} {duration(s)}"
         for stage, s in seconds.items()
     )
+    by_precision: dict[str, list[str]] = {}
+    for stage, value in (precision or {}).items():
+        by_precision.setdefault(value, []).append(stage)
     return [
         f"- Code: {_each(_grouped(records, _code))}.",
         f"- Machine: {_each(_grouped(records, _machine))}.",
+        *([f"- Precision: {_each(by_precision)}."] if by_precision else []),
         f"- Versions: {_each(_grouped(records, _versions))}.",
         f"- Wall time per stage, in the order they finished: {times}; {duration(sum(seconds.values()))} in "
         "all (each stage's own process, summed over a matrix's cells; DVC's work between stages is not in "

@@ -58,3 +58,11 @@ def test_a_record_that_is_not_one_is_refused_naming_the_file(tmp_path):
     (tmp_path / "bad.json").write_text('{"stage": "prepare"}')
     with pytest.raises(DataError, match=r"bad.json: not a stage run record \(KeyError"):
         load_records(tmp_path)
+
+
+def test_the_card_names_the_precision_each_training_stage_ran_in():
+    records = [_record("pretrain", 600, "1"), _record("finetune", 900, "2")]
+    assert run_card(records, {"pretrain": "bf16", "finetune": "bf16"})[2] == "- Precision: bf16."
+    mixed = run_card(records, {"pretrain": "bf16", "finetune": "fp32"})[2]
+    assert mixed == "- Precision: bf16 (pretrain); fp32 (finetune)."
+    assert len(run_card(records)) == 4  # no training stage's outputs: no line
