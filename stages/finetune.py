@@ -57,12 +57,15 @@ def summarize(
             "dropouts": list(f.dropouts),
             "search_labels": [count_name(c) for c in f.search_counts()],
             "search_seeds": result.search_seeds,
+            "search": "successive halving over search_seeds",
+            "patience": f.patience,
             "tests": "paired t over seeds per label count, each start against scratch and against "
             "TF-IDF + LR, Holm across label counts within each comparison; the same comparisons "
             f"over test texts ({ITEM_METHOD}); trend: one OLS slope of the paired differences on "
             "log10 labels per seed, one-sample t over the seeds' slopes",
         },
         recipes=result.recipes,
+        patience=f.patience,
         label_curve=curve,
         trend=gap_trend(curve) if "pretrained" in f.starts else None,
         snapshot_curve=snapshot_curve(runs, count_name(f.snapshot_labels)) if with_snapshots else [],

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 # stage -> MLflow runs it makes on the tiny preset (variants: 1 pos x 2 merges x 2 seeds)
 # grid: AdamW and SGD at one lr / batch size / epochs, both finalists on one more seed; finetune: 1 stage run + one nested run per
-# row of runs.csv (every run of the study: 27 curve, 12 more recipe-search, 3 snapshot runs);
+# row of runs.csv (every run of the study: 27 curve, 8 more recipe-search, 3 snapshot runs; the
+# search halves 4 candidates over 2 seeds: 4 + 2 runs a start, the chosen one's 2 are curve runs);
 # baselines: 1 + one per fit (3 seeds at 60 and 120 labels, one fit for all labels)
 RUNS = {
     "prepare": 1,
@@ -13,7 +14,7 @@ RUNS = {
     "variants": 4,
     "variants (parent)": 1,
     "variants_table": 1,
-    "finetune": 1 + 42,
+    "finetune": 1 + 38,
     "baselines": 1 + 7,
     "grid": 2,
     "grid (parent)": 1,

@@ -2,8 +2,10 @@
 regression, fitted on the same train subsets and scored on the same test split.
 
 TF-IDF features are word 1–2-grams plus character 2–5-grams inside word boundaries (the strong
-bag-of-words recipe for short reviews); the regularisation C is chosen on the validation split,
-never on test. scikit-learn does the work; nothing here imports torch.
+bag-of-words recipe for short reviews), their vocabulary and document frequencies fitted on every
+train text (labels unread), as the tokenizer and the language model read them (protocol v3); the
+logistic regression sees only the subset's labels. C is chosen on the validation split, never on
+test. scikit-learn does the work; nothing here imports torch.
 """
 
 from __future__ import annotations
@@ -49,14 +51,18 @@ def fit_baselines(
     cs: list[float],
     word_ngrams: tuple[int, int] = (1, 2),
     char_ngrams: tuple[int, int] = (2, 5),
+    features=None,
 ) -> BaselineScores:
-    """Fit the features on `train` once, one logistic regression per C; keep the C with the best
-    validation accuracy (the smaller C on a tie: more regularised) and score it on test."""
+    """One logistic regression per C on the features of `train`; keep the C with the best
+    validation accuracy (the smaller C on a tie: more regularised) and score it on test.
+    `features`: a fitted `tfidf_features` (baseline_curve's, fitted on every train text); None
+    fits them on `train`'s texts."""
     from sklearn.linear_model import LogisticRegression
     from threadpoolctl import threadpool_limits
 
-    features = tfidf_features(word_ngrams, char_ngrams)
-    x_train = features.fit_transform(train[0])
+    if features is None:
+        features = tfidf_features(word_ngrams, char_ngrams).fit(train[0])
+    x_train = features.transform(train[0])
     x_val, x_test = features.transform(validation[0]), features.transform(test[0])
     best = None
     # one BLAS thread, as the linear probe (tinytf.train.linear_probe says why): faster here, with
@@ -86,14 +92,16 @@ def baseline_curve(
     progress=None,
 ):
     """Both baselines on the fine-tuning curve's subsets: (per label count, mean/std/by-seed test
-    accuracy; TF-IDF + LR's validation and test predictions, one row per (fit, text)). All labels
-    are the same set for every seed, so that point is fitted once."""
+    accuracy; TF-IDF + LR's validation and test predictions, one row per (fit, text)). The
+    features are fitted once, on every train text; all labels are the same set for every seed,
+    so that point is fitted once."""
     import pandas as pd
 
     from tinytf.data.predictions import prediction_rows
     from tinytf.data.subsets import ALL, count_name, label_subset
 
     texts, labels = splits["train"]
+    features = tfidf_features(word_ngrams, char_ngrams).fit(texts)  # labels unread
     curve, predictions = {}, []
     for count, seeds in plan:
         fits = {}
@@ -106,6 +114,7 @@ def baseline_curve(
                 cs,
                 word_ngrams,
                 char_ngrams,
+                features,
             )
             keys = {"start": "tfidf_lr", "labels": count_name(count), "seed": seed}
             for split, (predicted_class, probability) in fits[seed].predictions.items():

@@ -158,11 +158,13 @@ class FinetuneParams:
     )
     label_counts: list[int] = bounded([250, 1000, 3000, 0], ge=0)  # 0 = every train label
     seeds: list[int] = bounded([1, 2, 3, 4, 5], ge=0)  # every label count runs all of them
-    epochs: int = bounded(2, ge=1)  # at least; small subsets run more epochs to reach min_steps
+    epochs: int = bounded(4, ge=1)  # at least; small subsets run more epochs to reach min_steps
     min_steps: int = bounded(160, ge=1)
+    # validation passes in a row without a better accuracy that end a run (0: the whole schedule)
+    patience: int = bounded(2, ge=0)
     batch_size: int = bounded(32, ge=1)
     optimizer: str = "AdamW"
-    lrs: list[float] = bounded([1e-3, 3e-3], gt=0)  # candidates per trained start
+    lrs: list[float] = bounded([3e-4, 1e-3, 3e-3], gt=0)  # candidates per trained start
     dropouts: list[float] = bounded([0.0, 0.1], ge=0, lt=1)  # the classifier's, candidates per start
     # the linear probe's logistic-regression C, chosen on validation in every run: the best C
     # grows with the labels
@@ -171,8 +173,8 @@ class FinetuneParams:
     # listed takes the recipe of the nearest listed count below it (else the smallest listed).
     # One count (an int) searches once for the whole curve, as the tiny preset does
     search_labels: list[int] | int = bounded([250, 1000, 3000, 0], ge=0)
-    # on its first few seeds, by mean validation accuracy: one seed's validation split decides
-    # between recipes by a handful of texts
+    # by successive halving over its first few seeds (tinytf.train.finetune.halving_search): one
+    # seed's validation split decides between recipes by a handful of texts
     search_seeds: int = bounded(3, ge=1)
     # fine-tune from the pretraining snapshots at this many labels: the pretraining-tokens curve
     snapshot_labels: int = bounded(1000, ge=0)

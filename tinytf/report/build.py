@@ -212,7 +212,8 @@ class _Report:
                 "finetune",
                 "Pretrained vs scratch vs probe",
                 f"Test accuracy of the same classifier from "
-                f"three starts with all labels, at least {s.get('epochs', '?')} epoch(s), best validation "
+                f"three starts with all labels, at most {s.get('epochs', '?')} epoch(s), stopped "
+                f"{s.get('patience', '?')} validation passes after the best, best validation "
                 "epoch kept (the linear probe: a logistic regression, C chosen on validation), per seed "
                 "and mean ± std.",
                 rt.finetune_table(s, path),

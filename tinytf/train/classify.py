@@ -7,6 +7,7 @@ averages over its batches (what the course reports plot), validation is a separa
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -18,7 +19,7 @@ from tinytf.data.batching import PAD_ID, SentimentDataset, sentiment_loader
 from tinytf.data.sentiment import SentimentData
 from tinytf.model.transformer import TinyTransformer, cls_loss
 from tinytf.train import distributed
-from tinytf.train.loop import Callback, LoopConfig, run_loop
+from tinytf.train.loop import Callback, LoopConfig, TrainingDiverged, run_loop
 from tinytf.train.runtime import CLASSIFIER_COMPILE_MIN_STEPS as CLASSIFIER_MIN_STEPS
 from tinytf.train.runtime import Runtime, maybe_compile, resolve_runtime
 
@@ -158,6 +159,7 @@ class ClassifierRun:
     test: dict = field(default_factory=dict)
     best_epoch: int = 0  # the evaluated epoch whose weights `model` holds (keep_best), else the last
     validation: Predictions | None = None  # the validation pass of that epoch
+    diverged_step: int | None = None  # where the loss went non-finite, the best epoch before it kept
 
 
 class BestEpoch:
@@ -197,6 +199,9 @@ class ClassifierRecipe:
     schedule: str = "cosine"
     eval_every: int = 1
     keep_best: bool = False
+    # validation passes in a row without a better accuracy that end the run (0: the whole
+    # schedule); the best epoch's weights are kept either way
+    patience: int = 0
 
 
 def train_classifier(
@@ -260,15 +265,42 @@ def train_classifier(
 
     loop = classifier_loop(r, len(loader), desc)
     loop.progress = progress
-    epochs = loop.total_steps // loop.steps_per_epoch
-    out = run_loop(
-        model, source, loss_fn, loop, runtime, on_epoch_end, list(callbacks), state_path, params_hash
-    )
-    best_epoch = best.restore() if r.keep_best else epochs * r.eval_every
+
+    def stop_early(history: list[dict]) -> bool:
+        if not r.patience:
+            return False
+        scores = [h["validation_accuracy"] for h in history]
+        return len(scores) - 1 - scores.index(max(scores)) >= r.patience  # the first best counts
+
+    diverged = None
+    try:
+        out = run_loop(
+            model,
+            source,
+            loss_fn,
+            loop,
+            runtime,
+            on_epoch_end,
+            list(callbacks),
+            state_path,
+            params_hash,
+            stop_early=stop_early,
+        )
+    except TrainingDiverged as exc:
+        # a run that keeps its best epoch ends at a non-finite loss as at patience's stop (a
+        # candidate lr too high for a start, say): the best epoch so far is its result
+        if not r.keep_best or best.state is None:
+            raise
+        print(f"{exc.args[0].split(';')[0]}: keeping its best epoch, {best.epoch}", file=sys.stderr)
+        out, diverged = {"history": exc.history}, exc.step
+    ran = out["history"][-1]["data_epochs"] if out["history"] else 0  # fewer than planned after a stop
+    best_epoch = best.restore() if r.keep_best else ran
     if r.start == "frozen":
         model.base.eval()
     validation = best.validation if r.keep_best else (last[0] if last else None)
-    return ClassifierRun(model, out["history"], best_epoch=best_epoch, validation=validation)
+    return ClassifierRun(
+        model, out["history"], best_epoch=best_epoch, validation=validation, diverged_step=diverged
+    )
 
 
 def classifier_loop(recipe: ClassifierRecipe, batches_per_epoch: int, desc: str) -> LoopConfig:

@@ -6,10 +6,12 @@ initialisation and the batch order, so for one seed the starts differ only in th
 comparison over seeds is paired. The recipe is chosen on validation, never on test:
 
 1. each trained start's recipe at each of the `search_labels` counts, lr x dropout from the same
-   candidates for every start: one run per candidate and seed on that count's subset (its first
-   `search_seeds` seeds), the best mean validation accuracy wins (a knob tuned for one start or
-   one label count only would tilt the study);
-2. every run keeps its best validation epoch;
+   candidates for every start, by successive halving over its first `search_seeds` seeds: every
+   candidate on the first seed, the better half on the next, and so on; the last round's best
+   mean validation accuracy wins (a knob tuned for one start or one label count only would tilt
+   the study);
+2. every run keeps its best validation epoch, and stops after `patience` validation passes in a
+   row without a better one;
 3. each count's recipe then runs every seed of that count, and the pretrained start again from
    each pretraining snapshot at `snapshot_labels` labels, over the same seeds.
 
@@ -185,6 +187,7 @@ class Trainer:
             warmup_ratio=p.warmup_ratio,
             eval_every=every,
             keep_best=True,
+            patience=p.patience,
         )
         run = train_classifier(
             model, data, recipe, self.runtime, callbacks=[recorder], desc=name, progress=False
@@ -200,7 +203,8 @@ class Trainer:
         ]
         row = {
             "n_train": len(data.splits["train"]),
-            "epochs": epochs,
+            "epochs": run.history[-1]["data_epochs"],  # trained; fewer than planned after a stop
+            "diverged_step": run.diverged_step,  # None, or where its loss went non-finite
             "best_epoch": run.best_epoch,
             "validation_accuracy": best["validation_accuracy"],
             "test_accuracy": test["test_accuracy"],
@@ -319,6 +323,7 @@ class Runner:
             "epochs": None,
             "best_epoch": None,
             "probe_c": None,
+            "diverged_step": None,
             **out["row"],
         }
         if "parameters" in out:
@@ -337,18 +342,52 @@ class Runner:
         )
 
 
-def chosen_recipe(rows: list[dict]) -> dict:
-    """{"lr", "dropout", "candidates": [{"lr", "dropout", "validation_accuracy", "seeds"}]}: the
-    recipe whose runs have the best mean validation accuracy; the first best on a tie."""
+def chosen_recipe(rows: list[dict], among: list[tuple] | None = None) -> dict:
+    """{"lr", "dropout", "candidates": [{"lr", "dropout", "validation_accuracy", "seeds"}]}: of the
+    recipes `among` (default: every recipe in `rows`), the one whose runs have the best mean
+    validation accuracy; the first best on a tie. Every candidate is listed with the seeds it ran."""
     by_recipe: dict[tuple, list[float]] = {}
     for row in rows:
         by_recipe.setdefault((row["lr"], row["dropout"]), []).append(row["validation_accuracy"])
-    lr, dropout = max(by_recipe, key=lambda recipe: float(np.mean(by_recipe[recipe])))
+    lr, dropout = ranked(by_recipe, among)[0]
     candidates = [
         {"lr": r[0], "dropout": r[1], "validation_accuracy": float(np.mean(scores)), "seeds": len(scores)}
         for r, scores in by_recipe.items()
     ]
     return {"lr": lr, "dropout": dropout, "candidates": candidates}
+
+
+def ranked(by_recipe: dict[tuple, list[float]], among: list[tuple] | None = None) -> list[tuple]:
+    """The recipes `among` by mean validation accuracy, best first; a tie keeps their order."""
+    among = list(by_recipe) if among is None else among
+    return sorted(among, key=lambda recipe: -float(np.mean(by_recipe[recipe])))
+
+
+def halving_search(
+    run: Runner, candidates: dict[tuple, list[tuple]], seeds: list[int], checkpoint: Path
+) -> tuple[list[dict], dict[tuple, list[tuple]]]:
+    """Successive halving over seeds (protocol v3), as the grid's rounds: every candidate of each
+    (start, label count) on the first seed, the better half (rounded up) of them on the next, and
+    so on; returns every run's row and, per (start, count), the candidates of the last round.
+    One seed's validation accuracy only shortlists; the last round's mean chooses."""
+    alive, rows = dict(candidates), []
+    for i, seed in enumerate(seeds):
+        specs = [
+            RunSpec(start, count, seed, lr, dropout, checkpoint, "final")
+            for (start, count), recipes in alive.items()
+            for lr, dropout in recipes
+        ]
+        rows += run(specs)
+        if i == len(seeds) - 1:
+            break
+        for (start, count), recipes in alive.items():
+            mine = [r for r in rows if (r["start"], r["labels"]) == (start, count_name(count))]
+            by_recipe: dict[tuple, list[float]] = {}
+            for row in mine:
+                by_recipe.setdefault((row["lr"], row["dropout"]), []).append(row["validation_accuracy"])
+            kept = ranked(by_recipe, recipes)[: math.ceil(len(recipes) / 2)]
+            alive[start, count] = [r for r in recipes if r in kept]  # candidate order: a tie, the earlier
+    return rows, alive
 
 
 def run_finetune(
@@ -372,18 +411,17 @@ def run_finetune(
     trained_starts = [a for a in params.starts if a != "probe"]  # the probe chooses its C in every run
     with Workers(runtime.device, Trainer, (params, data_dir, max_length, hf), "finetune runs") as workers:
         run = Runner(params, data_dir, max_length, callbacks_for, workers, hf)
-        search = [
-            RunSpec(start, count, seed, lr, dropout, pretrained, "final")
+        candidates = {
+            (start, count): params.recipes(hf.lrs if start == "hf" else None)
             for count in params.search_counts()
             for start in trained_starts
-            for lr, dropout in params.recipes(hf.lrs if start == "hf" else None)
-            for seed in search_seeds
-        ]
-        search_rows = run(search)
+        }
+        search_rows, finalists = halving_search(run, candidates, search_seeds, pretrained)
         recipes = {
             count_name(count): {
                 start: chosen_recipe(
-                    [r for r in search_rows if (r["start"], r["labels"]) == (start, count_name(count))]
+                    [r for r in search_rows if (r["start"], r["labels"]) == (start, count_name(count))],
+                    finalists[start, count],
                 )
                 for start in trained_starts
             }

@@ -32,7 +32,11 @@ from tinytf.train.step import FiniteCheck, train_step
 
 
 class TrainingDiverged(TinyTFError):
-    """The loss became NaN or infinite; the last good checkpoint is kept."""
+    """The loss became NaN or infinite; the last good checkpoint is kept. `step` and `history`
+    (the evaluated epochs before it) let a caller that kept its best epoch go on from there."""
+
+    step: int = 0
+    history: list[dict] = []
 
 
 class TrainingInterrupted(TinyTFError):
@@ -207,6 +211,7 @@ def run_loop(  # noqa: PLR0915
     params_hash: str = "",
     resume: bool = True,
     extra_state: dict | None = None,
+    stop_early: Callable[[list[dict]], bool] | None = None,
 ) -> dict:
     """Train for cfg.total_steps optimizer steps; returns {"history": [...], "step": n, ...}.
 
@@ -214,6 +219,8 @@ def run_loop(  # noqa: PLR0915
     the history and passed to callbacks. `extra_state` is stored in every checkpoint (e.g. the
     resolved precision, so a resumed run uses what the first run chose); a dict in it is the
     task's own state, filled as it goes (pretraining's snapshots) and refilled in place on resume.
+    `stop_early(history)`, asked after each epoch, ends the training there when it says so
+    (fine-tuning's patience); the schedule stays the planned one.
     """
     optimizer = build_optimizer(model, cfg)
     # step_log: the deterministic per-step values (no timings), for loss curves
@@ -266,7 +273,9 @@ def run_loop(  # noqa: PLR0915
             if step % cfg.log_every == 0 or at_epoch or step % cfg.checkpoint_every == 0 or stop.raised:
                 if (bad := finite.first_bad()) is not None:
                     bar.close()
-                    raise _diverged(cfg, *bad, state_path if last_good else None, last_good)
+                    error = _diverged(cfg, *bad, state_path if last_good else None, last_good)
+                    error.step, error.history = bad[0], history
+                    raise error
             if step % cfg.log_every == 0 or step == cfg.total_steps:
                 elapsed = max(time.perf_counter() - window_started, 1e-9)
                 metrics = _step_metrics(result, lr, cfg, window_steps / elapsed)
@@ -282,6 +291,8 @@ def run_loop(  # noqa: PLR0915
                 for cb in callbacks:
                     cb.on_epoch(epoch, metrics)
                 checkpoint()
+                if stop_early is not None and stop_early(history):
+                    break
             elif step % cfg.checkpoint_every == 0:
                 checkpoint()
             if stop.raised:

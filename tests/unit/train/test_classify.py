@@ -1,4 +1,5 @@
 import json
+import math
 
 import numpy as np
 import pandas as pd
@@ -206,3 +207,77 @@ def test_finetune_attention_puts_every_start_under_one_attention(workdir):
         hidden = model.eval().base(ids)
         moved = float((hidden[0, :-1] - hidden[1, :-1]).abs().max())
         assert (moved > 1e-6) == sees_ahead, (attention, moved)
+
+
+def test_patience_ends_a_run_that_many_validation_passes_after_its_best(workdir, monkeypatch):
+    """Protocol v3: a run stops once `patience` passes in a row fail to beat its best (the first
+    best on a tie), keeps the best epoch's weights, and trains no step after the stop."""
+    import tinytf.train.classify as classify
+
+    def scripted(accuracies):
+        scores = iter(accuracies)
+
+        def predict(*args, **kwargs):  # a validation pass of 8 texts with the next accuracy
+            right = round(next(scores) * 8)
+            return classify.Predictions(
+                np.array([1] * right + [0] * (8 - right)), np.ones(8), 0.5, np.ones(8)
+            )
+
+        return predict
+
+    passes = [0.5, 0.75, 0.75, 0.625, 0.875, 1.0]  # best at pass 2; passes 3 and 4 no better
+    data = SentimentData.load(workdir)
+    pretrained = workdir / "models" / "pretrained.pt"
+    recipe = ClassifierRecipe(
+        start="pretrained", optimizer="AdamW", lr=3e-3, batch_size=16, epochs=6, max_length=32, seed=1,
+        keep_best=True, patience=2,
+    )  # fmt: skip
+    monkeypatch.setattr(classify, "predict", scripted(passes))
+    model = build_classifier("pretrained", classifier_config(pretrained, 2), pretrained, 1)
+    run = train_classifier(model, data, recipe, CPU)
+    assert [h["data_epochs"] for h in run.history] == [1, 2, 3, 4] and run.best_epoch == 2
+    assert run.history[-1]["step"] == 4 * math.ceil(len(data.splits["train"]) / 16)
+    monkeypatch.setattr(classify, "predict", scripted(passes))
+    model = build_classifier("pretrained", classifier_config(pretrained, 2), pretrained, 1)
+    whole = train_classifier(model, data, ClassifierRecipe(**{**recipe.__dict__, "patience": 0}), CPU)
+    assert len(whole.history) == 6 and whole.best_epoch == 6
+
+
+def test_a_run_whose_loss_goes_nan_keeps_its_best_epoch_before_it(workdir, monkeypatch):
+    """A candidate lr too high for a start ends its run at the non-finite loss, as patience ends
+    one: its best epoch so far is the result. Before any epoch was evaluated, there is none."""
+    import tinytf.train.classify as classify
+    from tinytf.train.loop import TrainingDiverged
+
+    data = SentimentData.load(workdir)
+    per_epoch = math.ceil(len(data.splits["train"]) / 16)
+    real = classify.classifier_step_loss
+
+    def nan_after(limit):
+        def build(model, runtime):
+            step, calls = real(model, runtime), [0]
+
+            def stepped(ids, mask, y):
+                loss, logits = step(ids, mask, y)
+                calls[0] += 1
+                return (loss * float("nan") if calls[0] > limit else loss), logits
+
+            return stepped
+
+        return build
+
+    pretrained = workdir / "models" / "pretrained.pt"
+    recipe = ClassifierRecipe(
+        start="scratch", optimizer="AdamW", lr=3e-3, batch_size=16, epochs=4, max_length=32, seed=1,
+        keep_best=True,
+    )  # fmt: skip
+    monkeypatch.setattr(classify, "classifier_step_loss", nan_after(per_epoch + 1))
+    model = build_classifier("scratch", classifier_config(pretrained, 2), pretrained, 1)
+    run = train_classifier(model, data, recipe, CPU)
+    assert [h["data_epochs"] for h in run.history] == [1] and run.best_epoch == 1
+    assert run.diverged_step == per_epoch + 2 and run.validation is not None
+    assert all(torch.isfinite(p).all() for p in model.parameters())  # the best epoch's weights
+    monkeypatch.setattr(classify, "classifier_step_loss", nan_after(1))
+    model = build_classifier("scratch", classifier_config(pretrained, 2), pretrained, 1)
+    with pytest.raises(TrainingDiverged, match="loss is nan at step 2"):
+        train_classifier(model, data, recipe, CPU)

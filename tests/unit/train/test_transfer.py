@@ -190,9 +190,10 @@ def test_finetune_chooses_each_lr_on_validation_and_keeps_the_best_epoch(workdir
     search = runs[(runs["labels"] == "24") & (runs["snapshot"] == "final")]
     for start in ("pretrained", "scratch"):
         mine = search[search["start"] == start].groupby(["lr", "dropout"])["validation_accuracy"]
-        assert mine.count().to_dict() == {(lr, d): 2 for lr in (1e-4, 3e-3) for d in (0.0, 0.3)}  # of 5 asked
+        # halving over the 2 seeds there are (of 5 asked): all 4 candidates on seed 1, the better 2 on seed 2
+        assert sorted(mine.count().to_list()) == [1, 1, 2, 2]
         chosen = result.recipes["24"][start]  # one searched count: its recipe serves the whole curve
-        assert (chosen["lr"], chosen["dropout"]) == mine.mean().idxmax()
+        assert (chosen["lr"], chosen["dropout"]) == mine.mean()[mine.count() == 2].idxmax()
         curve = runs[(runs["start"] == start) & runs["chosen"]]
         assert set(zip(curve["lr"], curve["dropout"], strict=True)) == {(chosen["lr"], chosen["dropout"])}
     probes = runs[runs["start"] == "probe"]  # no recipe search: each run chooses its C on validation
@@ -250,13 +251,12 @@ def test_a_recipe_is_chosen_at_every_searched_label_count_and_serves_that_count(
     for labels, by_start in result.recipes.items():
         for start, chosen in by_start.items():
             mine = runs[(runs["labels"] == labels) & (runs["start"] == start)]
-            means = mine.groupby("lr")["validation_accuracy"].mean()
-            assert len(means) == 2 and chosen["lr"] == means.idxmax()  # both candidates ran at this count
+            first = mine[mine["seed"] == 1].set_index("lr")["validation_accuracy"]
+            assert len(first) == 2 and chosen["lr"] == first.idxmax()  # seed 1 keeps the better half: one
             curve = mine[mine["chosen"]]
             assert set(curve["lr"]) == {chosen["lr"]} and sorted(curve["seed"]) == [1, 2]
-    assert (
-        len(runs) == 2 * 2 * 2 * 2
-    )  # count x start x lr x seed: the chosen candidate's runs are the curve's
+    # count x start x (2 candidates on seed 1 + the kept one on seed 2): those runs are the curve's
+    assert len(runs) == 2 * 2 * 3
 
 
 def test_runs_side_by_side_give_the_numbers_of_one_process_and_reach_mlflow(workdir, monkeypatch):
@@ -561,3 +561,60 @@ def test_baseline_sentence_says_when_the_published_numbers_are_on_the_same_test_
     [other] = _baseline_text(curve.assign(**{"pretrained mean": [0.7, 0.8]}), "rt_critic_snippets")
     assert "2.0 points below TF-IDF" in other and "3.7 points below CNN-rand" in other
     assert "context only, another dataset" in other
+
+
+def test_the_baselines_vocabulary_is_every_train_text_while_labels_come_from_the_subset(monkeypatch):
+    """Protocol v3: TF-IDF reads every train text as the tokenizer and the LM do; a word that
+    only texts outside the subset hold is still a feature, and the subset's labels alone are fitted."""
+    import tinytf.analysis.baselines as baselines
+
+    fitted = []
+    real = baselines.fit_baselines
+
+    def spy(train, validation, test, cs, word_ngrams, char_ngrams, features=None):
+        fitted.append((len(train[0]), features))
+        return real(train, validation, test, cs, word_ngrams, char_ngrams, features)
+
+    monkeypatch.setattr(baselines, "fit_baselines", spy)
+    texts = [f"{'good' if i % 2 else 'bad'} film number{i}" for i in range(60)]
+    labels = np.array([i % 2 for i in range(60)])
+    splits = {"train": (texts[:40], labels[:40]), "validation": (texts[40:50], labels[40:50])}
+    splits["test"] = (texts[50:], labels[50:])
+    baselines.baseline_curve(splits, [(10, [1, 2])], [1.0], (1, 1), (2, 2))
+    assert [n for n, _ in fitted] == [10, 10]  # the regression: the subset's labels
+    vocabulary = fitted[0][1].transformer_list[0][1].vocabulary_
+    assert {f"number{i}" for i in range(40)} <= set(vocabulary)  # the features: all 40 texts
+    assert fitted[0][1] is fitted[1][1]  # fitted once for the curve
+
+
+def test_the_recipe_search_halves_the_candidates_each_seed_and_chooses_among_the_last():
+    """Protocol v3: 6 candidates on seed 1, the better 3 on seed 2, the better 2 on seed 3; the
+    choice is the best mean of the last round, whatever an eliminated candidate scored once."""
+    from tinytf.train.finetune import halving_search
+
+    recipes = [(lr, d) for lr in (3e-4, 1e-3, 3e-3) for d in (0.0, 0.1)]
+    score = {  # validation accuracy per (recipe, seed); binary fractions, so means are exact
+        (3e-4, 0.0): [0.5], (3e-4, 0.1): [0.875],  # (3e-4, 0.1): best on seed 1, then last
+        (1e-3, 0.0): [0.75, 0.75, 0.75], (1e-3, 0.1): [0.625],
+        (3e-3, 0.0): [0.625], (3e-3, 0.1): [0.75, 0.875, 0.625],
+    }  # fmt: skip
+    score[3e-4, 0.1] += [0.25]
+    asked = []
+
+    def run(specs):
+        asked.append(sorted((s.lr, s.dropout, s.seed) for s in specs))
+        return [
+            {"start": s.start, "labels": "250", "lr": s.lr, "dropout": s.dropout, "seed": s.seed,
+             "validation_accuracy": score[s.lr, s.dropout][s.seed - 1]}
+            for s in specs
+        ]  # fmt: skip
+
+    rows, last = halving_search(run, {("scratch", 250): recipes}, [1, 2, 3], REPO / "m.pt")
+    assert [len(a) for a in asked] == [6, 3, 2] and len(rows) == 11
+    # seed 1 keeps its 0.875 and its two 0.75s
+    assert {(lr, d) for lr, d, _ in asked[1]} == {(3e-4, 0.1), (1e-3, 0.0), (3e-3, 0.1)}
+    assert last["scratch", 250] == [(1e-3, 0.0), (3e-3, 0.1)]  # means over seeds 1-2: 0.75, 0.8125
+    chosen = chosen_recipe(rows, last["scratch", 250])
+    # over 3 seeds both have 0.75: the earlier candidate; (3e-4, 0.1)'s 0.875 on seed 1 counts for nothing
+    assert (chosen["lr"], chosen["dropout"]) == (1e-3, 0.0)
+    assert {(c["lr"], c["dropout"]): c["seeds"] for c in chosen["candidates"]}[3e-4, 0.1] == 2
