@@ -21,9 +21,10 @@ repro: setup
 	dvc repro
 
 # a worker per core (pytest-xdist), a test file's tests on one worker: its module fixtures are
-# built once (--dist loadgroup's groups do not reach the test ids under pytest 9)
+# built once (--dist loadgroup's groups do not reach the test ids under pytest 9). Every test's
+# seconds go to benchmarks/results/tests.xml (JUnit): commit it with a full run's figures
 test: setup
-	$(PY) -m pytest -n auto --dist loadfile --durations=15
+	$(PY) -m pytest -n auto --dist loadfile --durations=15 --junitxml=benchmarks/results/tests.xml
 
 lint: setup
 	$(VENV)/bin/ruff check .

@@ -1,7 +1,9 @@
-"""The tiny preset's run, built once per session; each test works in a copy of its own."""
+"""The tiny preset's run, built once per test run and shared by every xdist worker; each test
+works in a copy of its own."""
 
 from __future__ import annotations
 
+import fcntl
 import shutil
 import subprocess
 import sys
@@ -13,10 +15,26 @@ from tests.helpers.repo import dvc, repo_copy
 
 
 @pytest.fixture(scope="session")
-def tiny_run(tmp_path_factory) -> Path:
-    """A copy of the repository with the tiny preset run as a temporary experiment and applied.
-    No test changes it: tests get `workspace`, a copy of it."""
-    root = repo_copy(tmp_path_factory.mktemp("tiny"))
+def tiny_run(tmp_path_factory, worker_id) -> Path:
+    """A copy of the repository with the tiny preset run as a temporary experiment and applied,
+    built by the first worker that asks, under a lock in the test run's shared temporary folder;
+    the others wait for it. No test changes it: tests get `workspace`, a copy of it."""
+    if worker_id == "master":  # no xdist: this process's own
+        return build_tiny_run(tmp_path_factory.mktemp("tiny"))
+    shared = tmp_path_factory.getbasetemp().parent / "tiny-shared"
+    shared.mkdir(exist_ok=True)
+    with open(shared / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also if the build fails
+        if not (shared / "built").exists():
+            shutil.rmtree(shared / "repo", ignore_errors=True)  # a failed build's leftovers
+            (shared / "repo").mkdir()
+            build_tiny_run(shared / "repo")
+            (shared / "built").touch()
+    return shared / "repo"
+
+
+def build_tiny_run(folder: Path) -> Path:
+    root = repo_copy(folder)
     # the way a user switches configuration: `dvc exp run -S ...` from presets/tiny.yaml
     dvc(root, "preset", "tiny", command=(sys.executable, "-m", "tinytf.cli"))
     # a temporary experiment: the clone is untouched until the experiment is applied

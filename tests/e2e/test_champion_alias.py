@@ -11,7 +11,11 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.helpers.repo import dvc
+
+pytestmark = pytest.mark.slow  # it works on the tiny run's copy: a whole pipeline behind it
 
 # run in the stage's process (PYTHONPATH): at the alias step, note what is on disk, then die
 KILL_AT_ALIAS = textwrap.dedent(
