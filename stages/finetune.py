@@ -84,7 +84,11 @@ def summarize(
 
 def main() -> None:
     parser = common.stage_parser("finetune", __doc__)
-    parser.add_argument("--data", required=True, help="folder holding tokenizer.json and tokens/sentiment/")
+    parser.add_argument(
+        "--data",
+        required=True,
+        help="folder holding tokenizer.json, tokens/sentiment/ and prepared/sentiment/",
+    )
     parser.add_argument("--pretrained", required=True, help="the pretrained model (.pt)")
     parser.add_argument("--snapshots", required=True, help="folder of pretraining snapshots (epoch<N>.pt)")
     parser.add_argument(
@@ -128,7 +132,12 @@ def main() -> None:
             hf_params,
         )
         runtime = result.runtime
-        items = ItemSource(chosen_predictions(result.predictions, result.runs), baseline_predictions)
+        # each test text's movie, where the data has one: the multi-bootstrap draws movies, not texts
+        # (without it, each text is its own cluster, and the summary's `sources` say "text")
+        test = Path(args.data) / "prepared" / "sentiment" / "test.parquet"
+        test = pd.read_parquet(test) if test.exists() else {}
+        groups = test["group"].to_numpy() if "group" in test else None
+        items = ItemSource(chosen_predictions(result.predictions, result.runs), baseline_predictions, groups)
         summary = summarize(result, finetune_params, hf_params, bool(snapshots), baselines, items)
         tracker.set_tags(
             {

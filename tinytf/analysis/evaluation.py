@@ -306,12 +306,14 @@ def curve_summary(
                 )
                 if items is not None:
                     entry[f"{start}_vs_scratch"]["items"] = items.compare(labels, start, "scratch")
+                    entry[f"{start}_vs_scratch"]["multiboot"] = items.multiboot(labels, start, "scratch")
             if start in tests and baseline is not None:
                 entry[f"{start}_vs_tfidf"] = paired_comparison(
                     [tests[start][s] for s in seeds], [baseline[s] for s in seeds]
                 )
                 if items is not None and items.has_tfidf:
                     entry[f"{start}_vs_tfidf"]["items"] = items.compare(labels, start, "tfidf_lr")
+                    entry[f"{start}_vs_tfidf"]["multiboot"] = items.multiboot(labels, start, "tfidf_lr")
         curve[labels] = entry
     curve = dict(sorted(curve.items(), key=lambda item: item[1]["n_train"]))
     families = {key for entry in curve.values() for key in entry if "_vs_" in key}
@@ -320,6 +322,9 @@ def curve_summary(
         for test, adjusted in zip(tests, holm([t["p_value"] for t in tests]), strict=True):
             test["p_holm"] = adjusted
             test["verdict"] = verdict(test)
+        boots = [t["multiboot"] for t in tests if "multiboot" in t]
+        for boot, adjusted in zip(boots, holm([b["p_value"] for b in boots]), strict=True):
+            boot["p_holm"] = adjusted
     return curve
 
 

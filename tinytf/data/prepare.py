@@ -114,8 +114,8 @@ def load_rotten_tomatoes(params: SentimentParams, seed: int) -> Dataset:
         "grouped_by": "movie_name",
         "movies": {s: int(splits[s]["movie_name"].nunique()) for s in SPLITS},
     }
-    for s in SPLITS:
-        splits[s] = splits[s].drop(columns="movie_name")
+    for s in SPLITS:  # the movie: test texts of one movie are not independent (tinytf.analysis.multiboot)
+        splits[s] = splits[s].rename(columns={"movie_name": "group"})
     files = {s: ROTTEN_FILE for s in SPLITS}
     plot = plot.loc[of_train, "text"]
     return Dataset("sentiment", "rt_critic_snippets", splits, classes, notes, files, plot[plot != ""])
@@ -246,7 +246,8 @@ def run_prepare(
     for data in datasets:
         columns = ["text", "label"] if data.classes else ["text"]
         for split, frame in data.splits.items():
-            write_parquet(staging / data.name / f"{split}.parquet", frame[columns])
+            kept = columns + (["group"] if data.classes and "group" in frame else [])
+            write_parquet(staging / data.name / f"{split}.parquet", frame[kept])
         if data.classes:
             write_json(staging / data.name / "labels.json", {"classes": data.classes})
     _replace_dir(staging, out_dir)

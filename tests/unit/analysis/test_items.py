@@ -88,3 +88,56 @@ def test_prediction_rows_and_the_chosen_runs_items():
     assert comparison["mean_difference"] == pytest.approx(0.25)
     with pytest.raises(KeyError, match="no test predictions"):
         correct_by_item(chosen, start="hf", labels="all")
+
+
+def test_the_curve_states_each_comparison_with_its_multi_bootstrap_holm_within_the_family():
+    """Every start against scratch and against TF-IDF carries one block over seeds and movies at
+    once, Holm-adjusted across the label counts as the seed test is."""
+    import pandas as pd
+
+    from tinytf.analysis.evaluation import curve_summary
+    from tinytf.data.predictions import prediction_rows
+
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 2, 60)
+    frames, runs = [], []
+    for count, gain in (("100", 0.0), ("all", 0.3)):
+        for start in ("pretrained", "scratch", "tfidf_lr"):
+            for seed in (1, 2, 3):
+                right = rng.random(60) < (0.6 + (gain if start == "pretrained" else 0.0))
+                keys = {
+                    "start": start,
+                    "labels": count,
+                    "seed": seed,
+                    "snapshot": "final",
+                    "lr": 0.001,
+                    "dropout": 0.1,
+                }
+                frames.append(
+                    prediction_rows(keys, "test", labels, np.where(right, labels, 1 - labels), np.ones(60))
+                )
+                if start != "tfidf_lr":
+                    runs.append(
+                        keys
+                        | {
+                            "n_train": 100 if count == "100" else 900,
+                            "chosen": True,
+                            "test_accuracy": float(right.mean()),
+                            "validation_accuracy": 0.5,
+                        }
+                    )
+    predictions = pd.concat(frames, ignore_index=True)
+    baselines = predictions[predictions["start"] == "tfidf_lr"]
+    items = ItemSource(
+        predictions[predictions["start"] != "tfidf_lr"], baselines, np.repeat(np.arange(20), 3)
+    )
+    tfidf = {c: {"tfidf_lr": {"by_seed": {"1": 0.6, "2": 0.6, "3": 0.6}}} for c in ("100", "all")}
+    curve = curve_summary(pd.DataFrame(runs), ["pretrained", "scratch"], tfidf, items)
+    for family in ("pretrained_vs_scratch", "pretrained_vs_tfidf"):
+        boots = [curve[c][family]["multiboot"] for c in ("100", "all")]
+        assert all(b["sources"] == ["seed", "movie"] for b in boots)
+        assert boots[1]["ci95"][0] > 0 and boots[1]["p_value"] < 0.05  # the 30-point gain at all labels
+        ordered = sorted(b["p_value"] for b in boots)
+        assert sorted(b["p_holm"] for b in boots) == pytest.approx(
+            [min(1, 2 * ordered[0]), max(2 * ordered[0], ordered[1])]
+        )

@@ -35,6 +35,10 @@ def test_rotten_tomatoes_grouped_stratified_and_deterministic():
     assert not (texts[0] & texts[1]) and not (texts[0] & texts[2])
     balance = [f["label"].mean() for f in a.splits.values()]
     assert max(balance) - min(balance) < 0.02
+    # each text keeps its movie (`group`), no movie in two splits: the multi-bootstrap draws movies
+    movies = [set(f["group"]) for f in a.splits.values()]
+    assert not (movies[0] & movies[1]) and not (movies[0] & movies[2]) and not (movies[1] & movies[2])
+    assert {s: len(m) for s, m in zip(a.splits, movies, strict=True)} == a.notes["movies"]
 
 
 def test_the_lm_reads_only_synopses_of_train_movies():
