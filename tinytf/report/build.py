@@ -211,10 +211,15 @@ class _Report:
             self.table(
                 "finetune",
                 "Pretrained vs scratch vs probe",
-                f"Test accuracy of the same classifier from "
-                f"three starts with all labels, at most {s.get('epochs', '?')} epoch(s), stopped "
-                f"{s.get('patience', '?')} validation passes after the best, best validation "
-                "epoch kept (the linear probe: a logistic regression, C chosen on validation), per seed "
+                "Test accuracy of the same classifier from "
+                "three starts with all labels, "
+                + (
+                    f"at most {s.get('epochs', '?')} epoch(s), stopped {s['patience']} validation passes "
+                    "after the best"
+                    if s.get("patience")
+                    else f"at least {s.get('epochs', '?')} epoch(s)"
+                )
+                + ", best validation epoch kept (the linear probe: a logistic regression, C chosen on validation), per seed "
                 "and mean ± std.",
                 rt.finetune_table(s, path),
             )

@@ -181,10 +181,17 @@ def recipe_table(r, s: dict) -> None:
     r.table(
         "recipes",
         "Recipe per start",
-        f"Mean validation accuracy of every candidate lr x dropout over the seeds it ran, by successive "
-        f"halving over the first {len(protocol['search_seeds'])} seed(s) (every candidate on the first, "
-        f"the better half on the next) at {search_labels_text(protocol)}: the same candidates for every "
-        "trained start, each using the best of its last round. Test accuracy is never read to choose. The linear probe has no lr or dropout: its logistic "
+        (  # v3's halving search, or the full search of the runs before it
+            f"Mean validation accuracy of every candidate lr x dropout over the seeds it ran, by successive "
+            f"halving over the first {len(protocol['search_seeds'])} seed(s) (every candidate on the first, "
+            f"the better half on the next) at {search_labels_text(protocol)}: the same candidates for every "
+            "trained start, each using the best of its last round."
+            if protocol.get("search")
+            else f"Mean validation accuracy of every candidate lr x dropout over the "
+            f"first {len(protocol['search_seeds'])} seed(s) at {search_labels_text(protocol)}: the same "
+            "candidates for every trained start, each using its own best."
+        )
+        + " Test accuracy is never read to choose. The linear probe has no lr or dropout: its logistic "
         "regression's C is chosen on validation in every run (runs.csv, `probe_c`)."
         + (f" {changes}" if (changes := recipe_changes(recipes)) else ""),
         pd.DataFrame(rows),
@@ -219,8 +226,13 @@ def protocol_text(s: dict) -> list[str]:
         f"- Protocol (params.yaml `finetune:`; revised after earlier results, as README.md says): {len(p['seeds'])} paired seeds "
         f"({', '.join(map(str, p['seeds']))}) at every label count ({', '.join(p['label_counts'])}); every "
         f"trained start chooses lr from {p['lrs']}{hf} and dropout from {p['dropouts']} on validation at "
-        f"{search_labels_text(p)}, by successive halving over the first {len(p['search_seeds'])} seeds; "
-        f"{p['tests']}."
+        f"{search_labels_text(p)}"
+        + (
+            f", by successive halving over the first {len(p['search_seeds'])} seeds"
+            if p.get("search")
+            else ""
+        )
+        + f"; {p['tests']}."
     ]
 
 
