@@ -25,6 +25,7 @@ from tinytf.io import write_json, write_parquet, write_text
 from tinytf.report.plots import plot_finetune_curves
 from tinytf.tracking.runs import TrackerCallback, stage_run
 from tinytf.train.finetune import FinetuneResult, check_label_counts, run_finetune
+from tinytf.train.run_store import RunStore
 
 
 def summarize(
@@ -97,6 +98,11 @@ def main() -> None:
     parser.add_argument("--baselines", required=True, help="the baselines stage's summary.json")
     parser.add_argument("--baseline-predictions", required=True, help="the baselines stage's predictions")
     parser.add_argument("--predictions", required=True, help="every run's predictions (.parquet)")
+    parser.add_argument(
+        "--state",
+        help="folder that keeps each finished run until the stage ends: a stopped stage started again "
+        "trains only the runs it had not finished (the same params, data, code and runtime)",
+    )
     args = parser.parse_args()
     params = common.load_params("finetune", args)
     snapshots = sorted(Path(args.snapshots).glob("epoch*.pt"), key=lambda p: int(p.stem[5:]))
@@ -130,6 +136,7 @@ def main() -> None:
             snapshots,
             child_run,
             hf_params,
+            args.state,
         )
         runtime = result.runtime
         # each test text's movie, where the data has one: the multi-bootstrap draws movies, not texts
@@ -172,6 +179,7 @@ def main() -> None:
         )
         for name in ("runs.csv", "curves.csv", "summary.json", "curves.png", "timings.csv"):
             tracker.log_artifact(reports / name)
+    RunStore(args.state, "").clear()  # the outputs are in place: they hold every run now
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -48,6 +49,7 @@ from tinytf.train.classify import (
 )
 from tinytf.train.linear_probe import ProbeFit, fit_probe, layer_features
 from tinytf.train.loop import Callback
+from tinytf.train.run_store import RunStore, store_key
 from tinytf.train.runtime import Runtime
 from tinytf.train.starts import build_start
 from tinytf.train.workers import Workers
@@ -248,9 +250,17 @@ class Runner:
     `tinytf.train.workers`, the linear probe here, as its features are computed once per start."""
 
     def __init__(
-        self, params, data_dir, max_length, callbacks_for, workers: Workers, hf: HFParams | None = None
+        self,
+        params,
+        data_dir,
+        max_length,
+        callbacks_for,
+        workers: Workers,
+        hf: HFParams | None = None,
+        store: RunStore | None = None,
     ):
         self.trainer = Trainer(params, data_dir, max_length, hf)
+        self.store = store or RunStore(None, "")
         self.params, self.data, self.max_length = params, self.trainer.data, max_length
         self.runtime, self.callbacks_for, self.workers = self.trainer.runtime, callbacks_for, workers
         self.done: dict[RunSpec, dict] = {}
@@ -304,7 +314,16 @@ class Runner:
         """One row per spec, in their order."""
         todo = [s for s in dict.fromkeys(specs) if s not in self.done]
         trained = [s for s in todo if s.start != "probe"]
-        results = dict(zip(trained, self.workers.map(_train, trained, self.trainer.cost), strict=True))
+        results = {s: kept for s in trained if (kept := self.store.load(s)) is not None}
+        if results:
+            print(
+                f"finetune: {len(results)} of {len(trained)} runs kept from a stage that stopped",
+                file=sys.stderr,
+            )
+        fresh = [s for s in trained if s not in results]
+        results |= dict(
+            zip(fresh, self.workers.map(_train, fresh, self.trainer.cost, self.store.save), strict=True)
+        )
         for spec in todo:
             out = results[spec] if spec.start != "probe" else self.probe(spec)
             self.record(spec, out)
@@ -398,9 +417,12 @@ def run_finetune(
     snapshots: list[Path] = (),
     callbacks_for: CallbacksFor | None = None,
     hf: HFParams | None = None,
+    state: str | Path | None = None,
 ) -> FinetuneResult:
     """The recipe search, the labelled-data curve and the snapshot curve; `callbacks_for(tags)`
-    wraps every run (the stage opens a nested MLflow run there)."""
+    wraps every run (the stage opens a nested MLflow run there). `state`: a folder that keeps each
+    finished run until the stage ends (tinytf.train.run_store), so a stopped stage started again
+    trains only what it had not finished; the caller clears it once its outputs are in place."""
     if "hf" in params.starts and hf is None:
         raise ValueError("finetune.starts has 'hf': pass the hf params")
     check_label_counts(params, data_dir)
@@ -409,8 +431,13 @@ def run_finetune(
     plan = params.curve_plan()
     search_seeds = list(params.seeds[: params.search_seeds])  # its runs are curve runs too
     trained_starts = [a for a in params.starts if a != "probe"]  # the probe chooses its C in every run
+    data_files = sorted(SentimentData.folder(data_dir).glob("*"))
+    checkpoints = [pretrained, *snapshots] if pretrained.exists() else list(snapshots)
+    settings = {"params": dataclasses.asdict(params), "hf": hf and dataclasses.asdict(hf)}
+    settings |= {"max_length": max_length, "runtime": runtime.describe()}
+    store = RunStore(state, store_key(settings, data_files + checkpoints) if state else "")
     with Workers(runtime.device, Trainer, (params, data_dir, max_length, hf), "finetune runs") as workers:
-        run = Runner(params, data_dir, max_length, callbacks_for, workers, hf)
+        run = Runner(params, data_dir, max_length, callbacks_for, workers, hf, store)
         candidates = {
             (start, count): params.recipes(hf.lrs if start == "hf" else None)
             for count in params.search_counts()

@@ -163,7 +163,15 @@ class Workers:
         self._pool: ProcessPoolExecutor | None = None
         self._local: Any = None
 
-    def map(self, work: Callable[[Any, Any], Any], items: Sequence, cost: Callable[[Any], float]) -> list:
+    def map(
+        self,
+        work: Callable[[Any, Any], Any],
+        items: Sequence,
+        cost: Callable[[Any], float],
+        done: Callable[[Any, Any], None] | None = None,
+    ) -> list:
+        """`done(item, result)`, where given, as each result comes back (to keep it)."""
+        done = done or (lambda item, result: None)
         if not items:
             return []
         order = sorted(range(len(items)), key=lambda i: -cost(items[i]))
@@ -176,6 +184,7 @@ class Workers:
                 with one_thread(self.device):
                     for i in order:
                         results[i] = work(self._local, items[i])
+                        done(items[i], results[i])
                         bar.update(1)
                 return results
             with _ctrl_c_raises():
@@ -183,7 +192,9 @@ class Workers:
                     pool = self._executor()
                     futures = {pool.submit(_task, work, items[i]): i for i in order}
                     for future in as_completed(futures):
-                        results[futures[future]] = future.result()
+                        i = futures[future]
+                        results[i] = future.result()
+                        done(items[i], results[i])
                         bar.update(1)
                 except BaseException as exc:  # a run failed, or Ctrl-C: the other runs are not waited for
                     self._terminate()

@@ -1,6 +1,7 @@
 """The transfer study's pieces: label subsets, the fine-tuning recipe, the baselines, the curves."""
 
 import contextlib
+import dataclasses
 import os
 import subprocess
 import sys
@@ -618,3 +619,49 @@ def test_the_recipe_search_halves_the_candidates_each_seed_and_chooses_among_the
     # over 3 seeds both have 0.75: the earlier candidate; (3e-4, 0.1)'s 0.875 on seed 1 counts for nothing
     assert (chosen["lr"], chosen["dropout"]) == (1e-3, 0.0)
     assert {(c["lr"], c["dropout"]): c["seeds"] for c in chosen["candidates"]}[3e-4, 0.1] == 2
+
+
+def test_a_stopped_finetune_started_again_trains_only_the_runs_it_had_not_finished(
+    workdir, tmp_path, monkeypatch
+):
+    """Each finished run is kept under `state` as it comes back; started again with the same
+    params, data and code, the stage trains only the rest and its rows are the uninterrupted
+    run's. Other params never read a kept run."""
+    import tinytf.train.finetune as finetune
+    from tinytf.train.loop import TrainingDiverged
+
+    monkeypatch.setenv("TINYTF_WORKERS", "1")  # in this process: the counting below sees every run
+    params = FinetuneParams(
+        starts=["pretrained", "scratch"], label_counts=[24, 0], seeds=[1, 2], epochs=1, min_steps=4,
+        batch_size=16, lrs=[1e-3], dropouts=[0.1], search_labels=24, search_seeds=1, snapshot_labels=24,
+        device="cpu", precision="fp32", compile=False,
+    )  # fmt: skip
+    pretrained, state = workdir / "models" / "pretrained.pt", tmp_path / "state"
+    whole = run_finetune(params, 32, pretrained, workdir).runs
+    trained, real = [], finetune._train
+
+    def failing_on(spec_to_fail):
+        def train(trainer, spec):
+            if spec == spec_to_fail:
+                raise TrainingDiverged("a stop from outside")
+            trained.append(spec)
+            return real(trainer, spec)
+
+        return train
+
+    last = finetune.RunSpec("scratch", 0, 2, 1e-3, 0.1, pretrained, "final")
+    monkeypatch.setattr(finetune, "_train", failing_on(last))
+    with pytest.raises(TrainingDiverged):
+        run_finetune(params, 32, pretrained, workdir, state=state)
+    kept = len(list(state.rglob("*.pkl")))
+    assert kept == len(trained) > 0  # every finished run, no more
+    trained.clear()
+    monkeypatch.setattr(finetune, "_train", failing_on(None))
+    again = run_finetune(params, 32, pretrained, workdir, state=state).runs
+    assert len(trained) == len(whole) - kept  # only the rest
+    columns = ["start", "labels", "seed", "lr", "validation_accuracy", "test_accuracy"]
+    pd.testing.assert_frame_equal(again[columns], whole[columns])
+    trained.clear()
+    other = dataclasses.replace(params, dropouts=[0.2])  # other params: nothing kept applies
+    run_finetune(other, 32, pretrained, workdir, state=state)
+    assert len(trained) == len(whole)
