@@ -100,7 +100,7 @@ def _selection(f: CardFacts) -> list[str]:
 
 def runner_up_outcome(test: dict) -> str:
     """How the winner-vs-runner-up test came out, in the words the card and the report share."""
-    return "a tie: no difference detected" if test["outcome"] == "tie" else "the winner is better"
+    return "no difference detected" if test["outcome"] == "tie" else "the winner is better"
 
 
 def _against_runner_up(selection: dict | None) -> list[str]:

@@ -307,7 +307,12 @@ def transfer_text(r: ReportView) -> list[str]:
 
 
 START_NAMES = {"pretrained": "pretrained", "scratch": "scratch", "probe": "the linear probe", "hf": "hf"}
-AGAINST = {"lower": "TF-IDF wins", "higher": "the start wins", "no detectable difference": "a tie"}
+# "no difference detected", never "a tie": a test that misses says nothing of equality
+AGAINST = {
+    "lower": "TF-IDF wins",
+    "higher": "the start wins",
+    "no detectable difference": "no difference detected over seeds",
+}
 
 
 def against_tfidf(labels: str, entry: dict) -> str | None:
@@ -327,7 +332,11 @@ def against_tfidf(labels: str, entry: dict) -> str | None:
     else:
         parts = [
             f"{verb} {' and '.join(names)}"
-            for verb, names in (("it beats", lower), ("ties with", tied), ("loses to", higher))
+            for verb, names in (
+                ("it beats", lower),
+                ("no difference detected from", tied),
+                ("loses to", higher),
+            )
             if names
         ]
         summary = ", ".join(parts)

@@ -71,8 +71,11 @@ def test_the_baseline_sentence_says_who_wins_ties_or_loses():
         "items": {"n_items": 1275, "mean_difference": -0.011, "p_value": 0.2}
     }
     line = against_tfidf("all", entry)
-    assert ": it beats scratch, ties with pretrained:" in line
-    assert "(a tie, Holm p = 0.3; over the 1,275 test texts -1.1 points, p = 0.2)" in line
+    assert ": it beats scratch, no difference detected from pretrained:" in line
+    assert (
+        "(no difference detected over seeds, Holm p = 0.3; over the 1,275 test texts -1.1 points, p = 0.2)"
+        in line
+    )
     assert against_tfidf("all", {"pretrained": {"mean": 0.7}}) is None
 
 
