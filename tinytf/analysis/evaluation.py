@@ -113,10 +113,14 @@ def paired_comparison(a: list[float], b: list[float]) -> dict:
 
 
 def decisive_p(test: dict) -> float | None:
-    """The p a verdict rests on: Holm-adjusted where the test is one of a family; where the seeds'
-    differences have no spread, the sign test's, else the test over test texts (both sides one fit
-    for every seed, as the linear probe and TF-IDF on all labels: the seeds then vary nothing, and
-    the texts are the only sample left)."""
+    """The p a verdict rests on: the multi-bootstrap's, which counts every source of noise at once,
+    where the summary has it (Holm-adjusted in its family); before it, the seed test's, Holm-adjusted
+    where the test is one of a family; where the seeds' differences have no spread, the sign
+    test's, else the test over test texts (both sides one fit for every seed, as the linear probe
+    and TF-IDF on all labels: the seeds then vary nothing, and the texts are the only sample left)."""
+    boot = test.get("multiboot")
+    if boot is not None:
+        return boot.get("p_holm", boot["p_value"])
     if test.get("p_value") is None:
         if test.get("sign_test_p") is not None:
             return test["sign_test_p"]
@@ -229,6 +233,9 @@ def brief_test(test: dict) -> dict:
     brief["verdict"] = test.get("verdict", verdict(test))
     if "items" in test:
         brief["items_p_value"] = test["items"]["p_value"]
+    if "multiboot" in test:  # every source of noise at once: what the verdict rests on
+        boot = test["multiboot"]
+        brief["multiboot"] = {k: boot.get(k) for k in ("estimate", "ci95", "p_value", "p_holm", "sources")}
     return brief
 
 
@@ -319,12 +326,12 @@ def curve_summary(
     families = {key for entry in curve.values() for key in entry if "_vs_" in key}
     for family in sorted(families):  # Holm across the curve's label counts, per comparison
         tests = [entry[family] for entry in curve.values() if family in entry]
-        for test, adjusted in zip(tests, holm([t["p_value"] for t in tests]), strict=True):
-            test["p_holm"] = adjusted
-            test["verdict"] = verdict(test)
         boots = [t["multiboot"] for t in tests if "multiboot" in t]
         for boot, adjusted in zip(boots, holm([b["p_value"] for b in boots]), strict=True):
             boot["p_holm"] = adjusted
+        for test, adjusted in zip(tests, holm([t["p_value"] for t in tests]), strict=True):
+            test["p_holm"] = adjusted
+            test["verdict"] = verdict(test)  # the multi-bootstrap's Holm p decides, where there is one
     return curve
 
 

@@ -272,7 +272,11 @@ def transfer_text(r: ReportView) -> list[str]:
             said = verdict(test)
             if said == "made no detectable difference":
                 points = f"its {100 * test['mean_difference']:+.1f} points"
-                if rt.no_spread(test):
+                boot = test.get("multiboot")
+                if boot is not None:
+                    low, high = (100 * x for x in boot["ci95"])
+                    said += f": {points} have a 95 % interval of [{low:+.1f}, {high:+.1f}]"
+                elif rt.no_spread(test):
                     said += f": {test['n']} seeds are too few for a sign test to call {points} detected"
                 elif test.get("p_value") is not None and test["p_value"] < ALPHA:
                     family = len(s["label_curve"])
@@ -281,8 +285,9 @@ def transfer_text(r: ReportView) -> list[str]:
                     said += f": {points} are within seed noise"
             out.append(
                 f"- {labels} labels: pretraining {said} ({rt.pct(entry['pretrained']['mean'])} vs "
-                f"scratch {rt.pct(entry['scratch']['mean'])}; paired {rt.paired_text(test)}"
-                f"{items_text(test)})."
+                f"scratch {rt.pct(entry['scratch']['mean'])}; {multiboot_text(test)}"
+                + ("; diagnostics: " if "multiboot" in test else "")
+                + f"paired {rt.paired_text(test)}{items_text(test)})."
             )
     out += trend_text(s)
     every = s["label_curve"].get("all", {})
@@ -341,12 +346,34 @@ def against_tfidf(labels: str, entry: dict) -> str | None:
         ]
         summary = ", ".join(parts)
     details = "; ".join(
-        f"{START_NAMES[start]} {100 * test['mean_difference']:+.1f} points ({AGAINST[said[start]]}, "
-        f"{holm_text(test)}{items_text(test)})"
+        f"{START_NAMES[start]} {100 * test['mean_difference']:+.1f} points ("
+        + (
+            f"{AGAINST_ALL[said[start]]}, {multiboot_text(test)}"
+            if "multiboot" in test
+            else f"{AGAINST[said[start]]}, {holm_text(test)}{items_text(test)}"
+        )
+        + ")"
         for start, test in tests.items()
     )
     tfidf = entry[next(iter(tests))]["mean"] - next(iter(tests.values()))["mean_difference"]
     return f"- {labels} labels, against TF-IDF + logistic regression ({rt.pct(tfidf)}): {summary}: {details}."
+
+
+AGAINST_ALL = dict(AGAINST, **{"no detectable difference": "no difference detected"})
+
+
+def multiboot_text(test: dict) -> str:
+    """'95 % CI [+0.4, +3.8] over seeds and test movies at once (multi-bootstrap p = 0.01, Holm p =
+    0.03)' where the summary has it (protocol v3), else ''."""
+    boot = test.get("multiboot")
+    if boot is None:
+        return ""
+    low, high = (100 * x for x in boot["ci95"])
+    drawn = " and ".join(
+        {"seed": "seeds", "body": "pretraining runs"}.get(s, f"test {s}s") for s in boot["sources"]
+    )
+    holm = f", Holm p = {boot['p_holm']:.3g}" if boot.get("p_holm") is not None else ""
+    return f"95 % CI [{low:+.1f}, {high:+.1f}] over {drawn} at once (multi-bootstrap p = {boot['p_value']:.3g}{holm})"
 
 
 def holm_text(test: dict) -> str:

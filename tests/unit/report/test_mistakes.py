@@ -85,3 +85,29 @@ def test_a_trend_whose_seeds_share_one_slope_is_said_without_a_p():
     trend = {"slope_per_decade": 0.0, "ci95": [0.0, 0.0], "p_value": None, "model": "m", "n": 3}
     [line] = trend_text({"trend": trend})
     assert "no trend of the gain with the label count detected" in line and "no t-test" in line
+
+
+def test_with_a_multi_bootstrap_the_sentence_rests_on_it_and_names_what_it_drew():
+    """Protocol v3: the verdict and the words come from the one interval over seeds and test
+    movies; the seed-only and text-only tests are not quoted beside it as confirmation."""
+    from tinytf.analysis.evaluation import brief_test, verdict
+
+    boot = {"estimate": 0.021, "ci95": [-0.004, 0.046], "p_value": 0.09, "p_holm": 0.18,
+            "sources": ["seed", "movie"]}  # fmt: skip
+    test = _test(0.021, 0.004, "higher") | {
+        "items": {"n_items": 1275, "mean_difference": 0.021, "p_value": 0.001},
+        "multiboot": boot,
+    }
+    test.pop("verdict")
+    assert verdict(test) == "no detectable difference"  # the seed test's 0.004 does not decide
+    test["verdict"] = verdict(test)
+    entry = {"pretrained": {"mean": 0.75}, "scratch": {"mean": 0.72}, "pretrained_vs_tfidf": test}
+    line = against_tfidf("all", entry)
+    assert (
+        "pretrained +2.1 points (no difference detected, 95 % CI [-0.4, +4.6] over seeds and test movies "
+        in line
+    )
+    assert "at once (multi-bootstrap p = 0.09, Holm p = 0.18))" in line and "test texts" not in line
+    assert brief_test(test)["multiboot"] == {
+        k: boot[k] for k in ("estimate", "ci95", "p_value", "p_holm", "sources")
+    }
