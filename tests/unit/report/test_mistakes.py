@@ -111,3 +111,35 @@ def test_with_a_multi_bootstrap_the_sentence_rests_on_it_and_names_what_it_drew(
     assert brief_test(test)["multiboot"] == {
         k: boot[k] for k in ("estimate", "ci95", "p_value", "p_holm", "sources")
     }
+
+
+def test_the_label_curve_table_carries_the_multi_bootstrap_columns_where_the_run_has_them():
+    from tinytf.report.transfer import curve_frame
+
+    boot = {
+        "estimate": 0.02,
+        "ci95": [-0.005, 0.045],
+        "p_value": 0.09,
+        "p_holm": 0.18,
+        "sources": ["seed", "movie"],
+    }
+    entry = {
+        "n_train": 250,
+        "scratch": {"mean": 0.6, "std": 0.01, "by_seed": {"1": 0.6}},
+        "pretrained": {"mean": 0.62, "std": 0.01, "by_seed": {"1": 0.62}},
+        "pretrained_vs_scratch": {
+            "mean_difference": 0.02,
+            "p_value": 0.04,
+            "p_holm": 0.08,
+            "multiboot": boot,
+        },
+    }
+    frame = curve_frame({"label_curve": {"250": entry}}, None, "summary.json")
+    row = frame.iloc[0]
+    assert row["pretrained − scratch CI low (all sources)"] == -0.005
+    assert row["pretrained − scratch CI high (all sources)"] == 0.045
+    assert row["pretrained − scratch p (all sources, Holm)"] == 0.18
+    del entry["pretrained_vs_scratch"]["multiboot"]  # a v2 summary: no such columns
+    assert not [
+        c for c in curve_frame({"label_curve": {"250": entry}}, None, "s").columns if "all sources" in c
+    ]
