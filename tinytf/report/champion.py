@@ -57,14 +57,16 @@ def champion_text(c: dict) -> str:
         seeds = f", mean of {rival['seeds']} seeds" if rival["seeds"] > 1 else ""
         parts.append(
             f"against {name(rival['start'])} with all labels ({rt.pct(rival['accuracy'])}{seeds}) "
-            f"{rival['mean_difference'] * 100:+.1f} points (p = {rival['p_value']:.3g}, "
-            f"{'a detected difference' if detected else 'no detectable difference'})"
+            f"{rival['mean_difference'] * 100:+.1f} points (p = {rival['p_value']:.3g} over the texts, "
+            f"{'a difference detected there' if detected else 'no difference detected there'})"
         )
     best = "the served model" if c["best"] == "champion" else name(c["best"])
     return (
         f"- The served model ({rt.pct(c['champion'])}) on the same {c['n_items']:,} test texts, paired per "
-        f"text: {'; '.join(parts)}. Highest test accuracy of the three: {best} (the best start is the one "
-        "with the best mean validation accuracy; test chose nothing)."
+        f"text: {'; '.join(parts)}. The served model is one run, one seed of the grid's winner: these p "
+        "hold it fixed and count the test texts alone, not its seed-to-seed spread. Highest test accuracy "
+        f"of the three: {best} (the best start is the one with the best mean validation accuracy; test "
+        "chose nothing)."
     )
 
 

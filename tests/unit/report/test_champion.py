@@ -47,7 +47,10 @@ def test_the_champion_is_paired_per_text_with_the_best_start_and_tfidf():
     assert start["mean_difference"] == pytest.approx(30 / N - 21 / N) and start["p_value"] < 0.05
     assert baseline["mean_difference"] == pytest.approx(-8 / N) and c["best"] == "tfidf_lr"
     text = champion_text(c)
-    assert "against the pretrained start with all labels (52.5%, mean of 2 seeds) +22.5 points" in text
+    assert "against the pretrained start with all labels (52.5%, mean of 2 seeds) +22.5 points (p = " in text
+    assert " over the texts, a difference detected there)" in text
+    # one run of the served model: the sentence says what its p hold fixed
+    assert "The served model is one run, one seed of the grid's winner: these p hold it fixed" in text
     assert text.endswith(
         "Highest test accuracy of the three: TF-IDF + LR (the best start is the one with the "
         "best mean validation accuracy; test chose nothing)."
