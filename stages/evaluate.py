@@ -27,6 +27,7 @@ from tinytf.data.predictions import prediction_rows
 from tinytf.data.sentiment import SentimentData
 from tinytf.io import write_json, write_parquet, write_text
 from tinytf.model.checkpoint import read_config
+from tinytf.model.param_count import classifier_parameters
 from tinytf.report.model_card import CardFacts, model_card
 from tinytf.tracking.runs import in_temporary_copy, stage_run
 from tinytf.train.classify import classifier_runtime, evaluate_test_split
@@ -136,7 +137,7 @@ def test_best_cell(args, params) -> dict:
 def card_facts(args, params, chosen: dict, metrics: dict, registered: str | None) -> CardFacts:
     return CardFacts(
         meta=read_config(chosen["checkpoint"]),
-        parameters=sum(p.numel() for p in chosen["model"].parameters()),
+        parameters=classifier_parameters(chosen["model"]),  # as the report counts: no LM head
         start=str(params.grid.start),
         max_length=chosen["max_length"],
         data=json.loads(Path(args.data_card).read_text())["sentiment"],

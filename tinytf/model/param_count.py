@@ -212,3 +212,10 @@ def format_course_claims(claims: list[CourseClaim] = COURSE_CLAIMS) -> str:
             f"{c.difference:>+11,}  {c.note}"
         )
     return "\n".join(lines)
+
+
+def classifier_parameters(model) -> int:
+    """The parameters classifying uses: the body and the class head, not the unused LM head (an
+    external encoder, which has no such split, counts whole)."""
+    parts = [model.base, model.cls_head] if hasattr(model, "cls_head") else [model]
+    return sum(p.numel() for part in parts for p in part.parameters())

@@ -50,7 +50,7 @@ def _model(f: CardFacts) -> list[str]:
     return [
         "# Model card: tinytf sentiment classifier",
         "",
-        f"{f'Registered as {f.registered}' if f.registered else 'Not registered in MLflow'}. The model is {what}, {f.parameters:,} parameters, fine-tuned "
+        f"{f'Registered as {f.registered}' if f.registered else 'Not registered in MLflow'}. The model is {what}, {f.parameters:,} parameters used to classify, fine-tuned "
         f"from the `{f.start}` start to {len(f.report['classes'])} classes: "
         f"{', '.join(f.report['classes'])}. It reads at most {f.max_length} tokens of a text.",
         "",

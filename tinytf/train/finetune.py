@@ -39,6 +39,7 @@ from tinytf.data.predictions import prediction_rows
 from tinytf.data.sentiment import SentimentData
 from tinytf.data.subsets import check_counts, count_name, label_subset
 from tinytf.model.checkpoint import read_config
+from tinytf.model.param_count import classifier_parameters
 from tinytf.params.config import FinetuneParams, HFParams
 from tinytf.train.classify import (
     ClassifierRecipe,
@@ -220,12 +221,6 @@ class Trainer:
             "predictions": predictions,
             "seconds": time.perf_counter() - began,
         }
-
-
-def classifier_parameters(model) -> int:
-    """The parameters classifying uses: the body and the class head, not the unused LM head."""
-    parts = [model.base, model.cls_head] if hasattr(model, "cls_head") else [model]
-    return sum(p.numel() for part in parts for p in part.parameters())
 
 
 def _train(trainer: Trainer, spec: RunSpec) -> dict:

@@ -5,6 +5,7 @@ import pytest
 from tinytf.model.param_count import (
     COURSE_CLAIMS,
     analytic_counts,
+    classifier_parameters,
     component_of,
     count_parameters,
     course_lab_config,
@@ -117,3 +118,11 @@ def test_unknown_parameter_names_are_not_silently_skipped():
     assert component_of("base.transformer_encoder.layers.1.linear2.bias") == "feed_forward"
     with pytest.raises(KeyError):
         component_of("base.adapter.weight")
+
+
+def test_the_classifier_counts_its_body_and_class_head_not_the_unused_lm_head():
+    """The model card, the report and the finetune stage count the same parameters."""
+    model = TinyTransformer(cfg())
+    counts = analytic_counts(cfg())
+    assert classifier_parameters(model) == counts["base"] + counts["cls_head"]
+    assert sum(p.numel() for p in model.parameters()) - classifier_parameters(model) == counts["lm_head"]
