@@ -107,6 +107,7 @@ def test_the_tiny_preset_runs_as_a_dvc_experiment_and_writes_every_output(worksp
     headline = json.loads((workspace / "reports/headline.json").read_text())
     for key in ("pretrained_minus_scratch", "pretrained_minus_tfidf"):  # a Holm p for every p
         assert {"p_value", "p_holm", "verdict", "items_p_value"} <= set(headline[key])
+        assert set(headline[key]["all_sources"]) == {"ci95", "p_holm"}  # the multi-bootstrap decides
     assert "## Where pretraining helps" in readme
     # the run card opens the report, from every stage's record (a matrix's cells summed)
     records = sorted(p.stem for p in (workspace / "data/runs").glob("*.json"))
