@@ -133,7 +133,7 @@ fi
 sets+=("${extra[@]}")
 
 mkdir -p "$out/logs"
-: > "$out/timings.txt"
+[ "${STUDY_RESUME:-0}" = 1 ] || : > "$out/timings.txt"  # resuming: the earlier call's lines stay
 "$python" -c 'import sys, torch
 cuda = torch.cuda.is_available()
 print(f"python {sys.version.split()[0]}, torch {torch.__version__}, device", torch.cuda.get_device_name(0) if cuda else "cpu")' \
@@ -158,7 +158,7 @@ EOF
 
 now() { date +%s.%N; }
 seconds() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
-: > "$out/stages.tsv"
+[ "${STUDY_RESUME:-0}" = 1 ] || : > "$out/stages.tsv"
 smi=${NVIDIA_SMI:-nvidia-smi}
 if [ "$mode" = study ] && command -v "$smi" > /dev/null; then
     # the GPU's use each second, summarised per stage at the end (benchmarks/gpu_use.py)
@@ -174,7 +174,8 @@ gpu_use() {  # the samples so far, per stage; a run stopped from outside leaves 
 }
 begin=$(now)
 # every stage as soon as the ones it reads have ended, ${STUDY_JOBS:-1} at once (benchmarks/study_stages.py)
-"$python" benchmarks/study_stages.py --out "$out" --jobs "${STUDY_JOBS:-1}" "${stages[@]}" -- "${sets[@]}"
+resume=(); [ "${STUDY_RESUME:-0}" = 1 ] && resume=(--resume)
+"$python" benchmarks/study_stages.py --out "$out" --jobs "${STUDY_JOBS:-1}" "${resume[@]}" "${stages[@]}" -- "${sets[@]}"
 if [ $? -ne 0 ]; then
     gpu_use
     exit 1
@@ -220,7 +221,8 @@ from timing import record  # noqa: E402
 
 timings, preset, extra = sys.argv[1], sys.argv[2], sys.argv[4::2]
 lines = open(timings, encoding="utf-8").read().splitlines()
-seconds = {line.split(":")[0].removeprefix("stage "): float(line.split()[-2]) for line in lines[:-1]}
+# a resumed study keeps an earlier call's lines, a failed stage's among them ("..., exit status N")
+seconds = {line.split(":")[0].removeprefix("stage "): float(line.split()[-2]) for line in lines[:-1] if line.endswith(" s")}
 device = "cuda" if torch.cuda.is_available() else "cpu"
 figures = {"preset": preset, "total_s": float(lines[-1].split()[-2]), "stage_s": seconds}
 out = Path(timings).parent

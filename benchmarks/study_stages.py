@@ -6,8 +6,10 @@ and a device call has 10 minutes. A stage's order among the ready ones is dvc.ya
     python benchmarks/study_stages.py --out DIR [--jobs N] STAGE ... [-- --set KEY=VALUE ...]
 
 Writes DIR/logs/STAGE.log, appends "STAGE<TAB>start<TAB>end" (Unix seconds) to DIR/stages.tsv
-and "stage STAGE: S s" to DIR/timings.txt as each ends. The first failure stops the others
-(exit status 1), its log's tail printed.
+and "stage STAGE: S s" to DIR/timings.txt as each ends, and the stage to DIR/done.txt once it
+succeeded. The first failure stops the others (exit status 1), its log's tail printed. --resume
+skips the stages done.txt lists: a study that a device call's limit stopped goes on in the next
+call on the same machine (finetune itself keeps its finished runs: --state in dvc.yaml).
 
 Why not `dvc repro`: the lent machine has no dvc; and dvc runs one stage at a time.
 """
@@ -56,16 +58,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True, help="logs/, stages.tsv and timings.txt go here")
     parser.add_argument("--jobs", type=int, default=1, help="stages at once (default 1: dvc.yaml's order)")
     parser.add_argument("--dvc-file", type=Path, default=Path("dvc.yaml"))
+    parser.add_argument("--resume", action="store_true", help="skip the stages DIR/done.txt lists")
     parser.add_argument("stages", nargs="+", help="the stages to run, in dvc.yaml's order")
     args = parser.parse_args(argv[:cut])
     sets = argv[cut + 1 :]
     if args.jobs < 1:
         parser.error(f"--jobs {args.jobs}: expected 1 or more")
     waiting = needs(args.dvc_file, args.stages)
-    order = list(args.stages)
     (args.out / "logs").mkdir(parents=True, exist_ok=True)
+    ledger = args.out / "done.txt"
+    done: set[str] = (
+        set(ledger.read_text().split()) & set(args.stages) if args.resume and ledger.exists() else set()
+    )
+    if not args.resume:
+        ledger.write_text("")
+    if done:
+        print(
+            f"study: {len(done)} stage(s) done in an earlier call, skipped: {' '.join(sorted(done))}",
+            flush=True,
+        )
+    order = [name for name in args.stages if name not in done]
     running: dict[str, tuple[subprocess.Popen, float]] = {}
-    done: set[str] = set()
     while order or running:
         for name in [n for n in order if waiting[n] <= done][: args.jobs - len(running)]:
             order.remove(name)
@@ -97,6 +110,8 @@ def main(argv: list[str] | None = None) -> int:
                       f"{args.out}/logs/{name}.log", file=sys.stderr)  # fmt: skip
                 return 1
             done.add(name)
+            with open(ledger, "a", encoding="utf-8") as handle:
+                handle.write(name + "\n")
     return 0
 
 

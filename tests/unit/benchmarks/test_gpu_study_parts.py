@@ -147,3 +147,27 @@ def test_the_study_runs_ready_stages_side_by_side_and_stops_at_the_first_failure
     assert "ran ['c', '--set', 'k=v']" in (out / "logs" / "c.log").read_text()
     assert (out / "timings.txt").read_text().splitlines()[-1].startswith("stage c: ")
     assert (out / "timings.txt").read_text().splitlines()[-1].endswith(", exit status 3")
+
+
+def test_a_resumed_study_skips_the_stages_an_earlier_call_finished(tmp_path, monkeypatch):
+    import study_stages
+
+    (tmp_path / "dvc.yaml").write_text(
+        yaml.safe_dump({"stages": {n: {"cmd": "x", "outs": [f"out/{n}"]} for n in ("a", "b")}})
+    )
+    fake = tmp_path / "pkg" / "tinytf" / "cli"
+    fake.mkdir(parents=True)
+    (fake.parent / "__init__.py").write_text("")
+    (fake / "__init__.py").write_text("")
+    (fake / "__main__.py").write_text("import sys\nprint('ran', sys.argv[2])\n")
+    monkeypatch.setenv("PYTHONPATH", str(fake.parent.parent))
+    monkeypatch.chdir(tmp_path)
+    out, args = tmp_path / "study", ["--dvc-file", str(tmp_path / "dvc.yaml"), "a", "b"]
+    assert study_stages.main(["--out", str(out), *args]) == 0
+    assert (out / "done.txt").read_text().split() == ["a", "b"]
+    (out / "done.txt").write_text("a\n")  # as if the call's limit ended it during b
+    (out / "logs" / "a.log").unlink()
+    assert study_stages.main(["--out", str(out), "--resume", *args]) == 0
+    assert not (out / "logs" / "a.log").exists() and (out / "done.txt").read_text().split() == ["a", "b"]
+    assert study_stages.main(["--out", str(out), *args]) == 0  # without --resume: everything again
+    assert (out / "logs" / "a.log").exists()
