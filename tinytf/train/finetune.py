@@ -50,6 +50,7 @@ from tinytf.train.classify import (
 )
 from tinytf.train.linear_probe import ProbeFit, fit_probe, layer_features
 from tinytf.train.loop import Callback
+from tinytf.train.recipes import RunSpec, chosen_recipe, halving_search
 from tinytf.train.run_store import RunStore, store_key
 from tinytf.train.runtime import Runtime
 from tinytf.train.starts import build_start
@@ -106,37 +107,6 @@ def subset(data: SentimentData, count: int, seed: int) -> tuple[SentimentData, n
     )
     # replace, not a new SentimentData: the hf start's pad id travels with its splits
     return dataclasses.replace(data, splits=splits, encoded={}), rows
-
-
-@dataclass(frozen=True)
-class RunSpec:
-    """One fine-tuning run: a start, the checkpoint it loads (`snapshot` is "final" or a snapshot's name), a label
-    count (0 = all), a seed and a recipe (lr and dropout; None for the linear probe, which
-    chooses its C itself)."""
-
-    start: str
-    count: int
-    seed: int
-    lr: float | None
-    dropout: float | None
-    checkpoint: Path
-    snapshot: str
-
-    @property
-    def tracked(self) -> bool:
-        """The all-label runs from the final model: their epochs make the per-epoch plot."""
-        return self.count == 0 and self.snapshot == "final"
-
-    def tags(self) -> dict:
-        """What the MLflow UI filters the study's runs by."""
-        return {
-            "start": self.start,
-            "labels": count_name(self.count),
-            "seed": self.seed,
-            "snapshot": self.snapshot,
-            "lr": self.lr,
-            "dropout": self.dropout,
-        }
 
 
 def finetune_runtime(params: FinetuneParams, data: SentimentData) -> Runtime:
@@ -354,54 +324,6 @@ class Runner:
             {k: row[k] for k in ("snapshot", "start", "labels", "seed", "lr", "dropout")}
             | {"seconds": round(out["seconds"], 2)}
         )
-
-
-def chosen_recipe(rows: list[dict], among: list[tuple] | None = None) -> dict:
-    """{"lr", "dropout", "candidates": [{"lr", "dropout", "validation_accuracy", "seeds"}]}: of the
-    recipes `among` (default: every recipe in `rows`), the one whose runs have the best mean
-    validation accuracy; the first best on a tie. Every candidate is listed with the seeds it ran."""
-    by_recipe: dict[tuple, list[float]] = {}
-    for row in rows:
-        by_recipe.setdefault((row["lr"], row["dropout"]), []).append(row["validation_accuracy"])
-    lr, dropout = ranked(by_recipe, among)[0]
-    candidates = [
-        {"lr": r[0], "dropout": r[1], "validation_accuracy": float(np.mean(scores)), "seeds": len(scores)}
-        for r, scores in by_recipe.items()
-    ]
-    return {"lr": lr, "dropout": dropout, "candidates": candidates}
-
-
-def ranked(by_recipe: dict[tuple, list[float]], among: list[tuple] | None = None) -> list[tuple]:
-    """The recipes `among` by mean validation accuracy, best first; a tie keeps their order."""
-    among = list(by_recipe) if among is None else among
-    return sorted(among, key=lambda recipe: -float(np.mean(by_recipe[recipe])))
-
-
-def halving_search(
-    run: Runner, candidates: dict[tuple, list[tuple]], seeds: list[int], checkpoint: Path
-) -> tuple[list[dict], dict[tuple, list[tuple]]]:
-    """Successive halving over seeds (protocol v3), as the grid's rounds: every candidate of each
-    (start, label count) on the first seed, the better half (rounded up) of them on the next, and
-    so on; returns every run's row and, per (start, count), the candidates of the last round.
-    One seed's validation accuracy only shortlists; the last round's mean chooses."""
-    alive, rows = dict(candidates), []
-    for i, seed in enumerate(seeds):
-        specs = [
-            RunSpec(start, count, seed, lr, dropout, checkpoint, "final")
-            for (start, count), recipes in alive.items()
-            for lr, dropout in recipes
-        ]
-        rows += run(specs)
-        if i == len(seeds) - 1:
-            break
-        for (start, count), recipes in alive.items():
-            mine = [r for r in rows if (r["start"], r["labels"]) == (start, count_name(count))]
-            by_recipe: dict[tuple, list[float]] = {}
-            for row in mine:
-                by_recipe.setdefault((row["lr"], row["dropout"]), []).append(row["validation_accuracy"])
-            kept = ranked(by_recipe, recipes)[: math.ceil(len(recipes) / 2)]
-            alive[start, count] = [r for r in recipes if r in kept]  # candidate order: a tie, the earlier
-    return rows, alive
 
 
 def run_finetune(

@@ -22,8 +22,9 @@ from tinytf.errors import ParamsError
 from tinytf.params.config import FinetuneParams, load_params
 from tinytf.report.tables import paired_text
 from tinytf.report.transfer import verdict
-from tinytf.train.finetune import chosen_recipe, run_finetune, schedule
+from tinytf.train.finetune import run_finetune, schedule
 from tinytf.train.loop import Callback
+from tinytf.train.recipes import chosen_recipe
 
 from .test_classify import CPU
 
@@ -591,7 +592,7 @@ def test_the_baselines_vocabulary_is_every_train_text_while_labels_come_from_the
 def test_the_recipe_search_halves_the_candidates_each_seed_and_chooses_among_the_last():
     """Protocol v3: 6 candidates on seed 1, the better 3 on seed 2, the better 2 on seed 3; the
     choice is the best mean of the last round, whatever an eliminated candidate scored once."""
-    from tinytf.train.finetune import halving_search
+    from tinytf.train.recipes import halving_search
 
     recipes = [(lr, d) for lr in (3e-4, 1e-3, 3e-3) for d in (0.0, 0.1)]
     score = {  # validation accuracy per (recipe, seed); binary fractions, so means are exact
