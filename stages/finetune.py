@@ -1,6 +1,7 @@
 """Stage `finetune`: the labelled-data curve. The same classifier from the pretrained, scratch
 and probe (a linear probe) starts, fine-tuned on nested subsets of the train labels over paired
-seeds (a seed fixes the subset, the head init and the batch order for every start). Each start's
+seeds (a seed fixes the subset, the head init and the batch order for every start). The pretrained
+and probe starts fine-tune every body of pretrain.seeds (the i-th seed the (i mod B)-th body). Each start's
 learning rate is chosen on validation and every run keeps its best validation epoch. The
 pretrained start runs again from each pretraining snapshot: the pretraining-tokens curve. With `hf` in finetune.starts, an external
 pretrained encoder (the `hf:` section) is one more start, with its own tokenizer and lr candidates.
@@ -25,6 +26,7 @@ from tinytf.io import write_json, write_parquet, write_text
 from tinytf.report.plots import plot_finetune_curves
 from tinytf.tracking.runs import TrackerCallback, stage_run
 from tinytf.train.finetune import FinetuneResult, check_label_counts, run_finetune
+from tinytf.train.recipes import find_bodies
 from tinytf.train.run_store import RunStore
 
 
@@ -60,12 +62,16 @@ def summarize(
             "search_seeds": result.search_seeds,
             "search": "successive halving over search_seeds",
             "patience": f.patience,
-            "tests": "paired t over seeds per label count, each start against scratch and against "
-            "TF-IDF + LR, Holm across label counts within each comparison; the same comparisons "
-            f"over test texts ({ITEM_METHOD}); trend: one OLS slope of the paired differences on "
-            "log10 labels per seed, one-sample t over the seeds' slopes",
+            "pretrain_seeds": result.pretrain_seeds,
+            "tests": "each start against scratch and against TF-IDF + LR per label count by a "
+            "multi-bootstrap over pretraining runs, fine-tuning seeds and test texts by movie, Holm "
+            "across label counts within each comparison; as diagnostics, paired t over seeds (one "
+            f"set of bodies and test texts held fixed) and {ITEM_METHOD} (the runs held fixed); "
+            "trend: one OLS slope of the paired differences on log10 labels per seed, one-sample t "
+            "over the seeds' slopes",
         },
         recipes=result.recipes,
+        pretrain_seeds=result.pretrain_seeds,
         patience=f.patience,
         label_curve=curve,
         trend=gap_trend(curve) if "pretrained" in f.starts else None,
@@ -83,6 +89,15 @@ def summarize(
     return summary
 
 
+def body_by_seed(result: FinetuneResult) -> dict[str, dict[int, int]]:
+    """Per start that fine-tunes a body, each seed's body (its pretraining seed), from runs.csv."""
+    runs = result.runs[result.runs["body"].notna()]
+    return {
+        start: {int(s): int(b) for s, b in zip(g["seed"], g["body"], strict=True)}
+        for start, g in runs.groupby("start")
+    }
+
+
 def main() -> None:
     parser = common.stage_parser("finetune", __doc__)
     parser.add_argument(
@@ -90,8 +105,10 @@ def main() -> None:
         required=True,
         help="folder holding tokenizer.json, tokens/sentiment/ and prepared/sentiment/",
     )
-    parser.add_argument("--pretrained", required=True, help="the pretrained model (.pt)")
-    parser.add_argument("--snapshots", required=True, help="folder of pretraining snapshots (epoch<N>.pt)")
+    parser.add_argument("--pretrained", required=True, help="folder of the pretrained bodies (seed<N>.pt)")
+    parser.add_argument(
+        "--snapshots", required=True, help="folder of each body's pretraining snapshots (seed<N>/epoch<K>.pt)"
+    )
     parser.add_argument(
         "--reports", required=True, help="folder for runs.csv, curves.csv/.png, summary.json, timings.csv"
     )
@@ -105,12 +122,12 @@ def main() -> None:
     )
     args = parser.parse_args()
     params = common.load_params("finetune", args)
-    snapshots = sorted(Path(args.snapshots).glob("epoch*.pt"), key=lambda p: int(p.stem[5:]))
 
     check_label_counts(params.finetune, args.data)  # before the MLflow run: a refused count leaves none
     for path in (args.baselines, args.baseline_predictions):  # before any run: the comparisons need them
         if not Path(path).exists():
             raise DataError(f"{path}: not found; stage 'baselines' writes it: run `dvc repro baselines`")
+    bodies = find_bodies(args.pretrained, args.snapshots, params.pretrain.seeds)
     baselines = json.loads(Path(args.baselines).read_text())
     baseline_predictions = pd.read_parquet(args.baseline_predictions)
     staged = common.staged_outputs(args, "finetune", into=("reports",), whole=("predictions",))
@@ -131,9 +148,9 @@ def main() -> None:
         result = run_finetune(
             finetune_params,
             params.tokenize.max_length,
-            args.pretrained,
+            bodies,
             args.data,
-            snapshots,
+            (),
             child_run,
             hf_params,
             args.state,
@@ -144,8 +161,13 @@ def main() -> None:
         test = Path(args.data) / "prepared" / "sentiment" / "test.parquet"
         test = pd.read_parquet(test) if test.exists() else {}
         groups = test["group"].to_numpy() if "group" in test else None
-        items = ItemSource(chosen_predictions(result.predictions, result.runs), baseline_predictions, groups)
-        summary = summarize(result, finetune_params, hf_params, bool(snapshots), baselines, items)
+        items = ItemSource(
+            chosen_predictions(result.predictions, result.runs),
+            baseline_predictions,
+            groups,
+            body_by_seed(result),
+        )
+        summary = summarize(result, finetune_params, hf_params, bool(bodies[0].snapshots), baselines, items)
         tracker.set_tags(
             {
                 "tinytf.precision": runtime.precision,

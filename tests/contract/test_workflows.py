@@ -187,8 +187,8 @@ def test_the_planning_step_lists_the_gpu_presets_54_cells(tmp_path):
     assert len(expected) == 54 and "grid@AdamW-5e-05-64-2" in expected
     assert sorted(itertools.chain(*slices)) == sorted(expected) and {len(s) for s in slices} == {6}
     upstream, deps = set(plan["upstream"].split()), set(plan["grid_deps"].split())
-    assert {"prepare", "tokenize", "pretrain", "finetune", "baselines", "variants_table"} <= upstream
-    assert {"pretrain", "tokenize"} <= deps <= upstream
+    assert {"prepare", "tokenize", "pretrain@1", "finetune", "baselines", "variants_table"} <= upstream
+    assert {"pretrain@1", "tokenize"} <= deps <= upstream  # each pretraining run (pretrain.seeds) a cell
     # round two of the grid (3 finalists x 2 seeds) depends on round one: it runs in the report job
     finalists = {f"grid_finalists@{rank}-{seed}" for rank in (1, 2, 3) for seed in (2, 3)}
     assert set(plan["downstream"].split()) == {"evaluate", "report"} | finalists

@@ -77,14 +77,16 @@ def stage(root: Path, script: str, *args: str) -> subprocess.CompletedProcess:
 
 def pretrain_stage(root: Path, *extra: str) -> subprocess.CompletedProcess:
     args = [
+        "--seed",
+        "1",
         "--data",
         "data",
         "--data-card",
         "reports/data.json",
         "--model",
-        "data/models/pretrained.pt",
+        "data/models/pretrained/seed1.pt",
         "--snapshots",
-        "data/models/snapshots",
+        "data/models/snapshots/seed1",
         "--reports",
         "reports/pretrain",
         "--state",
@@ -116,7 +118,7 @@ def test_the_pretrain_stage_run_twice_writes_a_byte_identical_model(tmp_path):
         root = workspace(tmp_path / name)
         result = pretrain_stage(root)
         assert result.returncode == 0, result.stderr
-        digests.append(hashlib.sha256((root / "data/models/pretrained.pt").read_bytes()).hexdigest())
+        digests.append(hashlib.sha256((root / "data/models/pretrained/seed1.pt").read_bytes()).hexdigest())
     assert digests[0] == digests[1]
 
 
@@ -161,11 +163,15 @@ def test_a_missing_sentiment_token_file_under_finetune(tmp_path):
     (root / "reports/baselines").mkdir(parents=True)
     (root / "reports/baselines/summary.json").write_text('{"label_curve": {}}')
     pd.DataFrame({"start": ["tfidf_lr"]}).to_parquet(root / "reports/baselines/predictions.parquet")
+    (root / "data/models/pretrained").mkdir()  # one body, where stage pretrain writes it
+    shutil.copy(root / "data/models/pretrained.pt", root / "data/models/pretrained/seed1.pt")
     args = [
+        "--set",
+        "pretrain.seeds=[1]",
         "--data",
         "data",
         "--pretrained",
-        "data/models/pretrained.pt",
+        "data/models/pretrained",
         "--snapshots",
         "data/models/snapshots",
         "--reports",

@@ -36,11 +36,11 @@ def test_the_tiny_preset_runs_as_a_dvc_experiment_and_writes_every_output(worksp
     assert (workspace / "dvc.lock").exists()
     import json
 
-    metrics = json.loads((workspace / "reports/pretrain/metrics.json").read_text())
+    metrics = json.loads((workspace / "reports/pretrain/seed1/metrics.json").read_text())
     assert metrics["steps"] == 8 and metrics["validation_perplexity"] > 1
     assert set(metrics["samples"]) == {"normal", "weird", "long"}
-    assert (workspace / "data/models/pretrained.pt").exists()
-    epochs = pd.read_csv(workspace / "reports/pretrain/epochs.csv")
+    assert (workspace / "data/models/pretrained/seed1.pt").exists()
+    epochs = pd.read_csv(workspace / "reports/pretrain/seed1/epochs.csv")
     assert epochs["epoch"].tolist() == [1, 2]
     table = (workspace / "reports/variants/variants.md").read_text()
     assert "| learned" in table and "reweight" in table and " ± " in table
@@ -81,7 +81,7 @@ def test_the_tiny_preset_runs_as_a_dvc_experiment_and_writes_every_output(worksp
     }
     probes = pd.read_csv(workspace / "reports/finetune/runs.csv").query("start == 'probe'")
     assert len(probes) == 3 * 3 and probes["probe_c"].isin([0.1, 1]).all()  # presets/tiny.yaml: probe_cs
-    assert (workspace / "data/models/snapshots/epoch1.pt").exists()
+    assert (workspace / "data/models/snapshots/seed1/epoch1.pt").exists()
     assert (workspace / "reports/finetune/curves.png").stat().st_size > 10_000
     final = json.loads((workspace / "reports/metrics.json").read_text())
     assert 0 <= final["test_accuracy"] <= 1
@@ -111,7 +111,7 @@ def test_the_tiny_preset_runs_as_a_dvc_experiment_and_writes_every_output(worksp
     assert "## Where pretraining helps" in readme
     # the run card opens the report, from every stage's record (a matrix's cells summed)
     records = sorted(p.stem for p in (workspace / "data/runs").glob("*.json"))
-    assert {"prepare", "pretrain", "finetune", "evaluate"} <= set(records)
+    assert {"prepare", "pretrain-seed1", "pretrain-seed2", "finetune", "evaluate"} <= set(records)
     assert sum(r.startswith("grid-") for r in records) == 2  # presets/tiny.yaml: 2 cells
     card = readme[readme.index("## Run card") : readme.index("## Headline")]
     assert (

@@ -22,16 +22,16 @@ from tinytf.cli.presets import preset_values
 
 pytestmark = pytest.mark.slow
 
-STATE = "data/checkpoints/pretrain.pt"
+STATE = "data/checkpoints/pretrain-seed1.pt"
 OUTPUTS = [
-    "data/models/pretrained.pt",
-    "data/models/pretrained.json",
+    "data/models/pretrained/seed1.pt",
+    "data/models/pretrained/seed1.json",
     "data/models/snapshots",
     "data/reports/pretrain",
 ]
 # the tiny preset, with a training state every 2 steps: 2 epochs of 4 steps save it at steps
 # 2 (in epoch 1), 4 (the epoch boundary: epoch 1's snapshot in it), 6 (in the last epoch) and 8
-OVERRIDES = {"pretrain.checkpoint_every": 2}
+OVERRIDES = {"pretrain.checkpoint_every": 2, "pretrain.seeds": [1]}  # one body: the one killed
 
 KILLER = """
 import os, signal
@@ -66,7 +66,7 @@ def read_outputs(root: Path) -> dict[str, bytes]:
     files = {}
     for name in OUTPUTS:
         path = root / name
-        for file in sorted(path.rglob("*")) if path.is_dir() else [path]:
+        for file in sorted(f for f in path.rglob("*") if f.is_file()) if path.is_dir() else [path]:
             files[file.relative_to(root).as_posix()] = file.read_bytes()
     return files
 
@@ -92,7 +92,10 @@ def workspace(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def uninterrupted(workspace) -> dict[str, bytes]:
     files = read_outputs(workspace)
-    assert "data/models/snapshots/epoch1.pt" in files and "data/reports/pretrain/metrics.json" in files
+    assert (
+        "data/models/snapshots/seed1/epoch1.pt" in files
+        and "data/reports/pretrain/seed1/metrics.json" in files
+    )
     return files
 
 
@@ -122,7 +125,7 @@ def test_a_killed_pretrain_finishes_under_dvc_as_if_never_killed(workspace, unin
         timeout=600,
     )
     assert killed.returncode != 0, killed.stdout + killed.stderr
-    assert not (workspace / "data/models/pretrained.pt").exists()  # killed before the outputs
+    assert not (workspace / "data/models/pretrained/seed1.pt").exists()  # killed before the outputs
     left = {run: status for run, status in pretrain_runs(workspace).items() if run not in before}
     assert list(left.values()) == ["RUNNING"], left  # the process died: not FINISHED, not FAILED
 

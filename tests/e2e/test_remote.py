@@ -23,11 +23,11 @@ def test_a_clone_pulls_outputs_and_run_cache_from_a_remote_and_repro_runs_nothin
     dvc(workspace, "push", "--run-cache")
     clone = tmp_path / "clone"
     subprocess.run(["git", "clone", "-q", str(workspace), str(clone)], check=True)
-    assert not (clone / "data" / "models" / "pretrained.pt").exists()
+    assert not (clone / "data" / "models" / "pretrained" / "seed1.pt").exists()
     dvc(clone, "pull", "--run-cache")
     out = dvc(clone, "repro").stdout
     assert "Running stage" not in out, out
     for stage in DVC_STAGES:
         assert f"Stage '{stage}' didn't change, skipping" in out
-    for name in ("reports/headline.json", "data/models/pretrained.pt"):
+    for name in ("reports/headline.json", "data/models/pretrained/seed1.pt"):
         assert (clone / name).read_bytes() == (workspace / name).read_bytes(), name

@@ -124,13 +124,13 @@ def make_upstream(root: Path) -> Params:
         tie_weights=True,
         seed=0,
     )
-    save_model(root / "data/models/pretrained.pt", TinyTransformer(cfg))
+    save_model(root / "data/models/pretrained/seed1.pt", TinyTransformer(cfg))
     reports = root / "data/reports"  # where the stages write; the report publishes it
     ours = model_config(params.model, vocab, "causal", 0, n_classes=2)
     write_checks(
         reports / "checks",
         ours,
-        load_model(root / "data/models/pretrained.pt"),
+        load_model(root / "data/models/pretrained/seed1.pt"),
         load_tokenizer(root / "data/tokenizer.json"),
         {s.name: s.text for s in SAMPLES},
     )
@@ -153,7 +153,7 @@ def make_upstream(root: Path) -> Params:
         },
     )
     write_json(
-        reports / "pretrain/metrics.json",
+        reports / "pretrain/seed1/metrics.json",
         {
             "train_loss": 5.1,
             "train_perplexity": 164.0,
@@ -173,11 +173,11 @@ def make_upstream(root: Path) -> Params:
             "precision": "fp32",
         },
     )
-    write_text(reports / "pretrain/samples.md", "| | train |\n|---|---|\n| Loss | 5.1 |\n")
+    write_text(reports / "pretrain/seed1/samples.md", "| | train |\n|---|---|\n| Loss | 5.1 |\n")
     write_text(
-        reports / "pretrain/steps.csv", "step,train_loss,lr\n10,7.0,0.001\n20,6.0,0.002\n30,5.5,0.001\n"
+        reports / "pretrain/seed1/steps.csv", "step,train_loss,lr\n10,7.0,0.001\n20,6.0,0.002\n30,5.5,0.001\n"
     )
-    write_text(reports / "pretrain/epochs.csv", "epoch,step,validation_loss\n1,30,5.3\n")
+    write_text(reports / "pretrain/seed1/epochs.csv", "epoch,step,validation_loss\n1,30,5.3\n")
     rows = []
     for pos in ("learned", "sinusoidal"):
         for i, merge in enumerate(("concat", "shuffle", "shift", "reweight")):

@@ -10,7 +10,7 @@ from __future__ import annotations
 RUNS = {
     "prepare": 1,
     "tokenize": 1,
-    "pretrain": 1,
+    "pretrain": 2,  # one per pretrain.seeds
     "variants": 4,
     "variants (parent)": 1,
     "variants_table": 1,
@@ -31,7 +31,6 @@ DVC_STAGES = (
         "check_params",
         "prepare",
         "tokenize",
-        "pretrain",
         "variants_table",
         "finetune",
         "baselines",
@@ -41,6 +40,7 @@ DVC_STAGES = (
         "checks",
         "report",
     ]
+    + ["pretrain@1", "pretrain@2"]
     + [f"variants@learned-{merge}-{seed}" for merge in ("concat", "reweight") for seed in (1, 2)]
     + ["grid@AdamW-0.001-16-1", "grid@SGD-0.001-16-1"]
     + ["grid_finalists@1-2", "grid_finalists@2-2"]

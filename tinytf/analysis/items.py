@@ -61,27 +61,34 @@ def item_comparison(a: np.ndarray, b: np.ndarray, seed: int = 0) -> dict:
 
 class ItemSource:
     """The chosen runs' test predictions (and TF-IDF + LR's, where given), to test two starts at
-    one label count over the test texts; `groups`: each test text's movie, where the data has one."""
+    one label count over the test texts; `groups`: each test text's movie, where the data has one;
+    `bodies`: per start that fine-tunes a pretrained body, each seed's body (its pretraining seed)."""
 
     def __init__(
         self,
         predictions: pd.DataFrame,
         baselines: pd.DataFrame | None = None,
         groups: np.ndarray | None = None,
+        bodies: dict[str, dict[int, int]] | None = None,
     ):
         frames = [predictions] + ([baselines] if baselines is not None else [])
         self.frame = pd.concat(frames, ignore_index=True)
         self.has_tfidf = baselines is not None and (baselines["start"] == "tfidf_lr").any()
         self.groups = groups
+        self.bodies = bodies or {}
 
     def multiboot(self, labels: str, start: str, other: str) -> dict:
-        """start − other over seeds and test texts (by movie) at once: tinytf.analysis.multiboot."""
+        """start − other over pretraining runs, seeds and test texts (by movie) at once:
+        tinytf.analysis.multiboot."""
         from tinytf.analysis.multiboot import multi_bootstrap
 
+        by_seed = self.bodies.get(start) or self.bodies.get(other)  # the pairs share each seed's body
+        nest = np.array([by_seed[s] for s in sorted(by_seed)]) if by_seed else None
         return multi_bootstrap(
             correct_by_item(self.frame, start=start, labels=labels),
             correct_by_item(self.frame, start=other, labels=labels),
             self.groups,
+            nest=nest,
         )
 
     def compare(self, labels: str, start: str, other: str) -> dict:

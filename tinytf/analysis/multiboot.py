@@ -8,6 +8,11 @@ test texts by cluster (every text of a drawn movie; a text is its own cluster wi
 the same draws for both sides where they share a source, as a seed pairs two starts. The
 statistic is the difference of the two mean accuracies over the drawn runs and texts.
 
+Runs may also be nested in pretraining runs (`nest`: each fine-tuning seed of the first axis
+fine-tunes one body): a resample then draws the bodies with replacement and, inside each drawn
+body, its seeds with replacement (the hierarchical bootstrap of MultiBERTs' §3 for one seed per
+body-seed pair), so the interval counts the bodies' spread as well as the seeds'.
+
 Why written here: scipy's `bootstrap` resamples independent observations along one axis, and
 no maintained package resamples a crossed design with clustered items; the MultiBERTs code is
 research code, not a library. The arithmetic is a weighted mean per resample (counts of each
@@ -34,6 +39,19 @@ def _draws(rng: np.random.Generator, n: int, resamples: int) -> np.ndarray:
     return rng.multinomial(n, np.full(n, 1.0 / n), size=resamples).astype(float)
 
 
+def _nested_draws(rng: np.random.Generator, nest: np.ndarray, resamples: int) -> np.ndarray:
+    """(resamples, runs) weights: bodies drawn with replacement, then each drawn copy's runs with
+    replacement (c copies of a body with m runs: c·m draws of its runs, each weighing 1/m)."""
+    bodies, body = np.unique(nest, return_inverse=True)
+    copies = _draws(rng, bodies.size, resamples)  # (resamples, bodies)
+    weights = np.zeros((resamples, nest.size))
+    for j in range(bodies.size):
+        runs = np.flatnonzero(body == j)
+        drawn = rng.multinomial(copies[:, j].astype(int), np.full(runs.size, 1.0 / runs.size))
+        weights[:, runs] = drawn / runs.size
+    return weights
+
+
 def _accuracy(sums: np.ndarray, sizes: np.ndarray, axes: list[np.ndarray], items: np.ndarray) -> np.ndarray:
     """Per resample: the weighted mean accuracy, runs weighted by their axes' draw counts."""
     weighted = np.tensordot(items, sums, axes=([1], [sums.ndim - 1]))  # (resamples, runs...)
@@ -52,11 +70,14 @@ def multi_bootstrap(
     sources: tuple[str, ...] = ("seed",),
     resamples: int = RESAMPLES,
     seed: int = 0,
+    nest: np.ndarray | None = None,
 ) -> dict:
     """a − b in accuracy with its 95 % percentile interval and two-sided p over `resamples`
     draws of every source. `a`, `b`: (runs..., texts) 0/1 arrays, their leading axes named by
     `sources` (in order); a side with one run on an axis (TF-IDF's one fit) is not drawn there.
-    Sides with the same size on an axis share its draws (paired). `groups`: each text's cluster."""
+    Sides with the same size on an axis share its draws (paired). `groups`: each text's cluster.
+    `nest`: the pretraining run (body) of each run on the first axis; drawn hierarchically, and
+    named "pretraining run" in the sources where it has more than one."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if a.shape[-1] != b.shape[-1]:
         raise ValueError(f"both sides need the same texts: {a.shape[-1]} vs {b.shape[-1]}")
@@ -67,8 +88,13 @@ def multi_bootstrap(
     (sums_a, sizes), (sums_b, _) = _side(a, groups), _side(b, groups)
     items = _draws(rng, sizes.size, resamples)
     axes_a, axes_b = [], []
-    for n_a, n_b in zip(a.shape[:-1], b.shape[:-1], strict=True):
-        shared = _draws(rng, max(n_a, n_b), resamples)
+    for i, (n_a, n_b) in enumerate(zip(a.shape[:-1], b.shape[:-1], strict=True)):
+        nested = i == 0 and nest is not None and len(nest) == max(n_a, n_b)
+        shared = (
+            _nested_draws(rng, np.asarray(nest), resamples)
+            if nested
+            else _draws(rng, max(n_a, n_b), resamples)
+        )
         axes_a.append(shared if n_a == shared.shape[1] else np.ones((resamples, 1)))
         axes_b.append(shared if n_b == shared.shape[1] else np.ones((resamples, 1)))
         if 1 < min(n_a, n_b) and n_a != n_b:
@@ -80,6 +106,8 @@ def multi_bootstrap(
     tail = min((d <= 0).sum(), (d >= 0).sum())
     p = min(1.0, 2 * (tail + 1) / (resamples + 1))
     drawn = [s for s, n_a, n_b in zip(sources, a.shape, b.shape, strict=False) if max(n_a, n_b) > 1]
+    if nest is not None and len(np.unique(nest)) > 1 and len(nest) == max(a.shape[0], b.shape[0]):
+        drawn.insert(0, "pretraining run")
     return {
         "estimate": estimate,
         "ci95": [float(low), float(high)],

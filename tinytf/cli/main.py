@@ -119,7 +119,11 @@ def _add_text_tools(sub) -> None:
     )
     score.add_argument("text", nargs="*", help="one or more texts to score")
     score.add_argument("--file", action="append", default=[], metavar="PATH", help=FILE_HELP)
-    score.add_argument("--model", default="data/models/pretrained.pt", help="model checkpoint (.pt)")
+    score.add_argument(
+        "--model",
+        default="data/models/pretrained/seed1.pt",
+        help="model checkpoint (.pt); default: body seed 1",
+    )
     score.add_argument("--tokenizer", default="data/tokenizer.json", help="tokenizer file")
     predict = sub.add_parser(
         "predict",

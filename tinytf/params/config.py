@@ -84,6 +84,9 @@ class SampleText:
 @dataclass
 class PretrainParams:
     objective: Literal["causal", "masked"] = "causal"
+    # one pretraining run per seed (a DVC matrix): the curve fine-tunes from every body, so its
+    # intervals count the run-to-run spread of pretraining too; the first body serves the grid
+    seeds: list[int] = bounded([1], ge=0)
     batch_size: int = bounded(32, ge=1)
     grad_accum: int = bounded(1, ge=1)
     # an epoch is one pass over the train tokens unless steps_per_epoch > 0 caps it
@@ -111,6 +114,7 @@ class PretrainParams:
 
     def validate(self, key: str, file: str) -> None:
         self.launcher = check_launcher(self.launcher, f"{key}.launcher", file)
+        _check_distinct(self.seeds, f"{key}.seeds", file)
 
 
 @dataclass

@@ -78,7 +78,8 @@ def stage_commands(
         raise ParamsError(f"{dvc_file}: no stage '{stage}'; stages: {', '.join(stages)}")
     cmd, matrix = stages[stage]["cmd"], stages[stage].get("matrix")
     lines = [cmd] if isinstance(cmd, str) else list(cmd)  # a list: commands run in turn
-    params_ref = re.compile(r"\$\{(?!item\.)([\w.]+)\}")  # a params key, as DVC interpolates it
+    # a params key, as DVC interpolates it, or one element of a list key: ${pretrain.seeds[0]}
+    params_ref = re.compile(r"\$\{(?!item\.)([\w.]+(?:\[\d+\])?)\}")
     if not matrix and not any(params_ref.search(line) for line in lines):
         return [shlex.split(line) for line in lines]
     params = yaml.safe_load(params_file.read_text(encoding="utf-8")) or {}
@@ -86,13 +87,13 @@ def stage_commands(
         set_dotted(params, dotted, value)
 
     def resolve(value):  # "${grid.lrs}" -> the list in params.yaml
-        ref = re.fullmatch(r"\$\{([\w.]+)\}", str(value))
+        ref = re.fullmatch(r"\$\{([\w.]+)(?:\[(\d+)\])?\}", str(value))
         if not ref:
             return value
         node = params
         for part in ref.group(1).split("."):
             node = node[part]
-        return node
+        return node if ref.group(2) is None else node[int(ref.group(2))]
 
     lines = [params_ref.sub(lambda m: str(resolve(m.group(0))), line) for line in lines]
     if not matrix:

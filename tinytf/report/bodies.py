@@ -131,7 +131,7 @@ def bodies_section(report) -> None:
             best_result = json.loads(result_path.read_text(encoding="utf-8"))
         if model_path.exists():
             best_model = json.loads(model_path.read_text(encoding="utf-8"))
-    meta = root / UPSTREAM["models_pretrained"].path
+    meta = report.inputs.path("models_pretrained")
     pretrained_meta = json.loads(meta.read_text(encoding="utf-8")) if meta.exists() else None
     corpus = lm_corpus(f.data, report.params.prepare.corpus.source)
     ours = (f.counts or {}).get("base+cls_head")

@@ -37,7 +37,7 @@ from tinytf.report.view import view_json, write_view
 class _Report:
     def __init__(self, params: Params, root: Path, out: Path):
         self.params, self.root, self.out = params, root, out
-        self.inputs = rt.Inputs(root)
+        self.inputs = rt.Inputs(root, body=self.params.pretrain.seeds[0])
         self.pending: list[tuple[Path, object, tuple]] = []  # (path, writer, args), written at the end
         self.tables: list[tuple[str, str]] = []  # (link, sentence)
         self.plots: list[tuple[str, str]] = []
@@ -136,6 +136,7 @@ class _Report:
         self.f.objective = self.objective()
         if m is not None:
             self.f.pretrain = m
+            self.f.pretrain_bodies = self.bodies_perplexity()
             self.table(
                 "pretrain",
                 "Pretraining loss and perplexity",
@@ -156,8 +157,17 @@ class _Report:
                 epochs,
             )
 
+    def bodies_perplexity(self) -> dict[str, float]:
+        """Every pretraining run's validation perplexity, by its seed (those written so far)."""
+        out = {}
+        for seed in self.params.pretrain.seeds:
+            path = self.root / UPSTREAM["pretrain_metrics"].path.format(seed=seed)
+            if path.exists():
+                out[str(seed)] = json.loads(path.read_text(encoding="utf-8"))["validation_perplexity"]
+        return out
+
     def objective(self) -> str:
-        meta = self.root / UPSTREAM["models_pretrained"].path
+        meta = self.inputs.path("models_pretrained")
         if meta.exists():
             try:
                 return "causal" if json.loads(meta.read_text())["model"]["causal"] else "masked"

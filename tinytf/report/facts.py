@@ -21,7 +21,8 @@ class Facts:
     course_claims: pd.DataFrame | None = None  # the course reports' parameter arithmetic (checks)
     checks: pd.DataFrame | None = None  # course claims checked in PyTorch
     objective: str = "causal"
-    pretrain: dict | None = None  # reports/pretrain/metrics.json
+    pretrain: dict | None = None  # reports/pretrain/seed<first>/metrics.json: the served body's
+    pretrain_bodies: dict[str, float] | None = None  # every body's validation perplexity, by its seed
     variants: pd.DataFrame | None = None  # mean ± std per positional encoding x head merge
     variants_summary: dict | None = None  # reports/variants/summary.json: power and verdicts
     finetune: dict | None = None  # reports/finetune/summary.json, starts in params order
@@ -76,9 +77,16 @@ UPSTREAM = {
     "checks_pytorch_checks": Upstream(
         "course report claims checked in PyTorch", "data/reports/checks/pytorch_checks.json", "checks"
     ),
-    "pretrain_metrics": Upstream("pretraining metrics", "data/reports/pretrain/metrics.json", "pretrain"),
-    "pretrain_steps": Upstream("pretraining step log", "data/reports/pretrain/steps.csv", "pretrain"),
-    "pretrain_epochs": Upstream("pretraining epochs", "data/reports/pretrain/epochs.csv", "pretrain"),
+    # {seed}: the first of pretrain.seeds, the body the grid serves (Inputs fills it in)
+    "pretrain_metrics": Upstream(
+        "pretraining metrics", "data/reports/pretrain/seed{seed}/metrics.json", "pretrain"
+    ),
+    "pretrain_steps": Upstream(
+        "pretraining step log", "data/reports/pretrain/seed{seed}/steps.csv", "pretrain"
+    ),
+    "pretrain_epochs": Upstream(
+        "pretraining epochs", "data/reports/pretrain/seed{seed}/epochs.csv", "pretrain"
+    ),
     "variants_cells": Upstream(
         "variants (positional encoding × head merge)", "data/reports/variants/cells.csv", "variants_table"
     ),
@@ -100,7 +108,9 @@ UPSTREAM = {
         "attention cost (course report 003)", "data/reports/complexity/fits.csv", "complexity"
     ),
     "checks_attention": Upstream("attention weights", "data/reports/checks/attention.json", "checks"),
-    "models_pretrained": Upstream("pretrained model config", "data/models/pretrained.json", "pretrain"),
+    "models_pretrained": Upstream(
+        "pretrained model config", "data/models/pretrained/seed{seed}.json", "pretrain"
+    ),
     "finetune_predictions": Upstream(
         "fine-tuning predictions", "data/predictions/finetune.parquet", "finetune"
     ),

@@ -30,10 +30,15 @@ class Inputs:
 
     root: Path
     missing: list[tuple[str, str, str]] = field(default_factory=list)  # (what, path, how to make it)
+    body: int = 1  # the first of pretrain.seeds: whose pretraining files the report reads
+
+    def path(self, name: str) -> Path:
+        return self.root / UPSTREAM[name].path.format(seed=self.body)
 
     def exists(self, name: str) -> Path | None:
-        what, rel, stage = UPSTREAM[name]
-        path = self.root / rel
+        what, _, stage = UPSTREAM[name]
+        path = self.path(name)
+        rel = str(path.relative_to(self.root))
         if path.exists():
             return path
         self.missing.append((what, rel, f"dvc repro {stage}"))
@@ -55,7 +60,7 @@ class Inputs:
     def split(self, name: str) -> pd.DataFrame | None:
         """A table the checks stage wrote as {"columns", "data"}."""
         data = self.json(name, keys=("columns", "data"))
-        return None if data is None else split_frame(data, self.root / UPSTREAM[name].path)
+        return None if data is None else split_frame(data, self.path(name))
 
     def parquet(self, name: str, columns: tuple[str, ...] = ()) -> pd.DataFrame | None:
         return self._frame(name, columns, pd.read_parquet, "parquet file", (OSError, ValueError))
@@ -64,7 +69,7 @@ class Inputs:
         bad = (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError)
         frame = self._frame(name, columns, pd.read_csv, "CSV", bad)
         if frame is not None and frame.empty:
-            raise DataError(f"{self.root / UPSTREAM[name].path}: no rows")
+            raise DataError(f"{self.path(name)}: no rows")
         return frame
 
     def _frame(self, name: str, columns: tuple[str, ...], read, kind: str, bad: tuple) -> pd.DataFrame | None:

@@ -66,8 +66,19 @@ def _headline(r: ReportView) -> list[str]:
         word = (
             f" ({m['validation_word_perplexity']:.1f} per word)" if "validation_word_perplexity" in m else ""
         )
+        bodies = getattr(f, "pretrain_bodies", None) or {}
+        spread = (
+            f"; the {len(bodies)} pretraining runs (seeds {', '.join(bodies)}), which the curve "
+            f"fine-tunes from: {', '.join(f'{v:.2f}' for v in bodies.values())}"
+            if len(bodies) > 1
+            else ""
+        )
         out.append(
             f"- Pretraining ({f.objective} LM, {m['steps']} steps): validation perplexity "
+            f"{m['validation_perplexity']:.2f} per token{word} (the first run's, whose body the grid "
+            f"fine-tunes){spread}."
+            if spread
+            else f"- Pretraining ({f.objective} LM, {m['steps']} steps): validation perplexity "
             f"{m['validation_perplexity']:.2f} per token{word}."
         )
     if f.counts is not None:

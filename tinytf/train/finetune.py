@@ -50,7 +50,7 @@ from tinytf.train.classify import (
 )
 from tinytf.train.linear_probe import ProbeFit, fit_probe, layer_features
 from tinytf.train.loop import Callback
-from tinytf.train.recipes import RunSpec, chosen_recipe, halving_search
+from tinytf.train.recipes import Body, RunSpec, body_of, chosen_recipe, halving_search
 from tinytf.train.run_store import RunStore, store_key
 from tinytf.train.runtime import Runtime
 from tinytf.train.starts import build_start
@@ -61,6 +61,7 @@ MAX_EVALUATIONS = 6  # validation passes per run at most: see `schedule`
 
 @dataclass
 class FinetuneResult:
+    pretrain_seeds: list[int | None]  # the bodies the pretrained and probe starts fine-tuned
     runs: pd.DataFrame  # one row per run: snapshot, start, labels, seed, lr, best epoch, accuracies
     curves: pd.DataFrame  # per evaluated epoch of the all-label runs (the per-epoch plot)
     # per searched label count ("250", "all"), per trained start: the chosen lr and dropout, and
@@ -230,7 +231,7 @@ class Runner:
         self.runtime, self.callbacks_for, self.workers = self.trainer.runtime, callbacks_for, workers
         self.done: dict[RunSpec, dict] = {}
         self.curves: list[dict] = []
-        self.features: dict[str, dict] = {}  # the frozen body's features, per start
+        self.features: dict[Path, dict] = {}  # the frozen body's features, per checkpoint
         self.probe_fits: dict[tuple, ProbeFit] = {}  # per start and train rows
         self.seconds: list[dict] = []
         self.parameters: dict[str, int] = {}
@@ -243,13 +244,10 @@ class Runner:
         model, _, _ = self.trainer.build("frozen", spec.checkpoint, spec.seed, 0.0)
         self.parameters[spec.start] = classifier_parameters(model)
         rows = subset(self.data, spec.count, spec.seed)[1]
-        if spec.snapshot not in self.features:
-            self.features[spec.snapshot] = layer_features(model, self.data, self.max_length, self.runtime)
-        start_features = self.features[spec.snapshot]
-        key = (
-            spec.snapshot,
-            rows.tobytes(),
-        )  # every seed's "all labels" is the same rows: one fit
+        if spec.checkpoint not in self.features:
+            self.features[spec.checkpoint] = layer_features(model, self.data, self.max_length, self.runtime)
+        start_features = self.features[spec.checkpoint]
+        key = (spec.checkpoint, rows.tobytes())  # every seed's "all labels" is the same rows: one fit
         if key not in self.probe_fits:
             features = dict(start_features, train=start_features["train"][rows])
             labels = {s: np.asarray(self.data.splits[s].labels) for s in ("validation", "test")}
@@ -302,6 +300,7 @@ class Runner:
             "labels": count_name(spec.count),
             "n_train": None,
             "seed": spec.seed,
+            "body": spec.body,
             "lr": spec.lr,
             "dropout": spec.dropout,
             "epochs": None,
@@ -329,14 +328,15 @@ class Runner:
 def run_finetune(
     params: FinetuneParams,
     max_length: int,
-    pretrained: str | Path,
+    pretrained: str | Path | list[Body],
     data_dir: str | Path,
     snapshots: list[Path] = (),
     callbacks_for: CallbacksFor | None = None,
     hf: HFParams | None = None,
     state: str | Path | None = None,
 ) -> FinetuneResult:
-    """The recipe search, the labelled-data curve and the snapshot curve; `callbacks_for(tags)`
+    """The recipe search, the labelled-data curve and the snapshot curve; `pretrained`: the bodies
+    (tinytf.train.recipes.find_bodies), or one model with its `snapshots`. `callbacks_for(tags)`
     wraps every run (the stage opens a nested MLflow run there). `state`: a folder that keeps each
     finished run until the stage ends (tinytf.train.run_store), so a stopped stage started again
     trains only what it had not finished; the caller clears it once its outputs are in place."""
@@ -344,12 +344,12 @@ def run_finetune(
         raise ValueError("finetune.starts has 'hf': pass the hf params")
     check_label_counts(params, data_dir)
     runtime = finetune_runtime(params, SentimentData.load(data_dir))
-    pretrained = Path(pretrained)
+    bodies = pretrained if isinstance(pretrained, list) else [_one_body(Path(pretrained), snapshots)]
     plan = params.curve_plan()
     search_seeds = list(params.seeds[: params.search_seeds])  # its runs are curve runs too
     trained_starts = [a for a in params.starts if a != "probe"]  # the probe chooses its C in every run
     data_files = sorted(SentimentData.folder(data_dir).glob("*"))
-    checkpoints = [pretrained, *snapshots] if pretrained.exists() else list(snapshots)
+    checkpoints = [p for b in bodies for p in (b.model, *b.snapshots) if p.exists()]
     settings = {"params": dataclasses.asdict(params), "hf": hf and dataclasses.asdict(hf)}
     settings |= {"max_length": max_length, "runtime": runtime.describe()}
     store = RunStore(state, store_key(settings, data_files + checkpoints) if state else "")
@@ -360,7 +360,16 @@ def run_finetune(
             for count in params.search_counts()
             for start in trained_starts
         }
-        search_rows, finalists = halving_search(run, candidates, search_seeds, pretrained)
+
+        def run_spec(start, count, seed, lr, dropout, snapshot="final"):
+            body = body_of(seed, params.seeds, bodies)  # scratch and hf read its config alone
+            checkpoint = (
+                body.model if snapshot == "final" else next(p for p in body.snapshots if p.stem == snapshot)
+            )
+            pretrained_body = body.seed if start in ("pretrained", "probe") else None
+            return RunSpec(start, count, seed, lr, dropout, checkpoint, snapshot, pretrained_body)
+
+        search_rows, finalists = halving_search(run, candidates, search_seeds, run_spec)
         recipes = {
             count_name(count): {
                 start: chosen_recipe(
@@ -372,17 +381,17 @@ def run_finetune(
             for count in params.search_counts()
         }
 
-        def spec(start, count, seed, checkpoint=pretrained, snapshot="final"):
+        def spec(start, count, seed, snapshot="final"):
             recipe = recipes[count_name(params.recipe_count(count))].get(start, {})
-            return RunSpec(start, count, seed, recipe.get("lr"), recipe.get("dropout"), checkpoint, snapshot)
+            return run_spec(start, count, seed, recipe.get("lr"), recipe.get("dropout"), snapshot)
 
         specs = [
             spec(start, count, seed) for count, seeds in plan for start in params.starts for seed in seeds
         ]
-        if "pretrained" in params.starts:
+        if "pretrained" in params.starts:  # every body has the same snapshots (the same epochs)
             specs += [
-                spec("pretrained", params.snapshot_labels, seed, snapshot, snapshot.stem)
-                for snapshot in snapshots
+                spec("pretrained", params.snapshot_labels, seed, snapshot.stem)
+                for snapshot in bodies[0].snapshots
                 for seed in params.seeds
             ]
         rows = run(specs)
@@ -398,6 +407,7 @@ def run_finetune(
     searched = searched[[key not in chosen for key in keys]]
     runs = pd.concat([frame, searched], ignore_index=True)
     return FinetuneResult(
+        [b.seed for b in bodies],
         runs,
         pd.DataFrame(run.curves),
         recipes,
@@ -409,3 +419,9 @@ def run_finetune(
         workers.count,
         pd.concat(run.predictions, ignore_index=True),
     )
+
+
+def _one_body(model: Path, snapshots) -> Body:
+    """A single model given by path (tests, benchmarks): its pretraining seed from its config."""
+    seed = read_config(model).get("pretrain_seed") if model.exists() else None
+    return Body(seed, model, tuple(snapshots))

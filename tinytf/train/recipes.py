@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from tinytf.data.subsets import count_name
+from tinytf.errors import DataError
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,7 @@ class RunSpec:
     dropout: float | None
     checkpoint: Path
     snapshot: str
+    body: int | None = None  # the pretraining seed of the body it fine-tunes (None: scratch, hf)
 
     @property
     def tracked(self) -> bool:
@@ -41,7 +43,36 @@ class RunSpec:
             "snapshot": self.snapshot,
             "lr": self.lr,
             "dropout": self.dropout,
+            "body": self.body,
         }
+
+
+@dataclass(frozen=True)
+class Body:
+    """One pretraining run's model and its snapshots; `seed` is its pretraining seed."""
+
+    seed: int | None
+    model: Path
+    snapshots: tuple[Path, ...] = ()
+
+
+def find_bodies(models: str | Path, snapshots: str | Path, seeds: list[int]) -> list[Body]:
+    """The bodies of pretrain.seeds, in their order: `models`/seed<N>.pt and the snapshots
+    `snapshots`/seed<N>/epoch<K>.pt (stage `pretrain`, a DVC matrix over the seeds)."""
+    bodies = []
+    for seed in seeds:
+        model = Path(models) / f"seed{seed}.pt"
+        if not model.exists():
+            raise DataError(f"{model}: not found; stage 'pretrain' writes it: run `dvc repro pretrain`")
+        taken = sorted((Path(snapshots) / f"seed{seed}").glob("epoch*.pt"), key=lambda p: int(p.stem[5:]))
+        bodies.append(Body(seed, model, tuple(taken)))
+    return bodies
+
+
+def body_of(seed: int, seeds: list[int], bodies: list[Body]) -> Body:
+    """The body a fine-tuning seed starts from: the i-th seed of finetune.seeds takes body i mod B,
+    so the search's first seeds spread over the bodies and every body gets every start's runs."""
+    return bodies[list(seeds).index(seed) % len(bodies)]
 
 
 def scores(rows: list[dict]) -> dict[tuple, list[float]]:
@@ -75,7 +106,7 @@ def halving_search(
     run: Callable[[list[RunSpec]], list[dict]],
     candidates: dict[tuple, list[tuple]],
     seeds: list[int],
-    checkpoint: Path,
+    spec: Callable[..., RunSpec],
 ) -> tuple[list[dict], dict[tuple, list[tuple]]]:
     """Successive halving over seeds (protocol v3), as the grid's rounds: every candidate of each
     (start, label count) on the first seed, the better half (rounded up) of them on the next, and
@@ -84,7 +115,7 @@ def halving_search(
     alive, rows = dict(candidates), []
     for i, seed in enumerate(seeds):
         specs = [
-            RunSpec(start, count, seed, lr, dropout, checkpoint, "final")
+            spec(start, count, seed, lr, dropout)
             for (start, count), recipes in alive.items()
             for lr, dropout in recipes
         ]

@@ -86,18 +86,22 @@ def test_every_stage_script_explains_itself(tmp_path):
 
 def test_run_expands_the_finalists_matrix_over_rank_and_seed(tmp_path, monkeypatch):
     """Round two: one command line per finalist rank x seed; the rank's cell is read from data/grid."""
-    (tmp_path / "params.yaml").write_text("grid: {finalists: [1, 2], finalist_seeds: [2, 3]}\n")
+    (tmp_path / "params.yaml").write_text(
+        "grid: {finalists: [1, 2], finalist_seeds: [2, 3]}\npretrain: {seeds: [4, 5]}\n"
+    )
     (tmp_path / "dvc.yaml").write_text((REPO / "dvc.yaml").read_text())
     monkeypatch.chdir(tmp_path)
     commands = stage_commands("grid_finalists")[1::2]
     outs = [c[c.index("--out") + 1] for c in commands]
     assert outs == [f"data/grid_finalists/r{r}-s{s}" for r in (1, 2) for s in (2, 3)]
     assert all(c[c.index("--grid") + 1] == "data/grid" for c in commands)
+    # the first of pretrain.seeds, as DVC reads ${pretrain.seeds[0]}: the body the grid fine-tunes
+    assert all(c[c.index("--pretrained") + 1] == "data/models/pretrained/seed4.pt" for c in commands)
 
 
 def test_run_expands_a_matrix_stage_from_params(tmp_path, monkeypatch):
     (tmp_path / "params.yaml").write_text(
-        "grid: {optimizers: [AdamW, SGD], lrs: [0.01], batch_sizes: [8], epochs: [1]}\n"
+        "grid: {optimizers: [AdamW, SGD], lrs: [0.01], batch_sizes: [8], epochs: [1]}\npretrain: {seeds: [1]}\n"
     )
     (tmp_path / "dvc.yaml").write_text((REPO / "dvc.yaml").read_text())
     monkeypatch.chdir(tmp_path)
@@ -138,10 +142,14 @@ def test_run_expands_a_matrix_stage_from_params(tmp_path, monkeypatch):
 def test_pretrain_launcher_is_no_part_of_the_command(tmp_path, monkeypatch):
     # pretrain's command once started with ${pretrain.launcher}, shell text DVC ran as given
     # (`python; touch X` ran touch); now the stage starts itself under the checked list
-    (tmp_path / "params.yaml").write_text("pretrain: {launcher: [torchrun, --nproc_per_node=2]}\n")
+    (tmp_path / "params.yaml").write_text(
+        "pretrain: {launcher: [torchrun, --nproc_per_node=2], seeds: [1, 2]}\n"
+    )
     (tmp_path / "dvc.yaml").write_text((REPO / "dvc.yaml").read_text())
     monkeypatch.chdir(tmp_path)
-    assert stage_commands("pretrain")[0][:2] == ["python", "stages/pretrain.py"]
+    commands = stage_commands("pretrain")[1::2]  # one run per pretrain.seeds, each after the params check
+    assert [c[:2] for c in commands] == [["python", "stages/pretrain.py"]] * 2
+    assert [c[c.index("--seed") + 1] for c in commands] == ["1", "2"]
 
 
 def test_run_refuses_a_malformed_set_before_running_anything(tmp_path, monkeypatch, capsys):

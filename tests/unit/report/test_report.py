@@ -219,7 +219,7 @@ def test_malformed_input_raises_naming_the_file(tmp_path, upstream, rel, content
 
 def test_masked_objective_is_reported_from_the_checkpoint(tmp_path, upstream, fast_plots):
     params = upstream
-    meta = tmp_path / "data/models/pretrained.json"
+    meta = tmp_path / "data/models/pretrained/seed1.json"
     data = json.loads(meta.read_text())
     data["model"]["causal"] = False
     write_json(meta, data)

@@ -592,7 +592,7 @@ def test_the_baselines_vocabulary_is_every_train_text_while_labels_come_from_the
 def test_the_recipe_search_halves_the_candidates_each_seed_and_chooses_among_the_last():
     """Protocol v3: 6 candidates on seed 1, the better 3 on seed 2, the better 2 on seed 3; the
     choice is the best mean of the last round, whatever an eliminated candidate scored once."""
-    from tinytf.train.recipes import halving_search
+    from tinytf.train.recipes import RunSpec, halving_search
 
     recipes = [(lr, d) for lr in (3e-4, 1e-3, 3e-3) for d in (0.0, 0.1)]
     score = {  # validation accuracy per (recipe, seed); binary fractions, so means are exact
@@ -611,7 +611,10 @@ def test_the_recipe_search_halves_the_candidates_each_seed_and_chooses_among_the
             for s in specs
         ]  # fmt: skip
 
-    rows, last = halving_search(run, {("scratch", 250): recipes}, [1, 2, 3], REPO / "m.pt")
+    def spec(start, count, seed, lr, dropout):
+        return RunSpec(start, count, seed, lr, dropout, REPO / "m.pt", "final")
+
+    rows, last = halving_search(run, {("scratch", 250): recipes}, [1, 2, 3], spec)
     assert [len(a) for a in asked] == [6, 3, 2] and len(rows) == 11
     # seed 1 keeps its 0.875 and its two 0.75s
     assert {(lr, d) for lr, d, _ in asked[1]} == {(3e-4, 0.1), (1e-3, 0.0), (3e-3, 0.1)}
@@ -666,3 +669,24 @@ def test_a_stopped_finetune_started_again_trains_only_the_runs_it_had_not_finish
     other = dataclasses.replace(params, dropouts=[0.2])  # other params: nothing kept applies
     run_finetune(other, 32, pretrained, workdir, state=state)
     assert len(trained) == len(whole)
+
+
+def test_every_body_of_pretrain_seeds_is_found_and_each_seed_takes_one_in_turn(tmp_path):
+    """pretrain.seeds [1, 2, 3]: the i-th fine-tuning seed fine-tunes body i mod 3, with that body's
+    snapshots; a body stage pretrain has not written is one line naming it and the command."""
+    from tinytf.errors import DataError
+    from tinytf.train.recipes import body_of, find_bodies
+
+    for seed in (1, 2, 3):
+        (tmp_path / "m").mkdir(exist_ok=True)
+        (tmp_path / "m" / f"seed{seed}.pt").write_bytes(b"")
+        (tmp_path / "s" / f"seed{seed}").mkdir(parents=True)
+        for epoch in (2, 1, 10):
+            (tmp_path / "s" / f"seed{seed}" / f"epoch{epoch}.pt").write_bytes(b"")
+    bodies = find_bodies(tmp_path / "m", tmp_path / "s", [1, 2, 3])
+    assert [b.seed for b in bodies] == [1, 2, 3]
+    assert [p.stem for p in bodies[1].snapshots] == ["epoch1", "epoch2", "epoch10"]
+    assert bodies[1].snapshots[0].parent.name == "seed2"
+    assert [body_of(s, [1, 2, 3, 4, 5], bodies).seed for s in (1, 2, 3, 4, 5)] == [1, 2, 3, 1, 2]
+    with pytest.raises(DataError, match=r"seed4.pt: not found.*dvc repro pretrain"):
+        find_bodies(tmp_path / "m", tmp_path / "s", [1, 4])
