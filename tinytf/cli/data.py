@@ -14,10 +14,10 @@ from __future__ import annotations
 import filecmp
 import math
 import shlex
-import shutil
 import subprocess
 from pathlib import Path
 
+from tinytf.cli import files
 from tinytf.errors import DataError, TinyTFError
 
 RAW = Path("data/raw")
@@ -105,7 +105,12 @@ def place(source: Path, target: Path) -> None:
     if target.exists() and not filecmp.cmp(source, target, shallow=False):
         raise DataError(f"{target}: exists and differs from {source}; rename one of them")
     target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(source, target)
+    try:
+        files.copy_file(source, target)  # a killed copy leaves no half file for prepare to read
+    except OSError as exc:
+        raise DataError(
+            f"{target}: not written ({files.why(exc)}); nothing was changed: run this again"
+        ) from None
 
 
 def run(argv: list[str]) -> None:
@@ -128,9 +133,13 @@ def track(path: Path, with_dvc: bool) -> str:
     return " ".join(staged)
 
 
-def write_params(params_file: Path, values: dict[str, object]) -> None:
+def write_params(params_file: Path, values: dict[str, object], staged: str) -> None:
     """Set dotted keys in params.yaml, keeping its comments and layout (DVC's `-S` edits it the
-    same way, with ruamel.yaml)."""
+    same way, with ruamel.yaml). The whole text is made first and replaces the file in one rename:
+    a kill or a full disk leaves params.yaml as it was, never empty; the line says so and names
+    what the earlier steps left (`staged`: the data file, already staged)."""
+    import io
+
     from ruamel.yaml import YAML
 
     yaml = YAML()
@@ -143,8 +152,15 @@ def write_params(params_file: Path, values: dict[str, object]) -> None:
         for part in parents:
             node = node[part]
         node[last] = value
-    with params_file.open("w", encoding="utf-8") as handle:
-        yaml.dump(data, handle)
+    try:
+        text = io.StringIO()
+        yaml.dump(data, text)
+        files.write_bytes(params_file, text.getvalue().encode("utf-8"))
+    except OSError as exc:
+        raise DataError(
+            f"{params_file}: not written ({files.why(exc)}), so it is as it was; the data file is "
+            f"copied and staged ({staged}): run this command again to set the keys"
+        ) from None
 
 
 def add_command(args) -> None:
@@ -175,7 +191,7 @@ def add_command(args) -> None:
         sets = " ".join(f"-S {shlex.quote(f'{k}={v}')}" for k, v in values.items())
         print(f"dvc exp run {sets}")
         return
-    write_params(params_file, values)
+    write_params(params_file, values, staged)
     print(f"{params_file}: " + ", ".join(f"{k}={v}" for k, v in values.items()))
     if args.repro:
         from tinytf.cli.experiments import dvc_executable

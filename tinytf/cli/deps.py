@@ -17,6 +17,7 @@ from pathlib import Path
 
 import yaml
 
+from tinytf.cli import files
 from tinytf.errors import ParamsError
 from tinytf.params.pipeline import dvc_stages
 
@@ -84,7 +85,12 @@ def write(root: Path = Path("."), dvc_file: str = "dvc.yaml") -> list[str]:
         kept = [line for line in block[first:last] if not is_code(line.removeprefix("      - ").strip())]
         block[first:last] = [f"      - {p}" for p in code_deps(stages[name], root)] + kept
         lines[start:end] = block
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    try:
+        files.write_bytes(path, ("\n".join(lines) + "\n").encode("utf-8"))  # never half a dvc.yaml
+    except OSError as exc:
+        raise ParamsError(
+            f"{path}: not written ({files.why(exc)}), so it is as it was; run this again"
+        ) from None
     return sorted(wrong)
 
 

@@ -134,3 +134,72 @@ def test_corpus_text_sets_the_corpus_keys_and_a_file_is_one_or_the_other(repo, t
     assert (
         prepare["sentiment"]["source"] == "rt_critic_snippets" and prepare["sentiment"]["text_column"] is None
     )
+
+
+def disk_full():
+    import errno
+    import os
+
+    return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+def test_a_write_that_fails_midway_leaves_params_yaml_whole(repo, tmp_path, capsys, monkeypatch):
+    """Issue 72: `open(params.yaml, "w")` then a full disk left it at 0 bytes. Now the new text goes
+    to a temporary file first: a failure halfway through writing it leaves params.yaml byte for
+    byte, no temporary file beside it, and one line saying what is left and what to run."""
+    from tinytf.cli import files
+
+    def half_then_full(path, data):
+        def fill(handle):
+            handle.write(data[: len(data) // 2])
+            raise disk_full()
+
+        files._replace(path, fill)
+
+    monkeypatch.setattr(files, "write_bytes", half_then_full)
+    before = (repo / "params.yaml").read_bytes()
+    args = ["data", "add", reviews(tmp_path / "r.csv", 40), "--text-column", "review"]
+    assert main([*args, "--label-column", "stars"]) == 2
+    err = capsys.readouterr().err
+    assert (repo / "params.yaml").read_bytes() == before
+    assert [p.name for p in repo.iterdir() if p.name.endswith(".tmp")] == []
+    assert err.strip().splitlines() == [
+        "tinytf: error: params.yaml: not written (No space left on device; free disk space), so it is "
+        "as it was; the data file is copied and staged (data/raw/r.csv): run this command again to set "
+        "the keys"
+    ]
+    assert staged(repo) == ["data/raw/r.csv"]
+    monkeypatch.undo()
+    monkeypatch.chdir(repo)
+    assert main([*args, "--label-column", "stars"]) == 0  # and running it again does finish the job
+    assert "data/raw/r.csv" in (repo / "params.yaml").read_text(encoding="utf-8")
+
+
+def test_a_copy_that_fails_before_it_is_on_disk_leaves_nothing(repo, tmp_path, capsys, monkeypatch):
+    from tinytf.cli import files
+
+    def full(fd):
+        raise disk_full()
+
+    monkeypatch.setattr(files.os, "fsync", full)
+    before = (repo / "params.yaml").read_bytes()
+    args = ["data", "add", reviews(tmp_path / "r.csv", 40), "--text-column", "review"]
+    assert main([*args, "--label-column", "stars"]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "tinytf: error: data/raw/r.csv: not written (No space left on device; free disk space); "
+        "nothing was changed: run this again"
+    ]
+    assert (repo / "params.yaml").read_bytes() == before
+    assert list((repo / "data/raw").iterdir()) == [] and staged(repo) == []
+
+
+def test_files_keep_the_mode_and_write_through_a_symlink(tmp_path):
+    from tinytf.cli import files
+
+    real = tmp_path / "real.yaml"
+    real.write_text("a: 1\n")
+    real.chmod(0o640)
+    link = tmp_path / "params.yaml"
+    link.symlink_to(real)
+    files.write_bytes(link, b"a: 2\n")
+    assert link.is_symlink() and real.read_text() == "a: 2\n" and real.stat().st_mode & 0o777 == 0o640
