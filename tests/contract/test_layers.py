@@ -68,6 +68,7 @@ EDGE = {
     "tinytf.tracking.champion",
     "tinytf.tracking.champion_model",
     "tinytf.tracking.promotion",
+    "tinytf.cli.serve",  # MLflow's scoring app behind tinytf's request checks
 }  # the modules that import mlflow
 
 

@@ -30,7 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    from tinytf.cli import data
+    from tinytf.cli import data, serve
 
     for add in (
         _add_run,
@@ -41,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
         _add_champion,
         _add_presets,
         data.add_parser,
+        serve.add_parser,
     ):
         add(sub)
     return parser
@@ -333,6 +334,10 @@ def dispatch(argv: Sequence[str] | None = None) -> int:
         return guarded(lambda: predict(args))
     if args.command == "champion":
         return guarded(lambda: champion(args))
+    if args.command == "serve":
+        from tinytf.cli.serve import serve_command
+
+        return guarded(lambda: serve_command(args))
     if args.command == "data":
         from tinytf.cli.data import add_command
 
