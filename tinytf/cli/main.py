@@ -270,15 +270,25 @@ def check_command(params_file: str) -> None:
     print(f"{params_file}: ok")
 
 
+def texts_of(args: argparse.Namespace) -> tuple[list[str], list[str]]:
+    """The texts of TEXT and --file, refused at once when blank, invisible only or not UTF-8."""
+    from tinytf.cli.texts import refuse_invisible
+
+    names, texts = from_command_line(args.text, args.file)
+    for name, text in zip(names, texts, strict=True):
+        refuse_invisible(name, text)
+    return names, texts
+
+
 def score(args: argparse.Namespace) -> None:
-    names, texts = from_command_line(args.text, args.file)  # before the imports: refused at once
+    names, texts = texts_of(args)  # before the imports: refused at once
     from tinytf.cli.tools import score_command
 
     score_command(args.model, args.tokenizer, names, texts)
 
 
 def predict(args: argparse.Namespace) -> None:
-    names, texts = from_command_line(args.text, args.file)  # before mlflow's seconds of imports
+    names, texts = texts_of(args)  # before mlflow's seconds of imports
     from tinytf.tracking.runs import tracking_uri
     from tinytf.tracking.server import refuse_silent_server
 

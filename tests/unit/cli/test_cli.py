@@ -441,10 +441,15 @@ def test_score_reads_texts_and_files(lm_files, tmp_path, capsys):
 def test_score_refuses_a_text_with_nothing_to_score(lm_files, tmp_path, capsys):
     # each once printed `perplexity 1.00 (0 tokens)`, or a traceback
     (tmp_path / "latin1.txt").write_bytes("na\xefve".encode("latin-1"))
+    (tmp_path / "nul.txt").write_bytes(b"\x00\x00\n")
     for args, message in (
         ([""], "text 1 is empty"),
         (["the cat", "  \n "], "text 2 is only whitespace"),
-        (["the cat", "\x01\x02"], "text 2 ('\\x01\\x02') gives no tokens under"),
+        (["the cat", "\u0301"], "text 2 ('\u0301') gives no tokens under"),  # a lone accent, stripped
+        # only invisible characters (issue 72): not blank to str.strip(), nothing to a reader
+        (["the cat", "\x01\x02"], "text 2 is only invisible characters (U+0001, U+0002)"),
+        (["\u200b\u200d"], "text 1 is only invisible characters (U+200B, U+200D)"),
+        (["--file", str(tmp_path / "nul.txt")], "nul.txt is only invisible characters (U+0000)"),
         (["--file", str(tmp_path / "latin1.txt")], "latin1.txt: byte 0xef at offset 2 is not valid UTF-8"),
         (["\udcff"], "text 1: byte 0xff is not valid UTF-8"),
         ([], "no text given"),
@@ -505,3 +510,29 @@ def test_every_committed_preset_validates_against_params(name):
 
     args = set_args(name, REPO / "params.yaml", REPO / "presets")  # a bad key or value raises, naming it
     assert args and args[::2] == ["-S"] * (len(args) // 2)
+
+
+@pytest.mark.parametrize(
+    "text, refused",
+    [
+        ("\u200b", True),
+        ("\u200b \u200c\u200d\u2060\ufeff", True),
+        ("\x00\t", True),
+        ("\u3164\u115f", True),  # Hangul fillers draw nothing
+        ("\u2800", True),  # the blank Braille pattern
+        ("\ufe0f", True),  # a variation selector with nothing to vary
+        ("a\u200bb", False),
+        ("\U0001f469\u200d\U0001f4bb", False),  # an emoji joined by a ZWJ is visible
+        ("\u0301", False),  # a lone accent shows; the tokenizer's check decides
+        ("", False),  # empty: refuse_blank's words, not these
+    ],
+)
+def test_a_text_of_only_invisible_characters_is_refused(text, refused):
+    from tinytf.cli.texts import refuse_invisible
+    from tinytf.errors import DataError
+
+    if refused:
+        with pytest.raises(DataError, match="text 1 is only"):
+            refuse_invisible("text 1", text)
+    else:
+        refuse_invisible("text 1", text)

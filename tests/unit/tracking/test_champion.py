@@ -252,6 +252,9 @@ def test_tinytf_predict_refuses_bad_text_in_one_line(registered, tmp_path):
     refused(predict_cli(store, "--file", str(cp1252)), f"{cp1252}: byte 0xe9 at offset 5 is not valid UTF-8")
     refused(predict_cli(store, "--file", str(tmp_path / "none.txt")), "none.txt: file not found")
     refused(predict_cli(store, "--file", "-", stdin=b"   \n"), "stdin is only whitespace")
+    # invisible only (issue 72): once classified
+    refused(predict_cli(store, "\u200b\u200d"), "text 1 is only invisible characters (U+200B, U+200D)")
+    refused(predict_cli(store, "--file", "-", stdin=b"\x00\n"), "stdin is only invisible characters (U+0000)")
 
 
 def test_tinytf_predict_reads_long_texts_from_files_and_stdin(registered, tmp_path):
