@@ -140,6 +140,7 @@ def export_report(
                 f"{study}: no report/ and params.yaml beside it: not a folder gpu_study.sh wrote"
             )
         reports, params_file = study / "report", study / "params.yaml"
+        refuse_links_out(study, [params_file, *(reports / src for src in EXPORTED)])
     load_params(params_file)  # a missing or invalid file stops here, named
     params = flatten(yaml.safe_load(Path(params_file).read_text(encoding="utf-8")) or {})
     for key, value in values.items():
@@ -166,6 +167,36 @@ def export_report(
             compare_objectives(values, params, params_file, reports, folder)
         write_text(folder / "README.md", preset_readme(folder))
     return presets / name
+
+
+def refuse_links_out(folder: Path, paths: list[Path]) -> None:
+    """Refuse a symlink, at any depth under `paths`, that leads out of `folder`: the export copies
+    what links point at (a link to a private file once put its text into reports/presets/, ready to
+    commit). The link is named; its target is neither named nor read."""
+    top = folder.resolve()
+    seen: set[Path] = set()
+
+    def check(path: Path) -> None:
+        if not path.exists() and not path.is_symlink():
+            return  # missing: the check for missing files says so
+        if not path.resolve().is_relative_to(top):
+            parts = path.relative_to(folder).parts  # the first link below `folder` on the way
+            link = next(
+                folder.joinpath(*parts[:i])
+                for i in range(1, len(parts) + 1)
+                if folder.joinpath(*parts[:i]).is_symlink()
+            )
+            raise ParamsError(
+                f"{link}: a symbolic link that leads out of {folder}; the export copies only what is "
+                f"inside it: put the file itself there"
+            )
+        if path.is_dir() and path.resolve() not in seen:
+            seen.add(path.resolve())
+            for child in sorted(path.iterdir()):
+                check(child)
+
+    for path in paths:
+        check(path)
 
 
 def preset_readme(folder: Path) -> str:

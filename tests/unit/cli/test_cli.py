@@ -1,4 +1,5 @@
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -536,3 +537,54 @@ def test_a_text_of_only_invisible_characters_is_refused(text, refused):
             refuse_invisible("text 1", text)
     else:
         refuse_invisible("text 1", text)
+
+
+@pytest.mark.parametrize(
+    "link",
+    [
+        "report/tables/secret.md",  # a file in a folder the export copies whole
+        "report/metrics.json",  # a file the export copies by name
+        "report/plots",  # a whole folder
+        "params.yaml",  # read, and its text could reach a message
+    ],
+)
+def test_preset_export_from_a_folder_refuses_a_link_out_of_it(tmp_path, monkeypatch, capsys, link):
+    """Issue 72: a link to a 0600 file outside --from DIR put its text into reports/presets/NAME/."""
+    study = tmp_path / "study"
+    fake_report_tree(study / "report")
+    (study / "report" / "plots").mkdir(exist_ok=True)
+    presets = tmp_path / "presets"
+    presets.mkdir()
+    (presets / "small.yaml").write_text("model: {d_model: 64}\n")
+    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    params["model"]["d_model"] = 64
+    (study / "params.yaml").write_text(yaml.safe_dump(params))
+    secret = tmp_path / "secret"
+    secret.mkdir()
+    (secret / "key").write_text("model: {d_model: 64}\n# a password\n")
+    (secret / "key").chmod(0o600)
+    path = study / link
+    if path.is_dir():
+        shutil.rmtree(path)
+    path.unlink(missing_ok=True)
+    path.symlink_to(secret if link == "report/plots" else secret / "key")
+    # and a link that stays inside the folder is copied as before
+    (study / "report" / "tables" / "inside.md").symlink_to(study / "report" / "readme.json")
+    monkeypatch.chdir(tmp_path)
+    export = ["preset", "small", "--export", "--from", str(study), "--presets-dir", str(presets)]
+    assert main(export) == 2
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == [
+        f"tinytf: error: {path}: a symbolic link that leads out of {study}; the export copies only what is "
+        "inside it: put the file itself there"
+    ]
+    assert "secret" not in err.replace(str(path), "") and not (tmp_path / "reports").exists()
+    path.unlink()
+    if link == "report/plots":
+        path.mkdir()
+    elif link == "params.yaml":
+        path.write_text(yaml.safe_dump(params))
+    else:
+        shutil.copy(study / "report" / "readme.json", path)
+    assert main(export) == 0, capsys.readouterr().err
+    assert (tmp_path / "reports/presets/small/tables/inside.md").exists()
