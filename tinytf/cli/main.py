@@ -251,10 +251,13 @@ def run_stage(stage: str, overrides: Sequence[str]) -> None:
 def guarded(fn: Callable[[], int | None]) -> int:
     """Run `fn` and return its exit status (None is 0); a user-fixable error, a full disk or a
     file-size limit becomes one line on stderr and exit status 2."""
+    from tinytf.cli.urls import redacted
+
     try:
         return fn() or 0
     except TinyTFError as exc:
-        print(f"tinytf: error: {exc}", file=sys.stderr)
+        # a store's URI may carry a password (MLFLOW_TRACKING_URI=https://user:pw@host): never printed
+        print(f"tinytf: error: {redacted(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except OSError as exc:
         if exc.errno not in FULL or isinstance(exc, BrokenPipeError):

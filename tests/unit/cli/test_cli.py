@@ -588,3 +588,35 @@ def test_preset_export_from_a_folder_refuses_a_link_out_of_it(tmp_path, monkeypa
         shutil.copy(study / "report" / "readme.json", path)
     assert main(export) == 0, capsys.readouterr().err
     assert (tmp_path / "reports/presets/small/tables/inside.md").exists()
+
+
+def test_a_password_in_the_tracking_uri_is_never_printed(monkeypatch, capsys):
+    """Issue 72: `tinytf predict` printed MLFLOW_TRACKING_URI whole, password and all."""
+    import socket
+
+    with socket.socket() as free:  # a port nothing listens on: the server "does not answer"
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"http://bob:s3cr%40et@127.0.0.1:{port}")
+    for command in (["predict", "a gripping film"], ["champion", "show"], ["serve", "--port", "0"]):
+        assert main(command) == 2, command
+        out, err = capsys.readouterr()
+        assert "s3cr" not in out + err, (command, err)
+        assert f"http://bob:***@127.0.0.1:{port}: the tracking server does not answer" in err, err
+
+
+@pytest.mark.parametrize(
+    "text, shown",
+    [
+        ("https://user:pw@host:5000/x", "https://user:***@host:5000/x"),
+        ("http://u:p@ss@host/x", "http://u:***@host/x"),  # an unencoded @ in the password
+        ("postgresql+psycopg://me:pw@db/mlflow", "postgresql+psycopg://me:***@db/mlflow"),
+        ("https://TOKEN@host", "https://***@host"),  # a user alone is often a token
+        ("sqlite:////home/me/mlflow.db", "sqlite:////home/me/mlflow.db"),
+        ("https://host/a@b and mail@example.org", "https://host/a@b and mail@example.org"),
+    ],
+)
+def test_uris_are_redacted(text, shown):
+    from tinytf.cli.urls import redacted
+
+    assert redacted(text) == shown
