@@ -55,6 +55,20 @@ def test_preset_takes_only_names_of_presets(name):
     one_line(tinytf("preset", name, "--print"), "a preset is a name of presets/", "--presets-dir")
 
 
+@pytest.mark.parametrize(
+    "item, said",
+    [
+        ("tokenize.vocab_size:4000", "expected KEY=VALUE"),
+        ("tokenize.vocab_size=[1,", "not a value DVC reads"),
+    ],
+)
+def test_exp_refuses_a_malformed_set_before_dvc(tmp_path, item, said):
+    # a folder that is no DVC repository: were the item to reach dvc, it would fail otherwise
+    (tmp_path / "params.yaml").write_bytes((REPO / "params.yaml").read_bytes())
+    one_line(tinytf("exp", "-S", item, cwd=tmp_path), f"-S {item!r}: {said}", "params.yaml is as it was")
+    assert (tmp_path / "params.yaml").read_bytes() == (REPO / "params.yaml").read_bytes()
+
+
 def test_an_alias_bomb_in_params_is_refused_at_once(tmp_path):
     # a "billion laughs": 9 levels of 9 aliases each, 9**9 strings once built, in under 1 KB
     lines = ['a0: &a0 ["x","x","x","x","x","x","x","x","x"]']

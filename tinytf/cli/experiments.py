@@ -2,8 +2,10 @@
 
 A workspace `dvc exp run -S key=value` writes the value into params.yaml before any stage runs,
 so a value the schema rejects stays there and every later run fails until the file is edited by
-hand. Here every `-S` is checked against params.yaml first, and a rejected one stops with the
-schema's line and exit 2, params.yaml untouched. A temporary or queued experiment runs in a copy
+hand. Here every `-S` is read the way DVC reads it (its FILE:KEY=VALUE split, then Hydra's override
+grammar) and checked against params.yaml first: an item without `=`, a value DVC cannot read, a key
+the file does not list or a value the schema rejects stops in one line naming it, exit 2,
+params.yaml untouched. A temporary or queued experiment runs in a copy
 of what git tracks: a data file the params name that git does not track (nor a `.dvc` file) is
 refused in one line that says how to track it, instead of failing later as "file not found".
 `tinytf preset` runs the same checks.
@@ -14,15 +16,26 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from tinytf.errors import ParamsError
 from tinytf.params.config import Params, load_params
 from tinytf.params.prepare import FileSplits
-from tinytf.params.schema import parse_overrides
+from tinytf.params.schema import read_yaml
 
 SET_FLAGS = ("-S", "--set-param")
+DVC_PARAMS = "params.yaml"  # the file a `-S` without FILE: sets (DVC's default params file)
+SYNTAX = "https://hydra.cc/docs/advanced/override_grammar/basic/"
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One `-S` argument, split as DVC splits it (dvc.utils.cli_parse.to_path_overrides)."""
+
+    given: str  # as typed, for messages
+    file: str  # the params file it edits
+    override: str  # KEY=VALUE, +KEY=VALUE, ~KEY: Hydra's override grammar, which DVC reads it with
 
 
 def dvc_executable() -> str:
@@ -30,29 +43,88 @@ def dvc_executable() -> str:
     return shutil.which("dvc") or str(Path(sys.executable).parent / "dvc")
 
 
-def overrides(dvc_args: list[str], params_file: str | Path = "params.yaml") -> dict:
-    """{dotted key: value} of the `-S key=value` arguments that set `params_file`'s keys, as DVC
-    reads them (YAML values; Hydra's `+` adds a key, which is checked the same; `~key` deletes
-    one, left to the schema's defaults)."""
+def set_items(dvc_args: list[str]) -> list[str]:
+    """The values of every `-S`/`--set-param` in dvc_args, in order."""
     items = []
     for i, arg in enumerate(dvc_args):
         if arg in SET_FLAGS and i + 1 < len(dvc_args):
-            value = dvc_args[i + 1]
+            items.append(dvc_args[i + 1])
         elif arg.startswith(tuple(f"{flag}=" for flag in SET_FLAGS)):
-            value = arg.split("=", 1)[1]
-        else:
-            continue
-        file, colon, rest = value.partition(":")
-        if colon and "=" not in file:  # -S other.yaml:key=value sets another params file
-            if Path(file).name != Path(params_file).name:
-                continue
-            value = rest
-        if not value.startswith("~"):
-            items.append(value.removeprefix("+"))
+            items.append(arg.split("=", 1)[1])
+    return items
+
+
+def settings(dvc_args: list[str]) -> list[Setting]:
+    """Every `-S` of dvc_args; an item without `=` (but `~KEY`) is refused in one line: DVC reads
+    `key:value` as FILE:OVERRIDE and fails on a file named `key` with an "unexpected error"."""
+    out = []
+    for item in set_items(dvc_args):
+        name = item.partition("=")[0]
+        file, _, override = item.partition(":") if ":" in name else (DVC_PARAMS, "", item)
+        if "=" not in override and not override.startswith("~"):
+            raise ParamsError(
+                f"-S {item!r}: expected KEY=VALUE, e.g. -S tokenize.vocab_size=4000 "
+                "(FILE:KEY=VALUE sets another params file; ~KEY deletes a key)"
+            )
+        out.append(Setting(item, file, override))
+    return out
+
+
+def parsed(setting: Setting):
+    """The setting as DVC parses it (a hydra Override); one line naming it when DVC cannot."""
+    # hydra itself, as dvc.utils.hydra calls it: tinytf imports no dvc module (tests/contract)
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.core.override_parser.types import ValueType
+    from hydra.errors import OverrideParseException
+
     try:
-        return parse_overrides(items)
-    except ParamsError as exc:
-        raise ParamsError(str(exc).replace("--set", "-S", 1)) from None
+        [override] = OverridesParser.create().parse_overrides([setting.override])
+    except OverrideParseException as exc:
+        said = next((line for line in str(exc).splitlines() if not line.startswith(("See ", "Error "))), "")
+        raise ParamsError(
+            f"-S {setting.given!r}: not a value DVC reads ({said.strip()}); write YAML-like values, e.g. "
+            f"-S 'finetune.seeds=[1,2]', and quote a string holding a space, comma or bracket: "
+            f"-S \"key='a, b'\" (the grammar: {SYNTAX})"
+        ) from None
+    if override.value_type == ValueType.GLOB_CHOICE_SWEEP:
+        raise ParamsError(f"-S {setting.given!r}: DVC does not run glob() sweeps; list the values: KEY=A,B")
+    return override
+
+
+def overrides(dvc_args: list[str], params_file: str | Path = DVC_PARAMS) -> dict:
+    """{dotted key: value} of the `-S` arguments that set `params_file`'s keys, the values as DVC
+    reads them (Hydra's grammar; `+KEY` adds a key, checked the same; `~KEY` deletes one, left to
+    the schema's defaults). A setting DVC cannot read is refused in one line naming it."""
+    values = {}
+    for setting in settings(dvc_args):
+        if Path(setting.file).name != Path(params_file).name:
+            continue  # another params file: not ours to check
+        override = parsed(setting)
+        if override.is_sweep_override():
+            raise ParamsError(
+                f"-S {setting.given!r}: a sweep (one experiment per value) runs only queued: add --queue, "
+                "then `dvc queue start`; a list value goes in brackets: -S 'finetune.seeds=[1,2]'"
+            )
+        if not override.is_delete():
+            values[override.key_or_group] = override.value()
+    return values
+
+
+def check_present(dvc_args: list[str], params_file: str | Path) -> None:
+    """DVC's -S sets only a key the file holds (`+KEY=VALUE` adds one): refuse the others here,
+    in a line that says how, rather than as DVC's "Invalid `--set-param` value"."""
+    data = read_yaml(Path(params_file))
+    for setting in settings(dvc_args):
+        if Path(setting.file).name != Path(params_file).name or setting.override.startswith(("+", "~")):
+            continue
+        node = data
+        for part in setting.override.partition("=")[0].strip().split("."):
+            if not isinstance(node, dict) or part not in node:
+                raise ParamsError(
+                    f"-S {setting.given!r}: {params_file} does not list this key, and DVC sets only "
+                    f"the keys it lists; add it with -S '+{setting.override}'"
+                )
+            node = node[part]
 
 
 def data_files(params: Params) -> list[str]:
@@ -91,6 +163,7 @@ def check_experiment(
     """The checks before `dvc exp run`: the overrides (after a preset's values), and for a run in
     a copy (temporary or queued), the data files tracked."""
     params = load_params(params_file, {**(preset or {}), **overrides(dvc_args, params_file)})
+    check_present(dvc_args, params_file)
     if in_copy:
         check_tracked(params, Path(params_file).resolve().parent)
 

@@ -182,9 +182,9 @@ def _add_presets(sub) -> None:
     exp = sub.add_parser(
         "exp",
         help="dvc exp run with every -S checked first: a rejected value never reaches params.yaml",
-        description="Run `dvc exp run ARGS` after checking every `-S key=value` against params.yaml's "
-        "schema (a rejected one stops with the key's line and exit 2, before DVC writes it into "
-        "params.yaml) and, for --temp or --queue, that the data files the params name are tracked "
+        description="Run `dvc exp run ARGS` after reading every `-S key=value` as DVC does and checking "
+        "it against params.yaml's schema (an item without `=`, a value DVC cannot read or a rejected "
+        "one stops in one line naming it, exit 2, before DVC writes it into params.yaml) and, for --temp or --queue, that the data files the params name are tracked "
         "(a temporary or queued experiment copies only what git tracks). e.g. "
         "`tinytf exp -S tokenize.vocab_size=4000`, `tinytf exp --temp -S 'finetune.seeds=[1,2]'`: every "
         "argument goes on to `dvc exp run`.",

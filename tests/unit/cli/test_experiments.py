@@ -62,6 +62,36 @@ def test_a_rejected_override_stops_before_dvc_and_params_yaml_stays(repo, capsys
     assert repo.ran == [] and (repo.root / "params.yaml").read_bytes() == before
 
 
+@pytest.mark.parametrize(
+    "override, said",
+    [
+        ("tokenize.vocab_size:4000", "-S 'tokenize.vocab_size:4000': expected KEY=VALUE"),
+        ("vocab_size", "-S 'vocab_size': expected KEY=VALUE"),
+        ("tokenize.vocab_size=[1,", "-S 'tokenize.vocab_size=[1,': not a value DVC reads (no viable"),
+        ("finetune.seeds=[1,2", "-S 'finetune.seeds=[1,2': not a value DVC reads"),
+        ("tokenize.vocab_size=4000,8000", "a sweep (one experiment per value) runs only queued: add --queue"),
+        ("evaluate.nothing=1", "unknown key 'evaluate.nothing'"),
+        ("prepare.sentiment.labels.x=1", "prepare.sentiment.labels"),
+    ],
+)
+def test_a_malformed_override_is_one_line_naming_it_before_dvc(repo, capsys, override, said):
+    # once a value DVC cannot read was a 40-line traceback, and `key:value` reached DVC as a
+    # params file named `key`: an "unexpected error"
+    before = (repo.root / "params.yaml").read_bytes()
+    assert main(["exp", "-S", override]) == 2
+    err = capsys.readouterr().err
+    assert said in err and err.count("\n") == 1 and err.startswith("tinytf: error: "), err
+    assert repo.ran == [] and (repo.root / "params.yaml").read_bytes() == before
+
+
+def test_a_key_params_yaml_does_not_list_needs_a_plus_as_in_dvc(repo, capsys):
+    text = (repo.root / "params.yaml").read_text()
+    (repo.root / "params.yaml").write_text(text.replace("  vocab_size: 8000\n", ""))
+    assert main(["exp", "-S", "tokenize.vocab_size=4000"]) == 2
+    assert "add it with -S '+tokenize.vocab_size=4000'" in capsys.readouterr().err and repo.ran == []
+    assert main(["exp", "--temp", "-S", "+tokenize.vocab_size=4000"]) == 0 and len(repo.ran) == 1
+
+
 def test_accepted_overrides_go_on_to_dvc_exp_run_as_given(repo):
     args = [
         "--temp",
