@@ -8,7 +8,8 @@ the file does not list or a value the schema rejects stops in one line naming it
 params.yaml untouched. A temporary or queued experiment runs in a copy
 of what git tracks: a data file the params name that git does not track (nor a `.dvc` file) is
 refused in one line that says how to track it, instead of failing later as "file not found".
-`tinytf preset` runs the same checks.
+`tinytf preset` runs the same checks, and both hold the workspace's lock while DVC runs
+(tinytf.cli.workspace).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import sys
 from dataclasses import dataclass, fields
 from pathlib import Path
 
+from tinytf.cli.workspace import workspace_lock
 from tinytf.errors import ParamsError
 from tinytf.params.config import Params, load_params
 from tinytf.params.prepare import FileSplits
@@ -174,5 +176,6 @@ def run_experiment(dvc_args: list[str], params_file: str | Path = "params.yaml")
     except ParamsError as exc:
         raise ParamsError(f"{exc} (nothing ran; {params_file} is as it was)") from None
     command = [dvc_executable(), "exp", "run", *dvc_args]
-    print("tinytf: " + " ".join(command[1:]), file=sys.stderr)
-    return subprocess.run(command).returncode
+    with workspace_lock(Path(params_file).resolve().parent):
+        print("tinytf: " + " ".join(command[1:]), file=sys.stderr)
+        return subprocess.run(command).returncode

@@ -23,6 +23,7 @@ from pathlib import Path
 import yaml
 
 from tinytf.cli.experiments import check_experiment, dvc_executable
+from tinytf.cli.workspace import workspace_lock
 from tinytf.errors import ParamsError
 from tinytf.io import staged, write_json, write_text
 from tinytf.params.config import load_params
@@ -101,8 +102,9 @@ def run_preset(
     check_experiment(dvc_args, params_file, not workspace, preset_values(name, preset_dir))
     dvc = dvc_executable()
     command = [dvc, "exp", "run", *arguments, *([] if apart else ["--temp"]), *dvc_args]
-    print("tinytf: " + " ".join(command[1:]), file=sys.stderr)
-    return subprocess.run(command).returncode
+    with workspace_lock(Path(params_file).resolve().parent):
+        print("tinytf: " + " ".join(command[1:]), file=sys.stderr)
+        return subprocess.run(command).returncode
 
 
 # what a preset's committed report holds: what its README was written from (readme.json: the README

@@ -3,8 +3,10 @@ temporary or queued experiment refused when the data it names is not tracked."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
+import sys
 from types import SimpleNamespace
 
 import pandas as pd
@@ -29,6 +31,7 @@ def repo(tmp_path, monkeypatch):
     subprocess.run(["git", "init", "-q"], cwd=root, check=True)
     subprocess.run([*GIT, "add", "."], cwd=root, check=True)
     subprocess.run([*GIT, "commit", "-qm", "params"], cwd=root, check=True)
+    (root / ".dvc").mkdir()  # where the workspace lock goes (.dvc/tmp/)
     (root / "data/raw").mkdir(parents=True)
     pd.DataFrame({"text": ["good", "bad"] * 20, "label": [1, 0] * 20}).to_csv(root / "data/raw/mine.csv")
     monkeypatch.chdir(root)
@@ -125,3 +128,36 @@ def test_a_preset_checks_the_overrides_beside_it(repo, capsys, monkeypatch):
     assert main(["preset", "tiny", *FILES]) == 2  # a temporary experiment: the file must be tracked
     assert "data/raw/mine.csv: not tracked" in capsys.readouterr().err
     assert main(["preset", "tiny", "--workspace", *FILES]) == 0 and len(repo.ran) == 1
+
+
+HOLD = """
+import sys, time
+from tinytf.cli.workspace import workspace_lock
+with workspace_lock(sys.argv[1]):
+    print("held", flush=True)
+    time.sleep(60)
+"""
+
+
+def test_a_second_run_in_the_workspace_is_refused_in_one_line(repo, capsys):
+    # two runs at once each write params.yaml under the other: the second is refused before it writes
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(repo.root)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        before = (repo.root / "params.yaml").read_bytes()
+        for args in (["exp", "-S", "tokenize.vocab_size=4000"], ["preset", "tiny", "--workspace"]):
+            assert main(args) == 2
+            err = capsys.readouterr().err
+            assert err.count("\n") == 1 and f"tinytf exp or preset (pid {holder.pid}) is running" in err, err
+            assert ".dvc/tmp/tinytf-exp.lock" in err and "params.yaml is as it was" in err
+        assert repo.ran == [] and (repo.root / "params.yaml").read_bytes() == before
+    finally:
+        holder.kill()
+        holder.wait()
+    assert main(["exp", "--temp", "-S", "tokenize.vocab_size=4000"]) == 0  # the lock ends with its process
+    assert len(repo.ran) == 1
