@@ -93,23 +93,34 @@ def parsed(setting: Setting):
     return override
 
 
-def overrides(dvc_args: list[str], params_file: str | Path = DVC_PARAMS) -> dict:
-    """{dotted key: value} of the `-S` arguments that set `params_file`'s keys, the values as DVC
-    reads them (Hydra's grammar; `+KEY` adds a key, checked the same; `~KEY` deletes one, left to
-    the schema's defaults). A setting DVC cannot read is refused in one line naming it."""
-    values = {}
-    for setting in settings(dvc_args):
-        if Path(setting.file).name != Path(params_file).name:
-            continue  # another params file: not ours to check
-        override = parsed(setting)
-        if override.is_sweep_override():
-            raise ParamsError(
-                f"-S {setting.given!r}: a sweep (one experiment per value) runs only queued: add --queue, "
-                "then `dvc queue start`; a list value goes in brackets: -S 'finetune.seeds=[1,2]'"
-            )
-        if not override.is_delete():
-            values[override.key_or_group] = override.value()
-    return values
+def experiments(dvc_args: list[str], params_file: str | Path = DVC_PARAMS) -> list[dict]:
+    """{dotted key: value} of the `-S` arguments that set `params_file`'s keys, one dict per
+    experiment the arguments make, the values as DVC reads them (Hydra's grammar; `+KEY` adds a key,
+    checked the same; `~KEY` deletes one, left to the schema's defaults). One experiment, or with a
+    sweep (`KEY=A,B`, `range()`, `choice()`) and --queue one per combination, expanded as DVC's
+    get_hydra_sweeps does (Hydra's BasicSweeper); a sweep without --queue is refused, as DVC does.
+    A setting DVC cannot read is refused in one line naming it."""
+    given = [(setting, parsed(setting)) for setting in settings(dvc_args)]
+    sweeps = [setting for setting, override in given if override.is_sweep_override()]
+    if sweeps and "--queue" not in dvc_args:
+        raise ParamsError(
+            f"-S {sweeps[0].given!r}: a sweep (one experiment per value) runs only queued: add --queue, "
+            "then `dvc queue start`; a list value goes in brackets: -S 'finetune.seeds=[1,2]'"
+        )
+    # another params file's settings are not ours to check (DVC multiplies their sweeps with ours)
+    ours = [override for setting, override in given if Path(setting.file).name == Path(params_file).name]
+    if not any(override.is_sweep_override() for override in ours):
+        return [_values(ours)]
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parser = OverridesParser.create()
+    combinations = BasicSweeper.split_arguments(ours, None)[0]
+    return [_values(parser.parse_overrides(combination)) for combination in combinations]
+
+
+def _values(overrides: list) -> dict:
+    return {o.key_or_group: o.value() for o in overrides if not o.is_delete()}
 
 
 def check_present(dvc_args: list[str], params_file: str | Path) -> None:
@@ -162,12 +173,20 @@ def check_tracked(params: Params, root: Path = Path(".")) -> None:
 def check_experiment(
     dvc_args: list[str], params_file: str | Path, in_copy: bool, preset: dict | None = None
 ) -> None:
-    """The checks before `dvc exp run`: the overrides (after a preset's values), and for a run in
-    a copy (temporary or queued), the data files tracked."""
-    params = load_params(params_file, {**(preset or {}), **overrides(dvc_args, params_file)})
+    """The checks before `dvc exp run`: the overrides (after a preset's values) of every experiment
+    they make, and for a run in a copy (temporary or queued), the data files tracked."""
+    runs = experiments(dvc_args, params_file)
+    for values in runs:
+        try:
+            params = load_params(params_file, {**(preset or {}), **values})
+        except ParamsError as exc:
+            if len(runs) == 1:
+                raise
+            sets = ", ".join(f"{key}={value}" for key, value in values.items())
+            raise ParamsError(f"the sweep's experiment {sets}: {exc}") from None
+        if in_copy:
+            check_tracked(params, Path(params_file).resolve().parent)
     check_present(dvc_args, params_file)
-    if in_copy:
-        check_tracked(params, Path(params_file).resolve().parent)
 
 
 def run_experiment(dvc_args: list[str], params_file: str | Path = "params.yaml") -> int:

@@ -187,7 +187,8 @@ def _add_presets(sub) -> None:
         "one stops in one line naming it, exit 2, before DVC writes it into params.yaml) and, for --temp or --queue, that the data files the params name are tracked "
         "(a temporary or queued experiment copies only what git tracks). e.g. "
         "`tinytf exp -S tokenize.vocab_size=4000`, `tinytf exp --temp -S 'finetune.seeds=[1,2]'`: every "
-        "argument goes on to `dvc exp run`.",
+        "argument goes on to `dvc exp run`. A sweep, `--queue -S 'tokenize.vocab_size=4000,8000'`, has "
+        "each of its experiments checked.",
     )
     exp.add_argument(
         "--params", default="params.yaml", help="params file checked against (default: params.yaml)"

@@ -87,6 +87,31 @@ def test_a_malformed_override_is_one_line_naming_it_before_dvc(repo, capsys, ove
     assert repo.ran == [] and (repo.root / "params.yaml").read_bytes() == before
 
 
+def test_a_queued_sweep_has_each_of_its_experiments_checked_like_one_set(repo, capsys):
+    # DVC's own sweep syntax: one queued experiment per value, or per combination
+    sweep = ["--queue", "-S", "tokenize.vocab_size=4000,8000", "-S", "finetune.seeds=[1,2],[3,4]"]
+    assert experiments.experiments(sweep) == [
+        {"tokenize.vocab_size": v, "finetune.seeds": s} for v in (4000, 8000) for s in ([1, 2], [3, 4])
+    ]
+    assert main(["exp", *sweep]) == 0 and repo.ran == [sweep]  # DVC expands it again, as given
+    capsys.readouterr()
+    before = (repo.root / "params.yaml").read_bytes()
+    for args, said in [
+        (
+            ["-S", "tokenize.vocab_size=4000,abc"],
+            "experiment tokenize.vocab_size=abc: params.yaml: tokenize.vocab_size:",
+        ),
+        (["-S", "finetune.search_labels=[250],[250,500]"], "500 is not one of label_counts"),
+        (["-S", "model.n_layer=range(0,3)"], "experiment model.n_layer=0: params.yaml: model.n_layer"),
+    ]:
+        assert main(["exp", "--queue", *args]) == 2
+        err = capsys.readouterr().err
+        assert said in err and err.count("\n") == 1 and "the sweep's experiment" in err, err
+    assert main(["exp", "-S", "tokenize.vocab_size=choice(4000,8000)"]) == 2  # not queued
+    assert "add --queue" in capsys.readouterr().err
+    assert len(repo.ran) == 1 and (repo.root / "params.yaml").read_bytes() == before
+
+
 def test_a_key_params_yaml_does_not_list_needs_a_plus_as_in_dvc(repo, capsys):
     text = (repo.root / "params.yaml").read_text()
     (repo.root / "params.yaml").write_text(text.replace("  vocab_size: 8000\n", ""))
