@@ -4,7 +4,7 @@ It reads the file with the readers `prepare` uses (a bad row stops here, naming 
 it under data/raw/ (prepare's dep), tracks it so that temporary and queued experiments see it too
 (they start from git's index, not the working tree: `git add`, or `dvc add` for a large file and
 `git add` of its .dvc), and sets the `prepare.sentiment` keys (or, with --corpus, the language
-model's `prepare.corpus` keys) in params.yaml, keeping its comments,
+model's `prepare.corpus` keys) in params.yaml, one line a key with its comment kept,
 only after checking the result with the stages' own validation. With `--print-set` it edits no
 params and prints the `dvc exp run` line instead.
 """
@@ -18,6 +18,7 @@ import subprocess
 from pathlib import Path
 
 from tinytf.cli import files
+from tinytf.cli.workspace import write_settings
 from tinytf.errors import DataError, TinyTFError
 
 RAW = Path("data/raw")
@@ -134,28 +135,11 @@ def track(path: Path, with_dvc: bool) -> str:
 
 
 def write_params(params_file: Path, values: dict[str, object], staged: str) -> None:
-    """Set dotted keys in params.yaml, keeping its comments and layout (DVC's `-S` edits it the
-    same way, with ruamel.yaml). The whole text is made first and replaces the file in one rename:
-    a kill or a full disk leaves params.yaml as it was, never empty; the line says so and names
-    what the earlier steps left (`staged`: the data file, already staged)."""
-    import io
-
-    from ruamel.yaml import YAML
-
-    yaml = YAML()
-    yaml.preserve_quotes = True
-    yaml.width = 4096  # never re-wrap a long line
-    data = yaml.load(params_file.read_text(encoding="utf-8"))
-    for dotted, value in values.items():
-        *parents, last = dotted.split(".")
-        node = data
-        for part in parents:
-            node = node[part]
-        node[last] = value
+    """Set dotted keys in params.yaml, one line a key, comments kept (tinytf.cli.workspace), in one
+    rename: a kill or a full disk leaves params.yaml as it was, never empty; the line says so and
+    names what the earlier steps left (`staged`: the data file, already staged)."""
     try:
-        text = io.StringIO()
-        yaml.dump(data, text)
-        files.write_bytes(params_file, text.getvalue().encode("utf-8"))
+        write_settings(params_file, values)
     except OSError as exc:
         raise DataError(
             f"{params_file}: not written ({files.why(exc)}), so it is as it was; the data file is "

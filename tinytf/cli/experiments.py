@@ -5,9 +5,11 @@ so a value the schema rejects stays there and every later run fails until the fi
 hand. Here every `-S` is read the way DVC reads it (its FILE:KEY=VALUE split, then Hydra's override
 grammar) and checked against params.yaml first: an item without `=`, a value DVC cannot read, a key
 the file does not list or a value the schema rejects stops in one line naming it, exit 2,
-params.yaml untouched. A temporary or queued experiment runs in a copy
-of what git tracks: a data file the params name that git does not track (nor a `.dvc` file) is
-refused in one line that says how to track it, instead of failing later as "file not found".
+params.yaml untouched. An accepted one in the workspace is written by tinytf, a line each with its
+comment kept (DVC's own `-S` rewrites some hundred lines: nulls, lists, indents). A temporary or
+queued experiment runs in a copy of what git tracks: a data file the params name that git does not
+track (nor a `.dvc` file) is refused in one line that says how to track it, instead of failing
+later as "file not found".
 `tinytf preset` runs the same checks, and both hold the workspace's lock while DVC runs
 (tinytf.cli.workspace).
 """
@@ -20,7 +22,7 @@ import sys
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from tinytf.cli.workspace import workspace_lock
+from tinytf.cli.workspace import workspace_lock, write_settings, yaml_value
 from tinytf.errors import ParamsError
 from tinytf.params.config import Params, load_params
 from tinytf.params.prepare import FileSplits
@@ -45,15 +47,31 @@ def dvc_executable() -> str:
     return shutil.which("dvc") or str(Path(sys.executable).parent / "dvc")
 
 
+def _set_spans(dvc_args: list[str]) -> list[tuple[int, int, str]]:
+    """(index, how many arguments, value) of every `-S`/`--set-param` in dvc_args, in order."""
+    spans, i = [], 0
+    while i < len(dvc_args):
+        arg = dvc_args[i]
+        if arg in SET_FLAGS and i + 1 < len(dvc_args):
+            spans.append((i, 2, dvc_args[i + 1]))
+            i += 2
+            continue
+        if arg.startswith(tuple(f"{flag}=" for flag in SET_FLAGS)):
+            spans.append((i, 1, arg.split("=", 1)[1]))
+        i += 1
+    return spans
+
+
 def set_items(dvc_args: list[str]) -> list[str]:
     """The values of every `-S`/`--set-param` in dvc_args, in order."""
-    items = []
-    for i, arg in enumerate(dvc_args):
-        if arg in SET_FLAGS and i + 1 < len(dvc_args):
-            items.append(dvc_args[i + 1])
-        elif arg.startswith(tuple(f"{flag}=" for flag in SET_FLAGS)):
-            items.append(arg.split("=", 1)[1])
-    return items
+    return [item for _, _, item in _set_spans(dvc_args)]
+
+
+def _split(item: str) -> tuple[str, str]:
+    """(params file, override) as DVC splits a -S item: a colon before the `=` ends a file name."""
+    name = item.partition("=")[0]
+    file, _, override = item.partition(":") if ":" in name else (DVC_PARAMS, "", item)
+    return file, override
 
 
 def settings(dvc_args: list[str]) -> list[Setting]:
@@ -61,8 +79,7 @@ def settings(dvc_args: list[str]) -> list[Setting]:
     `key:value` as FILE:OVERRIDE and fails on a file named `key` with an "unexpected error"."""
     out = []
     for item in set_items(dvc_args):
-        name = item.partition("=")[0]
-        file, _, override = item.partition(":") if ":" in name else (DVC_PARAMS, "", item)
+        file, override = _split(item)
         if "=" not in override and not override.startswith("~"):
             raise ParamsError(
                 f"-S {item!r}: expected KEY=VALUE, e.g. -S tokenize.vocab_size=4000 "
@@ -189,12 +206,35 @@ def check_experiment(
     check_present(dvc_args, params_file)
 
 
+def set_in_workspace(dvc_args: list[str], params_file: str | Path, preset: dict | None = None) -> list[str]:
+    """Write the preset's values and the `-S` settings of params_file into it (one line each,
+    comments kept: tinytf.cli.workspace.write_settings) and return the arguments left for `dvc exp
+    run`, which then runs on the file as it is. Under the workspace lock, after the checks."""
+    ours = [
+        (i, width, item)
+        for i, width, item in _set_spans(dvc_args)
+        if Path(_split(item)[0]).name == Path(params_file).name
+    ]
+    overrides = [parsed(Setting(item, *_split(item))) for _, _, item in ours]
+    values = {**(preset or {}), **_values(overrides)}
+    deleted = [o.key_or_group for o in overrides if o.is_delete()]
+    if values or deleted:
+        write_settings(params_file, values, deleted)
+        said = [f"{k}={yaml_value(v)}" for k, v in values.items()] + [f"~{k}" for k in deleted]
+        print(f"tinytf: {params_file}: {', '.join(said)}", file=sys.stderr)
+    dropped = {j for i, width, _ in ours for j in range(i, i + width)}
+    return [arg for j, arg in enumerate(dvc_args) if j not in dropped]
+
+
 def run_experiment(dvc_args: list[str], params_file: str | Path = "params.yaml") -> int:
+    in_copy = bool({"--temp", "--queue"} & set(dvc_args))
     try:
-        check_experiment(dvc_args, params_file, bool({"--temp", "--queue"} & set(dvc_args)))
+        check_experiment(dvc_args, params_file, in_copy)
     except ParamsError as exc:
         raise ParamsError(f"{exc} (nothing ran; {params_file} is as it was)") from None
-    command = [dvc_executable(), "exp", "run", *dvc_args]
     with workspace_lock(Path(params_file).resolve().parent):
+        if not in_copy:  # DVC's own -S would rewrite some hundred lines of params.yaml
+            dvc_args = set_in_workspace(dvc_args, params_file)
+        command = [dvc_executable(), "exp", "run", *dvc_args]
         print("tinytf: " + " ".join(command[1:]), file=sys.stderr)
         return subprocess.run(command).returncode

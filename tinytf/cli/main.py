@@ -184,7 +184,8 @@ def _add_presets(sub) -> None:
         help="dvc exp run with every -S checked first: a rejected value never reaches params.yaml",
         description="Run `dvc exp run ARGS` after reading every `-S key=value` as DVC does and checking "
         "it against params.yaml's schema (an item without `=`, a value DVC cannot read or a rejected "
-        "one stops in one line naming it, exit 2, before DVC writes it into params.yaml) and, for --temp or --queue, that the data files the params name are tracked "
+        "one stops in one line naming it, exit 2, before anything writes params.yaml; an accepted one "
+        "in the workspace changes only its own line there) and, for --temp or --queue, that the data files the params name are tracked "
         "(a temporary or queued experiment copies only what git tracks). e.g. "
         "`tinytf exp -S tokenize.vocab_size=4000`, `tinytf exp --temp -S 'finetune.seeds=[1,2]'`: every "
         "argument goes on to `dvc exp run`. A sweep, `--queue -S 'tokenize.vocab_size=4000,8000'`, has "
@@ -207,7 +208,8 @@ def _add_presets(sub) -> None:
     preset.add_argument(
         "--workspace",
         action="store_true",
-        help="run in the workspace (rewrites params.yaml, dvc.lock and the outputs) instead of a "
+        help="run in the workspace (sets the preset's keys in params.yaml, a line each with its comment "
+        "kept, and rewrites dvc.lock and the outputs) instead of a "
         "temporary experiment that `dvc exp apply` brings in",
     )
     preset.add_argument(

@@ -5,7 +5,8 @@ The workspace is never touched by a preset: it runs as a temporary DVC experimen
 whose params, metrics and outputs `dvc exp show` lists and `dvc exp apply NAME` brings into the
 workspace; a failed one leaves every file as it was. Everything after the name goes to `dvc exp
 run` (`--queue` queues the run instead, `-S key=value` overrides the preset, a stage name runs up
-to that stage); `--workspace` runs it in the workspace, as `dvc exp run` does by default. The
+to that stage); `--workspace` runs it in the workspace, as `dvc exp run` does by default, after
+writing the preset's values into params.yaml a line each (tinytf.cli.workspace.write_settings). The
 preset is validated against params.yaml before DVC starts, so a bad key stops with its name and
 the preset's file, not in the middle of a pipeline.
 """
@@ -22,8 +23,8 @@ from pathlib import Path
 
 import yaml
 
-from tinytf.cli.experiments import check_experiment, dvc_executable
-from tinytf.cli.workspace import workspace_lock
+from tinytf.cli.experiments import check_experiment, dvc_executable, set_in_workspace
+from tinytf.cli.workspace import workspace_lock, yaml_value
 from tinytf.errors import ParamsError
 from tinytf.io import staged, write_json, write_text
 from tinytf.params.config import load_params
@@ -67,18 +68,6 @@ def set_args(
     return [arg for key, value in values.items() for arg in ("-S", f"{key}={yaml_value(value)}")]
 
 
-def yaml_value(value) -> str:
-    """`value` as DVC's YAML 1.1 reads it back: JSON, but a float in exponent form gets its dot
-    (YAML 1.1 reads 5e-05 as a string, 5.0e-05 as a number)."""
-    if isinstance(value, float):
-        text = repr(value)
-        mantissa, e, exponent = text.partition("e")
-        return f"{mantissa}.0e{exponent}" if e and "." not in mantissa else text
-    if isinstance(value, list):
-        return "[" + ", ".join(yaml_value(v) for v in value) + "]"
-    return json.dumps(value)
-
-
 def _same(here, wanted) -> bool:
     """Equal as params, a number read back as a string (an older 5e-05) included."""
     if isinstance(wanted, list) and isinstance(here, list):
@@ -97,12 +86,15 @@ def run_preset(
     """Run the preset as a DVC experiment, in a temporary copy unless `workspace` (or queued, if
     dvc_args say so); returns dvc's exit status."""
     arguments = set_args(name, params_file, preset_dir)
+    values = preset_values(name, preset_dir)
     apart = workspace or {"--temp", "--queue"} & set(dvc_args)
+    in_copy = not workspace or bool({"--temp", "--queue"} & set(dvc_args))
     # the -S arguments given beside the preset, and a copy's data files
-    check_experiment(dvc_args, params_file, not workspace, preset_values(name, preset_dir))
-    dvc = dvc_executable()
-    command = [dvc, "exp", "run", *arguments, *([] if apart else ["--temp"]), *dvc_args]
+    check_experiment(dvc_args, params_file, in_copy, values)
     with workspace_lock(Path(params_file).resolve().parent):
+        if not in_copy:  # the preset's values and the -S written into params.yaml, one line each
+            arguments, dvc_args = [], set_in_workspace(dvc_args, params_file, values)
+        command = [dvc_executable(), "exp", "run", *arguments, *([] if apart else ["--temp"]), *dvc_args]
         print("tinytf: " + " ".join(command[1:]), file=sys.stderr)
         return subprocess.run(command).returncode
 

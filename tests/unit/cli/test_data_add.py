@@ -65,6 +65,9 @@ def test_add_copies_stages_and_sets_the_keys_keeping_comments(repo, tmp_path, ca
     comments = [line.split("#", 1)[1] for line in before.splitlines() if "#" in line]
     assert all(comment in after for comment in comments)
     assert len(after.splitlines()) == len(before.splitlines())
+    # only the lines of the keys it sets (source, files.train, text_column, label_column) change
+    changed = [b for a, b in zip(before.splitlines(), after.splitlines(), strict=True) if a != b]
+    assert len(changed) == 4, changed
     assert (repo / "data/raw/r.csv").read_bytes() == (tmp_path / "r.csv").read_bytes()
     assert staged(repo) == ["data/raw/r.csv"] and "40 rows read" in capsys.readouterr().out
     # a test file next: train stays, and nothing is carved for test any more

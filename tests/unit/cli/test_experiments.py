@@ -7,15 +7,18 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import pandas as pd
 import pytest
+import yaml
 
 from tests.helpers.paths import REPO
 from tests.helpers.repo import GIT
 from tinytf.cli import experiments
 from tinytf.cli.main import main
+from tinytf.params.schema import flatten
 
 FILES = ["-S", "prepare.sentiment.source=files", "-S", "prepare.sentiment.files.train=data/raw/mine.csv"]
 
@@ -186,3 +189,55 @@ def test_a_second_run_in_the_workspace_is_refused_in_one_line(repo, capsys):
         holder.wait()
     assert main(["exp", "--temp", "-S", "tokenize.vocab_size=4000"]) == 0  # the lock ends with its process
     assert len(repo.ran) == 1
+
+
+def changed_lines(before: str, after: str) -> list[str]:
+    assert len(before.splitlines()) == len(after.splitlines())
+    return [b for a, b in zip(before.splitlines(), after.splitlines(), strict=True) if a != b]
+
+
+def test_a_workspace_set_changes_exactly_its_line_atomically(repo, capsys, monkeypatch):
+    # DVC's own -S rewrites about a hundred lines of params.yaml (nulls, lists, indents)
+    import tinytf.io
+
+    replaced = []
+    real_replace = os.replace
+    monkeypatch.setattr(
+        tinytf.io.os, "replace", lambda a, b: replaced.append(Path(b).name) or real_replace(a, b)
+    )
+    before = (repo.root / "params.yaml").read_text()
+    assert main(["exp", "-S", "tokenize.vocab_size=4000", "prepare"]) == 0
+    assert repo.ran == [["prepare"]]  # DVC runs on the file as written, with no -S of its own
+    after = (repo.root / "params.yaml").read_text()
+    assert changed_lines(before, after) == ["  vocab_size: 4000"] and replaced == ["params.yaml"]
+    assert "tinytf: params.yaml: tokenize.vocab_size=4000" in capsys.readouterr().err
+    assert not [p.name for p in repo.root.iterdir() if p.name.endswith(".tmp")]
+    # a list, a float YAML 1.1 reads as a string unless it has a dot, a string the stages' reader
+    # would take for a boolean: each on its line, its comment kept, read back as given
+    sets = ["finetune.seeds=[1,2]", "grid.lrs=[0.001,5e-05]", "hf.checkpoint='yes'"]
+    assert main(["exp", *(a for s in sets for a in ("-S", s))]) == 0
+    lines = changed_lines(after, (repo.root / "params.yaml").read_text())
+    assert lines == [
+        "  seeds: [1, 2]               # paired: a seed fixes the subset, head init and batch order of every start",
+        '  checkpoint: "yes"                               # a folder, package:<module>/<folder>, or a hub name (roberta-base)',
+        "  lrs: [0.001, 5.0e-05]",
+    ], lines
+    grid = yaml.safe_load((repo.root / "params.yaml").read_text())["grid"]
+    hf = yaml.safe_load((repo.root / "params.yaml").read_text())["hf"]
+    assert grid["lrs"] == [0.001, 5e-05] and hf["checkpoint"] == "yes"
+
+
+def test_a_workspace_preset_writes_its_values_one_line_each(repo, monkeypatch):
+    from tinytf.cli import presets
+
+    monkeypatch.setattr(presets.subprocess, "run", experiments.subprocess.run)
+    before = (repo.root / "params.yaml").read_text()
+    tiny = presets.preset_values("tiny")
+    assert main(["preset", "tiny", "--workspace", "-S", "tokenize.vocab_size=300"]) == 0
+    assert repo.ran == [[]]  # no -S reaches DVC, nor --temp
+    after = (repo.root / "params.yaml").read_text()
+    read = flatten(yaml.safe_load(after))
+    assert {k: read[k] for k in tiny} == {**tiny, "tokenize.vocab_size": 300}
+    was = flatten(yaml.safe_load(before))
+    differ = [k for k in read if read[k] != was[k]]
+    assert len(changed_lines(before, after)) == len(differ)
