@@ -22,6 +22,7 @@ import sys
 from dataclasses import dataclass, fields
 from pathlib import Path
 
+from tinytf.cli.forecast import forecast
 from tinytf.cli.workspace import workspace_lock, write_settings, yaml_value
 from tinytf.errors import ParamsError
 from tinytf.params.config import Params, load_params
@@ -232,7 +233,10 @@ def run_experiment(dvc_args: list[str], params_file: str | Path = "params.yaml")
         check_experiment(dvc_args, params_file, in_copy)
     except ParamsError as exc:
         raise ParamsError(f"{exc} (nothing ran; {params_file} is as it was)") from None
-    with workspace_lock(Path(params_file).resolve().parent):
+    root = Path(params_file).resolve().parent
+    with workspace_lock(root):
+        if note := forecast(root, set_items(dvc_args)):  # a fresh clone runs every stage
+            print(note, file=sys.stderr)
         if not in_copy:  # DVC's own -S would rewrite some hundred lines of params.yaml
             dvc_args = set_in_workspace(dvc_args, params_file)
         command = [dvc_executable(), "exp", "run", *dvc_args]

@@ -189,7 +189,9 @@ def _add_presets(sub) -> None:
         "(a temporary or queued experiment copies only what git tracks). e.g. "
         "`tinytf exp -S tokenize.vocab_size=4000`, `tinytf exp --temp -S 'finetune.seeds=[1,2]'`: every "
         "argument goes on to `dvc exp run`. A sweep, `--queue -S 'tokenize.vocab_size=4000,8000'`, has "
-        "each of its experiments checked.",
+        "each of its experiments checked. Where stages have no outputs yet (a fresh clone) it first says "
+        "how many will run and for how long; one `tinytf exp` or `preset` runs in a workspace at a time "
+        "(.dvc/tmp/tinytf-exp.lock).",
     )
     exp.add_argument(
         "--params", default="params.yaml", help="params file checked against (default: params.yaml)"

@@ -241,3 +241,12 @@ def test_a_workspace_preset_writes_its_values_one_line_each(repo, monkeypatch):
     was = flatten(yaml.safe_load(before))
     differ = [k for k in read if read[k] != was[k]]
     assert len(changed_lines(before, after)) == len(differ)
+
+
+def test_exp_in_a_clone_without_outputs_says_what_will_run_before_it_starts(repo, capsys):
+    shutil.copy(REPO / "dvc.lock", repo.root / "dvc.lock")
+    assert main(["exp", "--temp", "-S", "tokenize.vocab_size=4000"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert "stage runs dvc.lock records (a matrix's cells each) have no outputs here" in err[0]
+    assert err[1].endswith("tinytf preset tiny -S tokenize.vocab_size=4000")
+    assert err[2].startswith("tinytf: exp run --temp") and len(repo.ran) == 1
