@@ -3,6 +3,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+# MLflow's usage telemetry off, as .dvc/config turns DVC's analytics off
+export MLFLOW_DISABLE_TELEMETRY ?= true
 
 .PHONY: setup repro test lint ui clean
 
@@ -30,8 +32,9 @@ lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
+# prints the link to the experiment's runs page, then serves with one worker and no job runner
 ui: setup
-	$(VENV)/bin/mlflow ui --backend-store-uri sqlite:///mlflow.db --host 127.0.0.1 --port 5000
+	$(VENV)/bin/tinytf ui --backend-store-uri sqlite:///mlflow.db --host 127.0.0.1 --port 5000
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

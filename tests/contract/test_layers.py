@@ -69,6 +69,7 @@ EDGE = {
     "tinytf.tracking.champion_model",
     "tinytf.tracking.promotion",
     "tinytf.cli.serve",  # MLflow's scoring app behind tinytf's request checks
+    "tinytf.tracking.store",
 }  # the modules that import mlflow
 
 
