@@ -235,7 +235,7 @@ def _add_presets(sub) -> None:
 
 
 def _add_store(sub) -> None:
-    """`ui`: the local MLflow store, browsed."""
+    """`ui` and `store`: the local MLflow store, browsed and tidied."""
     ui = sub.add_parser(
         "ui",
         help="the MLflow UI over mlflow.db (`make ui`): prints the runs page's link, one worker",
@@ -247,6 +247,24 @@ def _add_store(sub) -> None:
     ui.add_argument("--host", default="127.0.0.1", help="(default: %(default)s, this machine only)")
     ui.add_argument("--port", type=int, default=5000, help="(default: %(default)s)")
     ui.add_argument("--experiment", help="(default: MLFLOW_EXPERIMENT_NAME, else tinytf)")
+    store = sub.add_parser(
+        "store",
+        help="tidy the MLflow store: `store prune --keep N` deletes older runs and frees their files",
+        description="Housekeeping of the tracking store at the repository root (or "
+        "MLFLOW_TRACKING_URI). DVC's own: `dvc exp remove`, `dvc gc -w` (docs/scale-out.md).",
+    )
+    actions = store.add_subparsers(dest="action", metavar="ACTION", required=True)
+    prune = actions.add_parser(
+        "prune",
+        help="delete all but the newest N runs of each stage, their child runs, then mlflow gc",
+        description="Delete (through MlflowClient) all but the KEEP newest top-level runs of each stage "
+        "of the experiment, with their child runs and the models they logged, then run `mlflow gc` on a "
+        "SQLite store so their rows and artifact files go. A run whose model a registered version "
+        "serves is kept. `mlflow gc` also empties what was deleted before.",
+    )
+    prune.add_argument("--keep", type=int, required=True, help="top-level runs kept per stage, newest first")
+    prune.add_argument("--dry-run", action="store_true", help="only list what would go")
+    prune.add_argument("--experiment", help="(default: MLFLOW_EXPERIMENT_NAME, else tinytf)")
 
 
 def run_stage(stage: str, overrides: Sequence[str]) -> None:
@@ -340,6 +358,18 @@ def ui(args: argparse.Namespace) -> None:
     ui_command(args.backend_store_uri, args.host, args.port, experiment)
 
 
+def store(args: argparse.Namespace) -> None:
+    from tinytf.tracking.runs import DEFAULT_EXPERIMENT, tracking_uri
+    from tinytf.tracking.server import refuse_silent_server
+
+    uri = tracking_uri()
+    refuse_silent_server(uri)  # in seconds, before mlflow's imports
+    from tinytf.tracking.store import prune_command
+
+    experiment = args.experiment or os.environ.get("MLFLOW_EXPERIMENT_NAME") or DEFAULT_EXPERIMENT
+    prune_command(uri, experiment, args.keep, args.dry_run)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     # MLflow's usage telemetry, off as .dvc/config turns DVC's off; the stages `tinytf preset` and
     # `tinytf exp` start inherit it. A user's own setting wins.
@@ -389,6 +419,8 @@ def dispatch(argv: Sequence[str] | None = None) -> int:
         return guarded(lambda: add_command(args))
     if args.command == "ui":
         return guarded(lambda: ui(args))
+    if args.command == "store":
+        return guarded(lambda: store(args))
     if args.command == "compare":
         from tinytf.cli.compare import compare_command
 

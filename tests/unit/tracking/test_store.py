@@ -1,5 +1,7 @@
-"""The local store as a user browses it (issue 73): `tinytf ui` prints the runs page's link and serves
-with one worker and no job runner."""
+"""The local store as a user browses and tidies it (issue 73): `tinytf ui` prints the runs page's link
+and serves with one worker and no job runner; `tinytf store prune --keep N` keeps each stage's N
+newest top-level runs, deletes the rest with their children and unserved logged models, then runs
+`mlflow gc` so their files go."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from mlflow import MlflowClient
+from mlflow.exceptions import MlflowException
 
 from tinytf.cli.main import main
 from tinytf.tracking import store as store_module
@@ -62,6 +65,63 @@ def store(tmp_path, monkeypatch):
     found = fake_store(tmp_path)
     monkeypatch.delenv("MLFLOW_EXPERIMENT_NAME", raising=False)
     return found
+
+
+def active(store) -> set[str]:
+    return {r.info.run_id for r in store["client"].search_runs([store["exp"]], max_results=1000)}
+
+
+def test_dry_run_lists_the_older_runs_and_deletes_nothing(store, capsys):
+    before = active(store)
+    assert main(["store", "prune", "--keep", "2", "--dry-run"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    # repro 0 goes but its prepare, whose model is served
+    doomed = {store["runs"][0, "finetune"], store["runs"][0, "grid (parent)"]}
+    assert {line.split()[2] for line in out[:-1]} == doomed
+    assert all(line.startswith("would delete ") for line in out[:-1])
+    assert "and 2 child runs" in out[0]
+    assert out[-1].endswith(
+        "would delete 2 top-level runs (6 runs in all) and 1 logged models; keeping the 2 newest of "
+        "each stage, and 1 older ones whose model a registered version serves"
+    )
+    assert active(store) == before
+
+
+def test_prune_deletes_the_older_runs_their_children_and_files_then_collects(store, capsys):
+    client, runs, children = store["client"], store["runs"], store["children"]
+    assert main(["store", "prune", "--keep", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "mlflow gc: their rows and artifacts are gone" in out
+    newest = {runs[REPROS - 1, s] for s in STAGES} | {c for s in STAGES for c in children[REPROS - 1, s]}
+    assert active(store) == newest | {runs[0, "prepare"]}  # the served model's run stays
+    gone = [runs[r, s] for r in range(REPROS - 1) for s in STAGES if (r, s) != (0, "prepare")]
+    gone += [c for r in range(REPROS - 1) for s in STAGES for c in children[r, s]]
+    assert len(gone) == 13
+    for run_id in gone:
+        with pytest.raises(MlflowException):  # not soft-deleted: collected for good
+            client.get_run(run_id)
+    artifacts = Path(store["uri"].removeprefix("sqlite:///")).parent / "artifacts"
+    holding = {p.relative_to(artifacts).parts[0] for p in artifacts.rglob("*") if p.is_file()}
+    assert not holding & set(gone) and newest <= holding  # gc leaves each run's folder, empty
+    with pytest.raises(MlflowException):
+        client.get_logged_model(store["unserved"])
+    assert client.get_logged_model(store["served"]).model_id == store["served"]
+    # nothing more to do the second time
+    assert main(["store", "prune", "--keep", "1"]) == 0
+    assert "deleting 0 top-level runs" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["--keep", "0"], "--keep 0: keep at least 1 run of each stage"),
+        (["--keep", "1", "--experiment", "nope"], "no experiment 'nope'"),
+    ],
+)
+def test_prune_refuses_in_one_line(store, capsys, argv, said):
+    assert main(["store", "prune", *argv]) == 2
+    err = capsys.readouterr().err
+    assert said in err and err.count("\n") == 1 and err.startswith("tinytf: error: ")
 
 
 def test_ui_prints_the_runs_page_then_becomes_a_light_mlflow_server(store, monkeypatch, capsys):
