@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 
 from tinytf.report import tables as rt
+from tinytf.report.answer import answer_lines
 from tinytf.report.answers import answers
 from tinytf.report.bodies import lm_corpus
 from tinytf.report.champion import champion_text
@@ -278,6 +279,7 @@ def render_readme(r: ReportView) -> str:
         "number is read from those files, and the same inputs give the same bytes.",
         "",
         *(["## Run card", "", *r.f.run_card, ""] if r.f.run_card else []),
+        *(["## The answer", "", *answer] if (answer := answer_lines(r.f, r.plots)) else []),
         "## Headline",
         "",
         *_headline(r),
@@ -293,7 +295,10 @@ def render_readme(r: ReportView) -> str:
         lines += [f"- {note}" for note in r.notes] + [""]
     lines += ["## Tables", "", "Each as markdown with a CSV twin beside it.", ""]
     lines += [f"- [{link}]({link}): {sentence}" for link, sentence in r.tables] + [""]
-    lines += ["## Plots", ""] + [f"- [{link}]({link}): {sentence}" for link, sentence in r.plots]
+    lines += ["## Plots", ""]
+    for link, sentence in r.plots:  # shown, not only linked
+        lines += [f"{sentence} ([{link}]({link}))", "", f"![{sentence}]({link})", ""]
+    lines.pop()
     published = r.published  # the stages' own files beside this README (tinytf.report.build)
     if published:
         lines += [
