@@ -101,7 +101,7 @@ def test_the_tiny_preset_runs_as_a_dvc_experiment_and_writes_every_output(worksp
     readme = (workspace / "reports/README.md").read_text()
     assert f"Test accuracy {final['test_accuracy']:.1%}" in readme
     assert "- all labels, against TF-IDF + logistic regression (" in readme
-    assert "- Paired pretrained − TF-IDF + LR, all labels: " in readme
+    assert "- Pretrained − TF-IDF + LR, all labels: " in readme  # one fit: a one-sample test, not paired
     for table in ("disagreements", "champion_mistakes"):
         assert f"tables/{table}.md" in readme and (workspace / f"reports/tables/{table}.md").exists()
     headline = json.loads((workspace / "reports/headline.json").read_text())

@@ -12,7 +12,7 @@ from tinytf.report.answers import answers
 from tinytf.report.bodies import lm_corpus
 from tinytf.report.champion import champion_text
 from tinytf.report.facts import ReportView
-from tinytf.report.transfer import items_text, transfer_text
+from tinytf.report.transfer import items_text, multiboot_text, transfer_text
 
 COURSE_004_GRID = (
     "-S 'grid.optimizers=[Adagrad]' -S 'grid.lrs=[0.0001,5e-05,1e-05]' -S 'grid.batch_sizes=[64,128,256]'"
@@ -58,10 +58,17 @@ def _headline(r: ReportView) -> list[str]:
             if test:
                 name = key.replace("_vs_", " − ").replace("tfidf", "TF-IDF + LR")
                 said = test.get("verdict", "")
-                out.append(
-                    f"- Paired {name}, all labels: {rt.paired_text(test)}{items_text(test)}"
-                    + (f": {said}." if said else ".")
-                )
+                # a start against TF-IDF's one all-labels fit is a one-sample test, not a paired one
+                paired = test.get("test", "paired t") == "paired t"
+                label = "Paired " + name if paired else name[0].upper() + name[1:]
+                diagnostics = f"{rt.paired_text(test)}{items_text(test)}"
+                if "multiboot" in test:  # v3: the verdict rests on every source at once
+                    out.append(
+                        f"- {label}, all labels: {rt.pp(test['mean_difference'])}, {multiboot_text(test)}: "
+                        f"{said}; diagnostics: {diagnostics}."
+                    )
+                else:
+                    out.append(f"- {label}, all labels: {diagnostics}" + (f": {said}." if said else "."))
     if f.pretrain is not None:
         m = f.pretrain
         word = (
