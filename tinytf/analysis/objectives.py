@@ -55,6 +55,45 @@ def objective_comparison(causal_runs: pd.DataFrame, masked_runs: pd.DataFrame) -
     }
 
 
+def add_multiboot(
+    comparison: dict,
+    causal: tuple[pd.DataFrame, pd.DataFrame],
+    masked: tuple[pd.DataFrame, pd.DataFrame],
+    groups=None,
+) -> None:
+    """Into each label count's masked_vs_causal, the multi-bootstrap over pretraining runs, seeds
+    and test texts by movie (tinytf.analysis.multiboot), Holm across the counts: what the verdict
+    rests on. `causal`, `masked`: each run's (runs.csv, predictions); a seed's bodies in the two
+    runs share their pretraining seed (init and batch order), so the draws pair them."""
+    import numpy as np
+
+    from tinytf.analysis.items import chosen_predictions, correct_by_item
+    from tinytf.analysis.multiboot import multi_bootstrap
+
+    (causal_runs, causal_pred), (masked_runs, masked_pred) = causal, masked
+    causal_pred, masked_pred = (
+        chosen_predictions(causal_pred, causal_runs),
+        chosen_predictions(masked_pred, masked_runs),
+    )
+    boots = []
+    for labels, entry in comparison["label_curve"].items():
+        nest = None
+        if "body" in masked_runs:
+            mine = masked_runs[(masked_runs["start"] == "pretrained") & masked_runs["body"].notna()]
+            by_seed = dict(zip(mine["seed"], mine["body"], strict=False))
+            nest = np.array([by_seed[s] for s in sorted(by_seed)]) if by_seed else None
+        boot = multi_bootstrap(
+            correct_by_item(masked_pred, start="pretrained", labels=labels),
+            correct_by_item(causal_pred, start="pretrained", labels=labels),
+            groups,
+            nest=nest,
+        )
+        entry["masked_vs_causal"]["multiboot"] = boot
+        boots.append(boot)
+    for boot, adjusted in zip(boots, holm([b["p_value"] for b in boots]), strict=True):
+        boot["p_holm"] = adjusted
+
+
 def rows(comparison: dict) -> list[tuple[str, dict]]:
     """The label counts smallest first ("all" last), also when the comparison was read back from
     objectives.json, whose keys a JSON writer sorts as text ("1000" before "250")."""
@@ -62,9 +101,20 @@ def rows(comparison: dict) -> list[tuple[str, dict]]:
 
 
 def verdict(labels: str, entry: dict, alpha: float = 0.05) -> str:
-    """One line: the difference in points with its p-values, or that none was detected."""
+    """One line: the difference in points with its interval and p-values, or that none was detected;
+    from the multi-bootstrap where the export computed one."""
     test = entry["masked_vs_causal"]
     diff = 100 * test["mean_difference"]
+    boot = test.get("multiboot")
+    if boot is not None:
+        low, high = (100 * x for x in boot["ci95"])
+        found = boot["p_holm"] < alpha and not low <= 0 <= high
+        drawn = ", ".join(boot["sources"])
+        return (
+            f"{labels} labels: masked − causal {diff:+.1f} points, 95 % CI [{low:+.1f}, {high:+.1f}] over "
+            f"{drawn} at once (multi-bootstrap p = {boot['p_value']:.3g}, Holm p = {boot['p_holm']:.3g})"
+            + ("" if found else ": no difference detected")
+        )
     p, p_holm = test.get("p_value"), test.get("p_holm")
     if p is None:
         return f"{labels} labels: masked − causal {diff:+.1f} points, every seed alike (no t-test)"

@@ -241,6 +241,35 @@ def _at_head(path: Path) -> str:
     return done.stdout
 
 
+PREDICTIONS = "data/predictions/finetune.parquet"  # every fine-tuning run's per-text predictions
+
+
+def _cached_at_head(root: Path, out: str) -> Path:
+    """The DVC cache's copy of `out` as HEAD's dvc.lock records it: the causal run's predictions,
+    which the masked run's outputs have replaced in the workspace."""
+    lock = yaml.safe_load(_at_head(root / "dvc.lock")) or {}
+    for stage in lock.get("stages", {}).values():
+        for entry in stage.get("outs", []):
+            if entry.get("path") == out:
+                md5 = entry["md5"]
+                cached = root / ".dvc" / "cache" / "files" / "md5" / md5[:2] / md5[2:]
+                if cached.exists():
+                    return cached
+                raise ParamsError(
+                    f"{out} of HEAD's run (md5 {md5}) is not in the DVC cache: run `dvc pull {out}` at HEAD"
+                )
+    raise ParamsError(f"HEAD:dvc.lock: no output {out}; commit the causal run's dvc.lock first")
+
+
+def _test_groups(root: Path):
+    """Each test text's movie, where the prepared data has one (the multi-bootstrap draws movies)."""
+    import pandas as pd
+
+    test = root / "data" / "prepared" / "sentiment" / "test.parquet"
+    frame = pd.read_parquet(test) if test.exists() else None
+    return frame["group"].to_numpy() if frame is not None and "group" in frame else None
+
+
 def compare_objectives(
     values: dict, here: dict, params_file: str | Path, reports: Path, folder: Path
 ) -> None:
@@ -261,8 +290,15 @@ def compare_objectives(
             f"{', '.join(other) or 'pretrain.objective'}): commit the causal run first"
         )
     runs = reports / "finetune" / "runs.csv"
-    causal = pd.read_csv(io.StringIO(_at_head(runs)))
-    comparison = objectives.objective_comparison(causal, pd.read_csv(runs))
+    causal, masked = pd.read_csv(io.StringIO(_at_head(runs))), pd.read_csv(runs)
+    comparison = objectives.objective_comparison(causal, masked)
+    root = Path(params_file).resolve().parent
+    objectives.add_multiboot(
+        comparison,
+        (causal, pd.read_parquet(_cached_at_head(root, PREDICTIONS))),
+        (masked, pd.read_parquet(root / PREDICTIONS)),
+        _test_groups(root),
+    )
     commit = _git(["rev-parse", "HEAD"], runs.resolve().parent).stdout.strip()
     write_json(folder / "objectives.json", {"objectives": comparison, "causal_run": commit})
     write_text(folder / "tables" / "objectives.md", objectives.table(comparison))
@@ -278,7 +314,8 @@ def objectives_lines(values: dict, comparison: dict) -> list[str]:
         "",
         "Added by the export from `objectives.json`: this run's masked-LM start against the causal start "
         "of the committed default run it differs from only in `pretrain.objective`, paired over the same "
-        "seeds (subset, head init and batch order), Holm across the label counts. Both runs fine-tune "
+        "seeds (subset, head init and batch order) and pretraining seeds, by a multi-bootstrap over "
+        "pretraining runs, seeds and test movies at once, Holm across the label counts. Both runs fine-tune "
         f"every start under {values.get('finetune.attention', 'its own')} attention "
         "(`finetune.attention`), so the two scratch starts are the same model. The masked LM had the "
         "causal one's budget: the same steps, batch, lr and tokens read, 15 % of those tokens predicted "

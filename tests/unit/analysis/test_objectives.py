@@ -1,6 +1,7 @@
 """Masked vs causal pretraining on the label curve: the paired comparison and the masked preset's
 export against the committed causal run."""
 
+import hashlib
 import json
 import subprocess
 
@@ -90,6 +91,22 @@ def test_runs_that_do_not_share_seeds_are_not_compared():
         )
 
 
+def predictions(frame: pd.DataFrame, right: float, seed: int = 0) -> pd.DataFrame:
+    """Every run's predictions on 40 test texts, about `right` of them correct."""
+    import numpy as np
+
+    from tinytf.data.predictions import prediction_rows
+
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 2, 40)
+    parts = []
+    for _, run in frame.iterrows():
+        keys = {k: run[k] for k in ("start", "labels", "seed", "snapshot", "lr", "dropout")}
+        guess = np.where(rng.random(40) < right, labels, 1 - labels)
+        parts.append(prediction_rows(keys, "test", labels, guess, np.full(40, 0.9)))
+    return pd.concat(parts, ignore_index=True)
+
+
 def _commit(repo, message):
     subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
     subprocess.run(
@@ -105,18 +122,34 @@ def test_the_masked_presets_export_pairs_its_run_with_the_committed_causal_run(t
     fake_report_tree(reports)
     params = yaml.safe_load((REPO / "params.yaml").read_text())
     (repo / "params.yaml").write_text(yaml.safe_dump(params))
-    runs(dict.fromkeys(LABELS, 0.0)).to_csv(reports / "finetune" / "runs.csv", index=False)
+    causal_runs = runs(dict.fromkeys(LABELS, 0.0))
+    causal_runs.to_csv(reports / "finetune" / "runs.csv", index=False)
+    # the causal run's predictions: in the DVC cache, as HEAD's dvc.lock names them
+    cached = repo / "causal.parquet"
+    predictions(causal_runs, 0.8).to_parquet(cached)
+    md5 = hashlib.md5(cached.read_bytes()).hexdigest()
+    (repo / ".dvc/cache/files/md5" / md5[:2]).mkdir(parents=True)
+    cached.rename(repo / ".dvc/cache/files/md5" / md5[:2] / md5[2:])
+    lock = {"stages": {"finetune": {"outs": [{"path": "data/predictions/finetune.parquet", "md5": md5}]}}}
+    (repo / "dvc.lock").write_text(yaml.safe_dump(lock))
+    (repo / ".gitignore").write_text(".dvc/cache\ndata/\n")
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
     _commit(repo, "the causal run")
     params["pretrain"]["objective"] = "masked"
     params["finetune"]["attention"] = "causal"  # the preset fine-tunes both bodies alike
     (repo / "params.yaml").write_text(yaml.safe_dump(params))
-    runs({"250": 0.01, "1000": 0.0, "all": -0.02}).to_csv(reports / "finetune" / "runs.csv", index=False)
+    masked_runs = runs({"250": 0.01, "1000": 0.0, "all": -0.02})
+    masked_runs.to_csv(reports / "finetune" / "runs.csv", index=False)
+    (repo / "data/predictions").mkdir(parents=True)
+    predictions(masked_runs, 0.6, seed=0).to_parquet(repo / "data/predictions/finetune.parquet")
 
     out = presets.export_report("masked", repo / "params.yaml", REPO / "presets", reports)
     written = json.loads((out / "objectives.json").read_text())
     entry = written["objectives"]["label_curve"]["all"]["masked_vs_causal"]
     assert entry["mean_difference"] == pytest.approx(-0.02) and "p_value" in entry
+    # the verdict's test: the same texts, 0.6 against 0.8 right, over seeds and texts at once
+    boot = entry["multiboot"]
+    assert boot["estimate"] == pytest.approx(-0.2, abs=0.08) and boot["ci95"][1] < 0 and boot["p_holm"] < 0.05
     assert set(written["objectives"]["label_curve"]) == {"250", "1000", "all"}
     readme = (out / "README.md").read_text()
     assert readme == presets.preset_readme(out)  # the report's text, then the comparison
@@ -125,7 +158,8 @@ def test_the_masked_presets_export_pairs_its_run_with_the_committed_causal_run(t
         and "\n\n## Masked vs causal pretraining on the label curve\n" in readme
     )
     assert (
-        "The course's claim (course report 000)" in readme and "- all labels: masked − causal -2.0" in readme
+        "The course's claim (course report 000)" in readme
+        and "- all labels: masked − causal -2.0 points, 95 % CI [" in readme
     )
     assert "fine-tune every start under causal attention (`finetune.attention`)" in readme
     assert "15 % of those tokens predicted" in readme
