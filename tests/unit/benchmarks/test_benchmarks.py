@@ -210,13 +210,6 @@ def test_stage_process_benchmark_runs_each_side_with_its_collector_setting():
     ), out
 
 
-def test_params_check_benchmark_times_both_ways_of_listing_optimizers():
-    out = run_benchmark("params_check.py", ["--rounds", "1"], REPO)
-    for side in ("source", "import"):
-        assert re.search(rf"^ *{side} +\d+\.\d\d s", out, re.M), out
-    assert re.match(r"speedup: \d+\.\dx the params check with torch.optim's names", out.splitlines()[-1]), out
-
-
 def test_dvc_reads_yaml_with_the_c_parser():
     """ruamel.yaml.clib is a dependency (pyproject.toml): DVC's safe loads then use the C parser."""
     from ruamel.yaml import YAML
