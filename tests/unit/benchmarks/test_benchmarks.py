@@ -177,19 +177,6 @@ def test_the_gpu_shape_is_the_gpu_presets_read_from_its_file(monkeypatch):
 
 
 @pytest.mark.slow
-def test_allocator_benchmark_runs_each_side_in_its_own_process_with_its_setting(tiny_params):
-    out = run_benchmark(
-        "allocator.py", ["--params", str(tiny_params), "--steps", "1", "--rounds", "1"], tiny_params.parent
-    )
-    assert re.search(r"^  default  default \(TINYTF_ALLOCATOR=default\) +evaluation", out, re.M), out
-    if platform.libc_ver()[0] == "glibc":
-        assert re.search(r"^  keep     kept \(glibc: no mmap", out, re.M), out
-    assert re.match(
-        r"speedup: \d+\.\d\dx an LM evaluation pass with freed memory kept", out.splitlines()[-1]
-    ), out
-
-
-@pytest.mark.slow
 def test_dvc_lockfile_benchmark_reads_the_lock_with_both_parsers():
     out = run_benchmark("dvc_lockfile.py", ["--rounds", "1"], REPO)
     assert re.search(r"^  C \(ruamel.yaml.clib\) +\d+\.\d{3} s", out, re.M), out
@@ -230,24 +217,6 @@ def test_attention_benchmark_times_each_case_and_ends_with_its_headline(tiny_par
         out
     )
     assert re.match(r"written out: \d+\.\d\dx SDPA's speed in a fine-tuning step", out.splitlines()[-1]), out
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("chunk_rows", ["0", "64"])
-def test_lm_head_loss_benchmark_computes_the_same_loss_both_ways(tiny_params, chunk_rows):
-    out = run_benchmark(
-        "lm_head_loss.py",
-        ["--params", str(tiny_params), "--steps", "1", "--rounds", "1", "--chunk-rows", chunk_rows],
-        tiny_params.parent,
-    )
-    losses = {
-        name: [float(v) for v in values.split(", ")]
-        for name, values in re.findall(r"first 3 losses, (\w+) +(.+)$", out, re.M)
-    }
-    assert set(losses) == {"stage", "chunked"}, out
-    # the same model, batches and updates from one seed: the two losses differ only by rounding
-    assert losses["chunked"] == pytest.approx(losses["stage"], rel=1e-3), out
-    assert re.match(r"speedup: \d+\.\d\dx torch's chunked F.linear_cross_entropy", out.splitlines()[-1]), out
 
 
 @pytest.mark.slow
