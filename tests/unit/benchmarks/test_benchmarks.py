@@ -220,20 +220,9 @@ def test_attention_benchmark_times_each_case_and_ends_with_its_headline(tiny_par
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    "script, args, expected",
-    [
-        ("grouped_split_vs_sklearn.py", ["--seeds", "1"], r"sklearn +worst share error"),
-        (
-            "prepare_scale.py",
-            ["--rows", "2000"],
-            r"prepare: [\d,]+ rows/s, peak [\d.]+ GiB; [\d.]+x the time",
-        ),
-    ],
-)
-def test_data_benchmark_runs_and_prints_its_headline(script, args, expected):
-    last = run_benchmark(script, args, REPO).splitlines()[-1]
-    assert re.search(expected, last), last
+def test_prepare_scale_benchmark_prints_its_headline():
+    last = run_benchmark("prepare_scale.py", ["--rows", "2000"], REPO).splitlines()[-1]
+    assert re.search(r"prepare: [\d,]+ rows/s, peak [\d.]+ GiB; [\d.]+x the time", last), last
 
 
 def test_budget_shares_add_up_over_the_committed_run():
