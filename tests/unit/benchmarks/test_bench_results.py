@@ -60,10 +60,10 @@ def write(folder: Path, name: str, runs: list[dict]) -> None:
 
 def test_the_summary_shows_each_scripts_latest_runs_newest_first(tmp_path):
     write(tmp_path, "pretrain_throughput", FIXTURE)
-    write(tmp_path, "dvc_lockfile", FIXTURE[:1])
+    write(tmp_path, "classifier_epoch", FIXTURE[:1])
     assert results.render(tmp_path, 2, []) == "\n".join(
         [
-            "## dvc_lockfile",
+            "## classifier_epoch",
             "",
             "1 run recorded, the latest 1:",
             "",
@@ -81,12 +81,12 @@ def test_the_summary_shows_each_scripts_latest_runs_newest_first(tmp_path):
             "| 2026-11-21T10:00:00Z | NVIDIA H100 80GB HBM3 | bbbbbbb | speedup: 2.00x a \\| b |",
         ]
     )
-    assert results.render(tmp_path, 5, ["dvc_lockfile"]).startswith("## dvc_lockfile")
-    assert "pretrain_throughput" not in results.render(tmp_path, 5, ["dvc_lockfile"])
+    assert results.render(tmp_path, 5, ["classifier_epoch"]).startswith("## classifier_epoch")
+    assert "pretrain_throughput" not in results.render(tmp_path, 5, ["classifier_epoch"])
 
 
 def test_the_summary_command_reads_the_folder_the_benchmarks_write(tmp_path):
-    write(tmp_path, "allocator", FIXTURE)
+    write(tmp_path, "classifier_epoch", FIXTURE)
     env = {**os.environ, "PYTHONPATH": str(REPO), "TINYTF_BENCH_RESULTS": str(tmp_path)}
     done = subprocess.run(
         [sys.executable, str(REPO / "benchmarks" / "results.py"), "--last", "1"],
@@ -96,7 +96,7 @@ def test_the_summary_command_reads_the_folder_the_benchmarks_write(tmp_path):
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines()[0] == "## allocator"
+    assert done.stdout.splitlines()[0] == "## classifier_epoch"
     assert done.stdout.splitlines()[-1].endswith("| ccccccc+dirty | speedup: 2.50x new |")
 
 
@@ -109,10 +109,10 @@ def test_the_summary_without_results_says_so(tmp_path):
     [("{not json", "not JSON"), ('{"date": "2026-11-20T10:00:00Z"}', "a run without headline")],
 )
 def test_a_damaged_results_file_is_named_with_its_line(tmp_path, line, error):
-    write(tmp_path, "allocator", FIXTURE[:1])
-    with (tmp_path / "allocator.jsonl").open("a") as handle:
+    write(tmp_path, "classifier_epoch", FIXTURE[:1])
+    with (tmp_path / "classifier_epoch.jsonl").open("a") as handle:
         handle.write(line + "\n")
-    with pytest.raises(ValueError, match=rf"^{tmp_path / 'allocator.jsonl'}:2: {error}"):
+    with pytest.raises(ValueError, match=rf"^{tmp_path / 'classifier_epoch.jsonl'}:2: {error}"):
         results.render(tmp_path, 5, [])
 
 
