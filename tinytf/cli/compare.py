@@ -3,9 +3,11 @@
 `dvc exp show` lists every param, metric and dep of every experiment (about 1,000 characters a
 line here). This reads the same data (`dvc exp show --json`) and prints the headline metrics,
 then only the params whose values differ between the rows, named by their key as `-S` takes it,
-in at most WIDTH characters; `--wide` prints every headline metric and every differing param.
-A row whose stages did not all run with its own params (see freshness.py) shows no metrics, since
-its reports/headline.json is an older run's.
+most varied first, in at most WIDTH characters; what every experiment sets alike (a preset's
+thirty keys beside main) is named below the table instead. `--wide` prints every headline metric
+and every differing param. `tinytf compare A B` puts two rows side by side, a line per metric and
+per param that differs. A row whose stages did not all run with its own params (see freshness.py)
+shows no metrics, since its reports/headline.json is an older run's.
 """
 
 from __future__ import annotations
@@ -48,43 +50,66 @@ def _dig(values: dict, path: tuple[str, ...]):
 
 
 def rows_from_show(show: list[dict]) -> list[dict]:
-    """One row per workspace, baseline commit and experiment: its name, rev, params and metrics."""
+    """One row per workspace, baseline commit and experiment: its name, rev, params and metrics,
+    and whether it is an experiment (not the workspace or a commit)."""
     rows = []
 
     def label(entry: dict) -> str:
         rev = str(entry.get("rev", ""))
         return entry.get("name") or (rev[:7] if len(rev) == 40 else rev)
 
-    def add(entry: dict, name: str) -> None:
+    def add(entry: dict, name: str, experiment: bool) -> None:
         data = entry.get("data") or {}
         params = ((data.get("params") or {}).get("params.yaml") or {}).get("data") or {}
         metrics = ((data.get("metrics") or {}).get(METRICS_FILE) or {}).get("data") or {}
-        rows.append({"name": name, "rev": entry.get("rev"), "params": flatten(params), "metrics": metrics})
+        rows.append(
+            {
+                "name": name,
+                "rev": entry.get("rev"),
+                "params": flatten(params),
+                "metrics": metrics,
+                "experiment": experiment,
+            }
+        )
 
     for baseline in show:
-        add(baseline, label(baseline))
+        add(baseline, label(baseline), False)
         for experiment in baseline.get("experiments") or []:
             for rev in experiment.get("revs") or []:
-                add(rev, label(rev))
+                add(rev, label(rev), True)
     return rows
 
 
-def differing(rows: list[dict]) -> list[str]:
-    """The dotted params keys whose values are not the same in every row: each row's first change
-    from the first row, then each row's second, ..., so that a sweep of one key beside a preset of
-    thirty still shows its key within the width; params.yaml's order otherwise."""
+def _value(row: dict, key: str) -> str:
+    return json.dumps(row["params"].get(key), sort_keys=True)
 
-    def value(row: dict, key: str) -> str:
-        return json.dumps(row["params"].get(key), sort_keys=True)
 
+def differing(rows: list[dict]) -> tuple[list[str], list[str]]:
+    """The dotted params keys whose values are not the same in every row, as (ranked, shared).
+
+    `shared` are the keys every experiment sets alike, where there are two or more (a preset's
+    thirty keys beside main): they tell the experiments apart from main, not from each other.
+    `ranked` are the others, most distinct values among the experiments first, then among all
+    rows, then each row's first change from the first row before its second (a sweep of one key
+    still shows it), params.yaml's order within a rank."""
     keys = list(dict.fromkeys(k for row in rows for k in row["params"]))
-    differ = [k for k in keys if len({value(row, k) for row in rows}) > 1]
-    rank = dict.fromkeys(differ, len(differ))
+    differ = [k for k in keys if len({_value(row, k) for row in rows}) > 1]
+    experiments = [row for row in rows if row.get("experiment")]
+    shared = []
+    if len(experiments) >= 2:
+        shared = [k for k in differ if len({_value(row, k) for row in experiments}) == 1]
+    ranked = [k for k in differ if k not in shared]
+    place = dict.fromkeys(ranked, len(ranked))
     for row in rows[1:]:
-        own = [k for k in differ if value(row, k) != value(rows[0], k)]
-        for place, key in enumerate(own):
-            rank[key] = min(rank[key], place)
-    return sorted(differ, key=lambda k: rank[k])  # stable: params.yaml's order within a rank
+        own = [k for k in ranked if _value(row, k) != _value(rows[0], k)]
+        for at, key in enumerate(own):
+            place[key] = min(place[key], at)
+
+    def rank(key: str) -> tuple[int, int, int]:
+        among = len({_value(row, key) for row in experiments})
+        return (-among, -len({_value(row, key) for row in rows}), place[key])
+
+    return sorted(ranked, key=rank), shared  # stable: params.yaml's order within a rank
 
 
 def _cut(text: str, limit: int | None) -> str:
@@ -99,9 +124,12 @@ def _cell(value, limit: int | None) -> str:
     return _cut(text, limit)
 
 
-def table(rows: list[dict], stale: set[str], wide: bool = False) -> tuple[list[list[str]], list[str]]:
-    """The columns (header first, one cell per row) and the differing params left out. Without
-    `wide` the columns end before WIDTH characters; a stale row's metrics are "-"."""
+def table(
+    rows: list[dict], stale: set[str], wide: bool = False
+) -> tuple[list[list[str]], list[str], list[str]]:
+    """The columns (header first, one cell per row), the differing params left out for width and
+    those every experiment sets alike (see `differing`). Without `wide` the columns end before
+    WIDTH characters and the shared params are no columns; a stale row's metrics are "-"."""
     limit = None if wide else CELL_WIDTH
     names = [_cut(row["name"], None if wide else NAME_WIDTH) for row in rows]
     columns = [["experiment", *names]]
@@ -110,7 +138,8 @@ def table(rows: list[dict], stale: set[str], wide: bool = False) -> tuple[list[l
         columns.append([header, *(_cell(v, None) for v in values)])
     left_out: list[str] = []
     used = sum(max(map(len, c)) for c in columns) + len(GAP) * (len(columns) - 1)
-    for key in differing(rows):
+    ranked, shared = differing(rows)
+    for key in ranked + (shared if wide else []):
         column = [key, *(_cell(row["params"].get(key), limit) for row in rows)]
         width = len(GAP) + max(map(len, column))
         if not wide and (left_out or used + width > WIDTH):
@@ -118,7 +147,7 @@ def table(rows: list[dict], stale: set[str], wide: bool = False) -> tuple[list[l
             continue
         columns.append(column)
         used += width
-    return columns, left_out
+    return columns, left_out, [] if wide else shared
 
 
 def _wrapped(words: list[str], first: str) -> list[str]:
@@ -130,9 +159,10 @@ def _wrapped(words: list[str], first: str) -> list[str]:
     return lines
 
 
-def format_table(columns: list[list[str]], left_out: list[str], stale: set[str]) -> str:
+def format_table(columns: list[list[str]], left_out: list[str], shared: list[str], stale: set[str]) -> str:
     """The table (names left-aligned, values right-aligned), a legend of the metrics, and the
-    rows without metrics and the params left out, each wrapped at WIDTH."""
+    rows without metrics, the params left out and those every experiment shares, each wrapped
+    at WIDTH."""
     widths = [max(map(len, c)) for c in columns]
     lines = [
         GAP.join(
@@ -146,12 +176,91 @@ def format_table(columns: list[list[str]], left_out: list[str], stale: set[str])
         lines += _wrapped(sorted(stale), "no metrics (a stage did not run with these params):")
     if left_out:
         lines += _wrapped(left_out, "more params differ (tinytf compare --wide shows them):")
+    if shared:  # a preset's thirty keys: by section, in one line
+        sections = ", ".join(dict.fromkeys(key.split(".")[0] for key in shared))
+        lines += _wrapped(
+            f"{len(shared)} params of {sections} (--wide shows them).".split(),
+            "set alike in every experiment, not in every row:",
+        )
     return "\n".join(line.rstrip() for line in lines)
+
+
+def pair_table(rows: list[dict], stale: set[str]) -> str:
+    """Two rows side by side: a line per headline metric (every one, with its meaning) and per
+    param whose values differ between them, values cut to fit WIDTH."""
+    metrics = [
+        (header, [None if row["name"] in stale else _dig(row["metrics"], path) for row in rows], what)
+        for header, path, what in HEADLINE + WIDE_HEADLINE
+    ]
+    differ = [
+        k
+        for k in dict.fromkeys(k for row in rows for k in row["params"])
+        if _value(rows[0], k) != _value(rows[1], k)
+    ]
+    keys = [m[0] for m in metrics] + differ
+    key_width = max(map(len, ["", *keys]))
+    limit = (WIDTH - key_width - 2 * len(GAP)) // 2
+    lines = [[""] + [_cut(row["name"], limit) for row in rows]]
+    lines += [[h, *(_cell(v, None) for v in values)] for h, values, _ in metrics]
+    lines += [[k, *(_cell(row["params"].get(k), limit) for row in rows)] for k in differ]
+    widths = [max(len(line[i]) for line in lines) for i in range(3)]
+    text = [
+        GAP.join(
+            (c.ljust(w) if i == 0 else c.rjust(w)) for i, (c, w) in enumerate(zip(line, widths, strict=True))
+        )
+        for line in lines
+    ]
+    text += _wrapped([f"{h}: {what};" for h, _, what in metrics], "metrics:")
+    if not differ:
+        text.append("params: the same in both")
+    if stale & {row["name"] for row in rows}:
+        text += _wrapped(
+            sorted(stale & {row["name"] for row in rows}),
+            "no metrics (a stage did not run with these params):",
+        )
+    return "\n".join(line.rstrip() for line in text)
+
+
+# the `dvc exp show` options that take a value: what follows one is not an experiment's name
+VALUE_OPTIONS = ("--rev", "-n", "--num", "--drop", "--keep", "--sort-by", "--sort-order", "--precision")
+
+
+def split_names(args: list[str]) -> tuple[list[str], list[str]]:
+    """`tinytf compare`'s own arguments, the experiments' names, apart from the options it passes
+    on to `dvc exp show` (and their values)."""
+    names, dvc_args = [], []
+    takes_value = False
+    for arg in args:
+        if takes_value or arg.startswith("-"):
+            dvc_args.append(arg)
+            takes_value = not takes_value and arg in VALUE_OPTIONS
+        else:
+            names.append(arg)
+    return names, dvc_args
+
+
+def pick(rows: list[dict], names: list[str]) -> list[dict]:
+    """The row each name names: an experiment's or branch's name, `workspace`, or a rev's first
+    characters (at least 4)."""
+    picked = []
+    for name in names:
+        found = [r for r in rows if r["name"] == name or (len(name) >= 4 and str(r["rev"]).startswith(name))]
+        if not found:
+            known = ", ".join(dict.fromkeys(r["name"] for r in rows))
+            raise DataError(
+                f"compare: no experiment {name!r} in dvc exp show (it lists {known}); "
+                "an older commit's experiments: add --all-commits"
+            )
+        picked.append(found[0])
+    return picked
 
 
 def compare_command(extra: list[str], wide: bool = False) -> None:
     from tinytf.cli.experiments import dvc_executable
 
+    names, extra = split_names(extra)
+    if names and len(names) != 2:
+        raise DataError(f"compare takes two experiments, A B, or none; got {len(names)}: {' '.join(names)}")
     result = subprocess.run(
         [dvc_executable(), "exp", "show", "--json", *extra], capture_output=True, text=True
     )
@@ -159,5 +268,10 @@ def compare_command(extra: list[str], wide: bool = False) -> None:
         last = (result.stderr.strip().splitlines() or ["no output"])[-1]
         raise DataError(f"dvc exp show failed: {last}")
     rows = rows_from_show(json.loads(result.stdout))
+    if names:
+        rows = pick(rows, names)
     stale = {row["name"] for row in rows if is_stale(str(row["rev"]), git_reader)}
-    print(format_table(*table(rows, stale, wide), stale))
+    if names:
+        print(pair_table(rows, stale))
+    else:
+        print(format_table(*table(rows, stale, wide), stale))

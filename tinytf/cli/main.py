@@ -166,11 +166,15 @@ def _add_presets(sub) -> None:
     """`compare` and `preset`: experiments, the DVC way."""
     compare = sub.add_parser(
         "compare",
+        usage="tinytf compare [-h] [--wide] [A B] [dvc exp show options]",
         help="experiments side by side: headline metrics and the params that differ (120 characters)",
         description="Read `dvc exp show --json` and print the workspace, its commit and every experiment "
         "with the study's headline metrics, then only the params whose values differ between them, "
-        "named by their key as `-S` takes it, in at most 120 characters a line (the params that do "
-        "not fit are named below). A row whose stages did not all run with its own params shows no "
+        "named by their key as `-S` takes it, most varied first, in at most 120 characters a line (the "
+        "params that do not fit are named below, and so are those every experiment sets alike, such "
+        "as a preset's). `tinytf compare A B` puts two of them (experiment names, `workspace`, a "
+        "branch or a commit's first characters) side by side: every headline metric and every param "
+        "that differs between the two. A row whose stages did not all run with its own params shows no "
         "metrics: its reports/headline.json is an older run's. Arguments tinytf does not know go on "
         "to `dvc exp show` (e.g. --all-commits, --rev REV); `dvc exp show --only-changed` is the full "
         "table.",

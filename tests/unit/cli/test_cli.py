@@ -1,3 +1,4 @@
+import json
 import os
 import shutil
 import subprocess
@@ -336,8 +337,8 @@ def test_compare_fits_120_characters_with_the_headline_and_the_params_that_diffe
     from tinytf.cli.compare import WIDTH, format_table, rows_from_show, table
 
     rows = rows_from_show(_default_and_two_experiments())
-    columns, left_out = table(rows, stale=set())
-    text = format_table(columns, left_out, set())
+    columns, left_out, shared = table(rows, stale=set())
+    text = format_table(columns, left_out, shared, set())
     assert max(map(len, text.splitlines())) <= WIDTH == 120
     headers = [c[0] for c in columns]
     assert headers[:6] == ["experiment", "test_acc", "gain", "p_holm", "tfidf_lr", "lm_ppl"]
@@ -352,7 +353,7 @@ def test_compare_fits_120_characters_with_the_headline_and_the_params_that_diffe
     assert "more params differ (tinytf compare --wide shows them): " in text and left_out
     # each experiment's first change is shown: the sweep's one key beside the preset's thirty
     assert {"grid.lrs", "prepare.corpus.max_rows"} <= set(headers)
-    wide, none_left = table(rows, stale=set(), wide=True)
+    wide, none_left, _ = table(rows, stale=set(), wide=True)
     assert none_left == [] and {"pretrained", "scratch", *left_out} <= {c[0] for c in wide}
     assert {"p", "verdict", "p_items", "vs_tfidf"} <= {c[0] for c in wide}
 
@@ -363,11 +364,11 @@ def test_compare_cuts_a_long_name_and_value_but_not_with_wide():
     show = _default_and_two_experiments()
     show[0]["experiments"][1]["revs"][0]["name"] = "a-sweep-of-three-learning-rates"
     rows = rows_from_show(show)
-    columns, _ = table(rows, stale=set())
+    columns, _, _ = table(rows, stale=set())
     assert columns[0][3] == "a-sweep-of-three-…" and len(columns[0][3]) == NAME_WIDTH
     lrs = next(c for c in columns if c[0] == "grid.lrs")
     assert lrs[3] == "[0.001,0.01,0…" and len(lrs[3]) == CELL_WIDTH
-    wide, _ = table(rows, stale=set(), wide=True)
+    wide, _, _ = table(rows, stale=set(), wide=True)
     assert wide[0][3] == "a-sweep-of-three-learning-rates"
     assert next(c for c in wide if c[0] == "grid.lrs")[3] == "[0.001,0.01,0.003]"
 
@@ -376,10 +377,91 @@ def test_compare_shows_no_metrics_for_a_run_whose_stages_did_not_all_run():
     from tinytf.cli.compare import format_table, rows_from_show, table
 
     rows = rows_from_show(_default_and_two_experiments())
-    columns, left_out = table(rows, stale={"tiny-preset-run"})
+    columns, left_out, shared = table(rows, stale={"tiny-preset-run"})
     assert [c[2] for c in columns[1:6]] == ["-"] * 5 and columns[1][1] == "0.75"
-    text = format_table(columns, left_out, {"tiny-preset-run"})
+    text = format_table(columns, left_out, shared, {"tiny-preset-run"})
     assert "no metrics (a stage did not run with these params): tiny-preset-run" in text
+
+
+def _tiny_experiments(changes: list[tuple[str, object]]):
+    """`dvc exp show --json` as DVC 3 gives it: the workspace, then main with one experiment per
+    change, each the tiny preset over the committed params.yaml plus its own `key=value`."""
+    import copy
+
+    from tinytf.cli.presets import set_args
+
+    default = yaml.safe_load((REPO / "params.yaml").read_text(encoding="utf-8"))
+    tiny = copy.deepcopy(default)
+    pairs = set_args("tiny", REPO / "params.yaml", REPO / "presets")[1::2]
+    for dotted, value in parse_overrides(pairs).items():
+        set_dotted(tiny, dotted, value)
+    main_entry = _show_entry("b" * 40, "main", default, 0.75)
+    main_entry["experiments"] = []
+    for number, (key, value) in enumerate(changes):
+        params = copy.deepcopy(tiny)
+        set_dotted(params, key, value)
+        rev = _show_entry(f"{number}" * 40, f"tiny-{number}", params, 0.6 + number / 100)
+        main_entry["experiments"].append({"revs": [rev], "name": f"tiny-{number}"})
+    return [_show_entry("workspace", None, default, 0.75), main_entry]
+
+
+def test_compare_ranks_what_tells_five_tiny_experiments_apart_and_names_what_they_share():
+    from tinytf.cli.compare import WIDTH, format_table, rows_from_show, table
+
+    lrs = [[0.001], [0.003], [0.01], [0.03], [0.1]]
+    show = _tiny_experiments([("grid.lrs", lr) for lr in lrs[:4]] + [("grid.batch_sizes", [8])])
+    rows = rows_from_show(show)
+    assert [row["experiment"] for row in rows] == [False, False, True, True, True, True, True]
+    columns, left_out, shared = table(rows, stale=set())
+    headers = [c[0] for c in columns]
+    # the swept key first (four values among the experiments), then the one other change
+    assert headers[6:8] == ["grid.lrs", "grid.batch_sizes"] and left_out == []
+    assert columns[6][3:] == ["[0.001]", "[0.003]", "[0.01]", "[0.03]", "[0.001]"]
+    # the tiny preset's keys, alike in every experiment, are named below, not columns
+    assert {"model.d_model", "prepare.sentiment.max_rows", "tokenize.vocab_size"} <= set(shared)
+    assert not set(shared) & set(headers)
+    text = format_table(columns, left_out, shared, set())
+    assert f"set alike in every experiment, not in every row: {len(shared)} params of prepare, " in text
+    assert max(map(len, text.splitlines())) <= WIDTH
+    wide, _, none_shared = table(rows, stale=set(), wide=True)
+    assert none_shared == [] and set(shared) <= {c[0] for c in wide}
+
+
+def test_compare_shows_the_one_grid_key_two_experiments_differ_in():
+    from tinytf.cli.compare import rows_from_show, table
+
+    rows = rows_from_show(_tiny_experiments([("grid.batch_sizes", [8]), ("grid.batch_sizes", [32])]))
+    columns, _, shared = table(rows, stale=set())
+    assert columns[6][0] == "grid.batch_sizes" and "model.d_model" in shared
+
+
+def test_compare_a_b_puts_two_experiments_side_by_side(monkeypatch, capsys):
+    from tinytf.cli import compare, experiments
+
+    show = _tiny_experiments([("grid.batch_sizes", [8]), ("grid.lrs", [0.01])])
+    calls = []
+
+    def run(command, **kwargs):
+        calls.append(command)
+        return subprocess.CompletedProcess(command, 0, stdout=json.dumps(show), stderr="")
+
+    monkeypatch.setattr(compare.subprocess, "run", run)
+    monkeypatch.setattr(experiments, "dvc_executable", lambda: "dvc")
+    monkeypatch.setattr(compare, "is_stale", lambda rev, reader: False)
+    assert main(["compare", "tiny-0", "--rev", "HEAD", "1111"]) == 0
+    assert calls == [["dvc", "exp", "show", "--json", "--rev", "HEAD"]]
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["tiny-0", "tiny-1"]
+    assert lines[1].split() == ["test_acc", "0.6", "0.61"]
+    params = {
+        line.split()[0]: line.split()[1:] for line in lines[12:] if not line.startswith(("metrics", " "))
+    }
+    assert params == {"grid.lrs": ["[0.001]", "[0.01]"], "grid.batch_sizes": ["[8]", "[16]"]}
+    assert main(["compare", "tiny-0", "nothing-such"]) == 2
+    err = capsys.readouterr().err
+    assert "no experiment 'nothing-such'" in err and "tiny-1" in err and len(err.splitlines()) == 1
+    assert main(["compare", "tiny-0"]) == 2
+    assert "compare takes two experiments, A B, or none" in capsys.readouterr().err
 
 
 def test_a_lock_that_disagrees_with_its_params_or_itself_is_stale():
