@@ -36,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
         _add_run,
         _add_check,
         _add_deps,
+        _add_dag,
         _add_count_params,
         _add_text_tools,
         _add_champion,
@@ -90,6 +91,21 @@ def _add_deps(sub) -> None:
         "--write", action="store_true", help="rewrite each stage's code deps to its import closure"
     )
     deps.add_argument("--check", action="store_true", help="only check (the default)")
+
+
+def _add_dag(sub) -> None:
+    dag = sub.add_parser(
+        "dag",
+        help="the pipeline's graph as Mermaid, from dvc.yaml (--write-readme: into README.md)",
+        description="Print `dvc dag --mermaid --collapse-foreach-matrix` as README.md shows it: a "
+        "matrix stage is one node with its cells' count, and an edge another path implies is left "
+        "out (`dvc dag` draws every one). Run from the repository root.",
+    )
+    dag.add_argument(
+        "--write-readme",
+        action="store_true",
+        help="replace the graph between README.md's `<!-- dag: ... -->` markers (after editing dvc.yaml)",
+    )
 
 
 def _add_count_params(sub) -> None:
@@ -403,6 +419,10 @@ def dispatch(argv: Sequence[str] | None = None) -> int:
         from tinytf.cli.deps import deps_command
 
         return guarded(lambda: deps_command(args.write))
+    if args.command == "dag":
+        from tinytf.cli.dag import dag_command
+
+        return guarded(lambda: dag_command(args.write_readme))
     if args.command == "count-params":
         from tinytf.cli.tools import count_params_command
 
