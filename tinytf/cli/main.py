@@ -296,9 +296,12 @@ def run_stage(stage: str, overrides: Sequence[str]) -> None:
         # the stages' own checks, once, before a matrix is expanded from the values: a scalar where a
         # list belongs, or a misspelt key, would otherwise build wrong cells or none
         load_params("params.yaml", parsed)
+    from tinytf.cli.inputs import refuse_missing_inputs
     from tinytf.params.pipeline import stage_commands
 
-    for argv in stage_commands(stage, overrides=parsed):
+    commands = stage_commands(stage, overrides=parsed)  # an unknown stage is named here first
+    refuse_missing_inputs(stage, parsed)
+    for argv in commands:
         if argv[0] == "python":
             argv[0] = sys.executable
         print("+ " + shlex.join(argv + extra), file=sys.stderr)
@@ -355,6 +358,9 @@ def predict(args: argparse.Namespace) -> None:
     from tinytf.tracking.server import refuse_silent_server
 
     refuse_silent_server(tracking_uri())  # in seconds, before those imports too
+    from tinytf.cli.inputs import refuse_no_store
+
+    refuse_no_store(args.model, tracking_uri())
     from tinytf.tracking.champion import predict_command
 
     predict_command(args.model, names, texts, tracking_uri())

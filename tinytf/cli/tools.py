@@ -40,6 +40,11 @@ def count_params_command(params_file: str, vocab_size: int | None, course_lab: b
 def score_command(model_path: str, tokenizer_path: str, names: list[str], texts: list[str]) -> None:
     """Loss and perplexity per text (checked by tinytf.data.texts.from_command_line); a text that gives
     no tokens is refused, as its perplexity over zero tokens would read as a perfect 1.00."""
+    from tinytf.cli.inputs import refuse_unmade
+
+    # before torch's imports, and before the checkpoint's reader names a missing .json beside it
+    refuse_unmade(model_path, "pretrained model")
+    refuse_unmade(tokenizer_path, "tokenizer")
     from tinytf.data.texts import refuse_tokenless, shown
     from tinytf.data.tokenizer import load_tokenizer
     from tinytf.model.checkpoint import load_model

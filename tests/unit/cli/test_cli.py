@@ -284,7 +284,60 @@ def test_count_params_prints_the_course_lab_figures(capsys):
 
 def test_score_names_a_missing_checkpoint(tmp_path, capsys):
     assert main(["score", "--model", str(tmp_path / "none.pt"), "hello"]) == 2
-    assert "config file missing beside the checkpoint" in capsys.readouterr().err
+    assert f"{tmp_path / 'none.pt'}: no such file (the pretrained model)" in capsys.readouterr().err
+
+
+@pytest.fixture
+def fresh_clone(tmp_path, monkeypatch):
+    """A workspace before any run: dvc.yaml and params.yaml, no data/ and no mlflow.db."""
+    for name in ("dvc.yaml", "params.yaml"):
+        shutil.copy(REPO / name, tmp_path / name)
+    monkeypatch.chdir(tmp_path)
+    for name in ("MLFLOW_TRACKING_URI", "DVC_ROOT"):
+        monkeypatch.delenv(name, raising=False)
+    return tmp_path
+
+
+def _one_line(err: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+def test_score_before_any_run_names_the_stage_that_makes_its_model(fresh_clone, capsys):
+    assert main(["score", "the market fell"]) == 2
+    line = _one_line(capsys.readouterr().err)
+    assert line.startswith("tinytf: error: data/models/pretrained/seed1.pt: no pretrained model here yet; ")
+    assert "`dvc repro pretrain` makes it" in line and "`dvc exp apply EXP`" in line
+    (fresh_clone / "data/models/pretrained").mkdir(parents=True)
+    (fresh_clone / "data/models/pretrained/seed1.pt").write_bytes(b"")
+    assert main(["score", "the market fell"]) == 2
+    assert (
+        "data/tokenizer.json: no tokenizer here yet; `dvc repro tokenize` makes it" in capsys.readouterr().err
+    )
+
+
+def test_run_before_the_stages_it_reads_names_the_one_to_run(fresh_clone, monkeypatch, capsys):
+    from tinytf.cli.inputs import refuse_missing_inputs
+
+    monkeypatch.setattr(subprocess, "call", lambda argv: pytest.fail(f"ran {argv}"))
+    assert main(["run", "grid"]) == 2
+    line = _one_line(capsys.readouterr().err)
+    assert "grid reads data/models/pretrained/seed1.pt (and " in line
+    assert "`dvc repro pretrain` makes it, and `dvc repro grid` runs grid after everything it reads" in line
+    # a stage that reads nothing made (check_params's mark only orders DVC's runs) is not refused
+    refuse_missing_inputs("probes")
+    refuse_missing_inputs("prepare")
+
+
+def test_predict_before_anything_was_registered_names_the_commands_that_register(fresh_clone, capsys):
+    assert main(["predict", "a gripping film"]) == 2
+    line = _one_line(capsys.readouterr().err)
+    assert (
+        f"{fresh_clone / 'mlflow.db'}: no model is registered here yet; `tinytf preset tiny` registers"
+        in line
+    )
+    assert "`make repro` the @champion" in line and not (fresh_clone / "mlflow.db").exists()
 
 
 def _show_entry(rev, name, params, accuracy):
