@@ -47,3 +47,16 @@ def test_a_broken_link_is_caught(tmp_path):
         "```\n[code](not-a-link.md)\n```\n"
     )
     assert broken_links(page) == ["missing.md", "gone.png"]
+
+
+def test_no_text_installs_tinytf_from_pypi():
+    """tinytf is not on PyPI: an extra comes from the clone (`pip install -e '.[server]'`)."""
+    from_pypi = re.compile(r"pip install\s+['\"]?tinytf\b")
+    wrong = [
+        str(path.relative_to(REPO))
+        for path in committed_markdown()
+        if from_pypi.search(path.read_text("utf-8"))
+    ]
+    assert not wrong, (
+        f"`pip install tinytf...` in {wrong}: tinytf is installed from its clone (pip install -e .)"
+    )
