@@ -63,6 +63,12 @@ def test_a_checkpoint_that_cannot_be_found_is_a_clear_error_naming_it(tmp_path, 
         hf.locate(str(tmp_path))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HOME", str(tmp_path / "empty-cache"))
+    # huggingface_hub reads HF_HUB_OFFLINE once, when imported (here at collection, by the
+    # importorskip above): without its constant set too, the lookup went to the network and
+    # waited out its retries (47 s) before failing with the same message
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
     with pytest.raises(DataError, match=r"hf.checkpoint no-such-org/no-such-model: .*HF_HUB_OFFLINE is set"):
         hf.build("no-such-org/no-such-model", 2, 64)
 
