@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 
 import pytest
@@ -99,11 +100,27 @@ def test_sigint_stops_cleanly_after_a_checkpoint_and_resumes(corpus, uninterrupt
     assert json.loads(result.read_text()) == uninterrupted
 
 
+def short_busy_timeout(monkeypatch) -> None:
+    """MLflow's SQLite sessions wait 20 s for a lock (`PRAGMA busy_timeout = 20000`) before "database
+    is locked"; here 0.5 s, so each of the two attempts on a locked store fails fast instead of
+    costing 20 s. The retry and the tracker going quiet are the same either way."""
+    import sqlalchemy
+    from mlflow.store.db import utils
+
+    def text(statement, *args, **kwargs):
+        return sqlalchemy.sql.text(
+            statement.replace("busy_timeout = 20000", "busy_timeout = 500"), *args, **kwargs
+        )
+
+    monkeypatch.setattr(utils, "sql", types.SimpleNamespace(text=text))
+
+
 def test_locked_store_does_not_stop_the_stage(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("TINYTF_TRACKING", "1")
     monkeypatch.setenv("DVC_ROOT", str(tmp_path))
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     monkeypatch.setattr(tracking, "LOCK_RETRIES", 2)
+    short_busy_timeout(monkeypatch)
     with stage_run("prepare", {"a": 1}, "locked-test"):
         pass  # creates the store
     holder = sqlite3.connect(tmp_path / "mlflow.db", timeout=0.1)
