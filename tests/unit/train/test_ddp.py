@@ -56,6 +56,22 @@ def run(task, data, state, result, processes, crash=None, check=True):
     return launch(tail, processes, check=check)
 
 
+@pytest.fixture(scope="module")
+def uninterrupted(data, tmp_path_factory):
+    """The result file of `task` run start to end in `processes` processes, run once per module:
+    the curve tests and the resume test compare against the same runs."""
+    done: dict[tuple[str, int], Path] = {}
+
+    def result(task: str, processes: int) -> Path:
+        if (task, processes) not in done:
+            folder = tmp_path_factory.mktemp(f"{task}-{processes}")
+            run(task, data, folder / "state.pt", folder / "result.json", processes=processes)
+            done[task, processes] = folder / "result.json"
+        return done[task, processes]
+
+    return result
+
+
 def losses(result: Path, key: str, field: str) -> list[float]:
     return [row[field] for row in json.loads(result.read_text())[key]]
 
@@ -64,10 +80,8 @@ def losses(result: Path, key: str, field: str) -> list[float]:
     ("task", "key", "field"),
     [("pretrain", "steps", "train_loss"), ("finetune", "history", "validation_loss")],
 )
-def test_two_processes_follow_the_one_process_loss_curve(data, tmp_path, task, key, field):
-    one, two = tmp_path / "one.json", tmp_path / "two.json"
-    run(task, data, tmp_path / "one.pt", one, processes=1)
-    run(task, data, tmp_path / "two.pt", two, processes=2)
+def test_two_processes_follow_the_one_process_loss_curve(uninterrupted, task, key, field):
+    one, two = uninterrupted(task, 1), uninterrupted(task, 2)
     assert [json.loads(p.read_text())["world_size"] for p in (one, two)] == [1, 2]
     single, double = losses(one, key, field), losses(two, key, field)
     assert len(single) == len(double) > 1
@@ -76,19 +90,16 @@ def test_two_processes_follow_the_one_process_loss_curve(data, tmp_path, task, k
     assert single[0] != pytest.approx(single[-1], rel=1e-2)
 
 
-def test_finetune_train_figures_count_every_rank(data, tmp_path):
-    one, two = tmp_path / "one.json", tmp_path / "two.json"
-    run("finetune", data, tmp_path / "one.pt", one, processes=1)
-    run("finetune", data, tmp_path / "two.pt", two, processes=2)
+def test_finetune_train_figures_count_every_rank(uninterrupted):
+    one, two = uninterrupted("finetune", 1), uninterrupted("finetune", 2)
     assert losses(two, "history", "train_accuracy") == pytest.approx(losses(one, "history", "train_accuracy"))
     assert losses(two, "history", "train_loss") == pytest.approx(
         losses(one, "history", "train_loss"), rel=2e-4
     )
 
 
-def test_a_killed_two_process_run_resumes_to_the_same_curve(data, tmp_path):
-    reference, resumed, state = tmp_path / "ref.json", tmp_path / "resumed.json", tmp_path / "state.pt"
-    run("pretrain", data, tmp_path / "ref.pt", reference, processes=2)
+def test_a_killed_two_process_run_resumes_to_the_same_curve(data, uninterrupted, tmp_path):
+    reference, resumed, state = uninterrupted("pretrain", 2), tmp_path / "resumed.json", tmp_path / "state.pt"
     crashed = run("pretrain", data, state, resumed, processes=2, crash=11, check=False)
     assert crashed.returncode != 0 and state.exists() and not resumed.exists()
     run("pretrain", data, state, resumed, processes=2)
