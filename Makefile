@@ -23,10 +23,11 @@ repro: setup
 	dvc repro
 
 # a worker per core (pytest-xdist), a test file's tests on one worker: its module fixtures are
-# built once (--dist loadgroup's groups do not reach the test ids under pytest 9). Every test's
-# seconds go to benchmarks/results/tests.xml (JUnit): commit it with a full run's figures
+# built once (--dist loadgroup's groups do not reach the test ids under pytest 9). The longest
+# files first, as tests.xml last timed them (tests/conftest.py); xdist's own reorder would undo it.
+# Every test's seconds go to benchmarks/results/tests.xml (JUnit): commit it with a full run's figures
 test: setup
-	$(PY) -m pytest -n auto --dist loadfile --durations=15 --junitxml=benchmarks/results/tests.xml
+	$(PY) -m pytest -n auto --dist loadfile --no-loadscope-reorder --durations=15 --junitxml=benchmarks/results/tests.xml
 
 lint: setup
 	$(VENV)/bin/ruff check .
