@@ -1,0 +1,48 @@
+"""The README's quickstart, walked as a newcomer walks it: its first bash block, line by line in one
+shell, in a copy of the repository with the venv linked in. The shared tiny run is built by this
+walk (tests/e2e/conftest.py), so the quickstart's `tinytf preset tiny` is the suite's one tiny
+pipeline run instead of a second one."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+from .paths import REPO
+from .repo import COMMAND_TIMEOUT_S, tracked_env
+
+
+def quickstart() -> list[str]:
+    """The commands of the first bash block under '## Quickstart', comments cut."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("## Quickstart") :]
+    block = re.search(r"```bash\n(.*?)```", section, re.S).group(1)
+    lines = [re.sub(r"\s+#.*$", "", line).strip() for line in block.splitlines()]
+    return [line for line in lines if line]
+
+
+def newcomer_env() -> dict[str, str]:
+    """Tracking on into the copy's own store, and no venv on PATH: the block's `source` puts it there."""
+    env = tracked_env()
+    env.pop("VIRTUAL_ENV", None)
+    env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep) if ".venv" not in p)
+    return env
+
+
+def walk(root: Path) -> subprocess.CompletedProcess:
+    """Every command of the block but the last (`make ui`, which serves until stopped), in `root`
+    with `.venv` linked to the repository's; `make -q setup` instead of `make setup`: exit 0 only
+    when setup has nothing left to do (a second setup would reinstall the shared venv)."""
+    (root / ".venv").symlink_to(REPO / ".venv")
+    commands = quickstart()
+    shell = ["set -euo pipefail", "make -q setup", *commands[1:-1]]
+    return subprocess.run(
+        ["bash", "-c", "\n".join(shell)],
+        cwd=root,
+        env=newcomer_env(),
+        capture_output=True,
+        text=True,
+        timeout=COMMAND_TIMEOUT_S,
+    )
