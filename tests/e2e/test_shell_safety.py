@@ -21,9 +21,10 @@ from tests.helpers.repo import GIT, dvc
 STAGES = ("grid", "variants", "pretrain")
 
 
-@pytest.fixture
-def shell_repo(tmp_path) -> Path:
-    root = tmp_path / "repo"
+@pytest.fixture(scope="module")
+def shell_template(tmp_path_factory) -> Path:
+    """The repository below, made once (git init, dvc init, a commit); each test gets a copy."""
+    root = tmp_path_factory.mktemp("shell") / "repo"
     root.mkdir()
     stages = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
     kept = {
@@ -37,6 +38,12 @@ def shell_repo(tmp_path) -> Path:
     subprocess.run([*GIT, "add", "-A"], cwd=root, check=True, capture_output=True)
     subprocess.run([*GIT, "commit", "-qm", "shell"], cwd=root, check=True, capture_output=True)
     return root
+
+
+@pytest.fixture
+def shell_repo(shell_template, tmp_path) -> Path:
+    """A copy of the template of its own: its parent, where a marker would appear, is the test's."""
+    return Path(shutil.copytree(shell_template, tmp_path / "repo", symlinks=True))
 
 
 def forms(marker: Path) -> list[str]:
