@@ -7,6 +7,7 @@ each process draws its own masks, so only a deterministic model can be compared 
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -139,7 +140,8 @@ def test_the_pretrain_stage_under_torchrun_writes_once_what_one_process_writes(d
     outputs = {}
     for processes in (1, 2):
         out = tmp_path / f"n{processes}"
-        paths = ["--data", str(data), "--data-card", str(out / "none.json"), "--model", str(out / "model.pt")]
+        paths = ["--seed", "1", "--data", str(data), "--data-card", str(out / "none.json")]
+        paths += ["--model", str(out / "model.pt")]
         paths += ["--reports", str(out / "reports"), "--state", str(out / "state.pt")]
         paths += ["--snapshots", str(out / "snapshots")]
         if processes == 1:
@@ -175,7 +177,12 @@ def test_the_finetune_stage_under_torchrun_gives_what_one_process_gives(data, tm
         "finetune.precision=fp32",
         "finetune.compile=false",
         "tokenize.max_length=32",
+        "pretrain.seeds=[1]",
     ]
+    bodies = tmp_path / "bodies"  # one body, where stage pretrain writes it
+    bodies.mkdir()
+    for suffix in (".pt", ".json"):
+        shutil.copy(data / "models" / f"pretrained{suffix}", bodies / f"seed1{suffix}")
     # the comparisons with TF-IDF read the baselines' outputs; none here (no raw texts): none made
     from tinytf.data.predictions import COLUMNS
 
@@ -193,7 +200,7 @@ def test_the_finetune_stage_under_torchrun_gives_what_one_process_gives(data, tm
                 "--data",
                 str(data),
                 "--pretrained",
-                str(data / "models" / "pretrained.pt"),
+                str(bodies),
                 "--snapshots",
                 str(out / "snapshots"),
                 "--reports",
