@@ -31,7 +31,9 @@ def test_dvc_compares_a_few_metrics_and_draws_every_plot_in_chromium(workspace, 
     html = tmp_path / "plots" / "index.html"
     page = html.read_text()
     expected = page.count("vegaEmbed(")
-    assert expected == 5  # steps, epochs, one line per start, the confusion matrix, the grid
+    # the label curve (every start and baseline), steps (a line per pretraining run), epochs, one
+    # line per start, the confusion matrix, the grid
+    assert expected == 6
     # .dvc/config's plots.html_template: Vega is inside the page, so it draws offline
     assert "<script src=" not in page and "cdn.jsdelivr" not in page
     if not browser_available():

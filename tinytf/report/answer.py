@@ -30,37 +30,27 @@ def _labels(count: str) -> str:
 
 
 def against_tfidf(curve: dict, tfidf: float | None) -> str | None:
-    """Where TF-IDF + LR (`tfidf`: its all-labels test accuracy) stands against the neural starts."""
+    """With all labels, each neural start against TF-IDF + LR (`tfidf`: its test accuracy), each
+    with its interval and Holm p, and which differences survive Holm's correction."""
     last = curve.get("all", {})
-    if tfidf is None:
+    boots = {
+        s: last[f"{s}_vs_tfidf"]["multiboot"] for s in NAMES if "multiboot" in last.get(f"{s}_vs_tfidf", {})
+    }
+    if tfidf is None or not boots:
         return None
-    starts = [s for s in NAMES if f"{s}_vs_tfidf" in last and "multiboot" in last[f"{s}_vs_tfidf"]]
-    if not starts:
-        return None
-    beaten = [
-        c
-        for c, entry in curve.items()
-        if all(
-            f"{s}_vs_tfidf" in entry
-            and _detected(entry[f"{s}_vs_tfidf"]["multiboot"])
-            and entry[f"{s}_vs_tfidf"]["multiboot"]["estimate"] < 0
-            for s in starts
-        )
-    ]
-    closest = max(starts, key=lambda s: last[f"{s}_vs_tfidf"]["multiboot"]["estimate"])
-    boot = last[f"{closest}_vs_tfidf"]["multiboot"]
-    where = (
-        "at every label count"
-        if len(beaten) == len(curve)
-        else f"at {len(beaten)} of {len(curve)} label counts"
+    lower = all(b["estimate"] < 0 for b in boots.values())
+    each = "; ".join(
+        f"{NAMES[s]} {100 * b['estimate']:+.1f} points ({_interval(b)}, Holm p = {b['p_holm']:.2g})"
+        for s, b in boots.items()
     )
-    verb = "beats every neural start" if beaten else "is not detectably better than every neural start"
-    where = where if beaten else "at any label count"
-    return (
-        f"TF-IDF + logistic regression {verb} {where}: with all labels it scores "
-        f"{rt.pct(tfidf)}, and the nearest start, {NAMES[closest]}, is "
-        f"{abs(100 * boot['estimate']):.1f} points {'below' if boot['estimate'] < 0 else 'above'} it ({_interval(boot)})."
+    found = [NAMES[s] for s, b in boots.items() if _detected(b)]
+    said = (
+        f"detected after Holm's correction for {', '.join(found)}"
+        if found
+        else "none detected after Holm's correction"
     )
+    lead = "every neural start scores below it" if lower else "the neural starts against it"
+    return f"With all labels TF-IDF + logistic regression scores {rt.pct(tfidf)} and {lead}: {each}; {said}."
 
 
 def pretraining(curve: dict, sources: str) -> str | None:
@@ -75,7 +65,10 @@ def pretraining(curve: dict, sources: str) -> str | None:
     found = [c for c, boot in tests.items() if _detected(boot)]
     all_labels = f"with all labels pretrained − scratch is {100 * tests['all']['estimate']:+.1f} points ({_interval(tests['all'])})"
     if not found:
-        return f"No difference from pretraining was detected at any of the {len(tests)} label counts ({sources}): {all_labels}."
+        return (
+            f"No difference from pretraining was detected at any of the {len(tests)} label counts after Holm's "
+            f"correction ({sources}): {all_labels}."
+        )
     said = "; ".join(
         f"{'+' if tests[c]['estimate'] > 0 else '−'}{abs(100 * tests[c]['estimate']):.1f} points at {_labels(c)} ({_interval(tests[c])})"
         for c in found

@@ -318,6 +318,8 @@ class _Report:
             views.update(
                 {f"finetune_{start}": frame for start, frame in dv.start_curves(self.f.curves).items()}
             )
+        if self.f.label_curve is not None:
+            views["label_curve"] = dv.label_curve_points(self.f.label_curve)
         if self.f.test_report is not None:
             views["confusion"] = dv.confusion_rows(self.f.test_report)
         if self.f.grid is not None:

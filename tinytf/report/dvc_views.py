@@ -65,6 +65,14 @@ def start_curves(curves: pd.DataFrame) -> dict[str, pd.DataFrame]:
     }
 
 
+def label_curve_points(label_curve: pd.DataFrame) -> pd.DataFrame:
+    """Mean test accuracy per label count of every start and baseline the curve has (hf too, where
+    it ran), one column each: `dvc plots diff` overlays two experiments' curves from it."""
+    means = [c for c in label_curve.columns if c.endswith(" mean")]
+    frame = label_curve[["n_train", *means]].rename(columns={c: c[: -len(" mean")] for c in means})
+    return frame.sort_values("n_train")
+
+
 def confusion_rows(test_report: dict) -> pd.DataFrame:
     """One (actual, predicted) row per test text, rebuilt from the confusion matrix's counts."""
     classes = test_report["classes"]

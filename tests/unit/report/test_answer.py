@@ -37,9 +37,18 @@ def test_the_answer_puts_tfidf_first_and_says_no_difference_detected_with_its_in
     )
     lines = answer_lines(f, [("plots/label_curve.png", "the curve")])
     text = lines[0]
-    assert text.startswith("TF-IDF + logistic regression beats every neural start at every label count")
-    assert "4.0 points below it (95 % CI [-6.0, -2.0])" in text
-    assert "No difference from pretraining was detected at any of the 2 label counts" in text
+    assert text.startswith(
+        "With all labels TF-IDF + logistic regression scores 78.1% and every neural start scores below it"
+    )
+    assert "the pretrained start -4.0 points (95 % CI [-6.0, -2.0], Holm p = 0.001)" in text
+    assert (
+        "detected after Holm's correction for the pretrained start, training from scratch, the frozen probe"
+        in text
+    )
+    assert (
+        "No difference from pretraining was detected at any of the 2 label counts after Holm's correction"
+        in text
+    )
     assert "over 3 pretraining runs, 5 fine-tuning seeds and the test movies at once" in text
     assert "pretrained − scratch is -1.0 points (95 % CI [-3.0, +1.0])" in text
     assert "tie" not in text and "72.3%" in text
@@ -52,8 +61,6 @@ def test_a_difference_is_named_only_where_the_interval_excludes_zero():
         {c: {"pretrained": boot(-0.01, -0.03, 0.01, 0.3)} for c in ("250", "all")},
     )
     text = answer_lines(f, [])[0]
-    assert text.startswith(
-        "TF-IDF + logistic regression is not detectably better than every neural start at any"
-    )
+    assert "the pretrained start -1.0 points (95 % CI [-3.0, +1.0], Holm p = 0.3); none detected" in text
     assert "detected difference at 1 of 2 label counts" in text and "+3.0 points at 250 labels" in text
     assert "no difference detected at the other 1" in text
