@@ -2,7 +2,7 @@
 
 glibc's malloc serves each request above its mmap threshold with a fresh mmap and unmaps it on
 free, so the next step's tensor of the same size (the LM's logits) is faulted in again, a zeroed
-page at a time (`python benchmarks/allocator.py` measures what keeping it saves).
+page at a time (what keeping it saves: benchmarks/README.md, "Studies that ended").
 
 Two `mallopt` settings, set as a stage or worker process starts: no mmap for large requests,
 and the heap's free top given back to the system only beyond `KEEP_BYTES`; the memory stays
