@@ -53,10 +53,17 @@ def spends(params, reports: Path) -> dict[str, Spend]:
         return Spend(runs, train, evaluated, per_token * (train + evaluated / 3))
 
     out = {}
-    pretrain = json.loads((reports / "pretrain" / "metrics.json").read_text())
+    # one pretraining run's tokens (each of pretrain.seeds reads as many): the first body's
+    bodies = sorted((reports / "pretrain").glob("seed*/metrics.json")) or [
+        reports / "pretrain" / "metrics.json"
+    ]
+    pretrain = json.loads(bodies[0].read_text())
+    n_bodies = max(1, len(bodies) if bodies[0].parent.name.startswith("seed") else 1)
     # each epoch scores validation, test, and a validation-sized slice of train
     corpus_eval = 2 * tokenize["corpus"]["validation"]["tokens"] + tokenize["corpus"]["test"]["tokens"]
-    out["pretrain"] = spend(1, pretrain["tokens"], pretrain["epochs"] * corpus_eval, lm_token)
+    out["pretrain"] = spend(
+        n_bodies, n_bodies * pretrain["tokens"], n_bodies * pretrain["epochs"] * corpus_eval, lm_token
+    )
 
     runs = pd.read_csv(reports / "finetune" / "runs.csv")
     trained, probes = runs[runs.start != "probe"], runs[runs.start == "probe"]

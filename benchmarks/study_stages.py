@@ -25,10 +25,15 @@ from pathlib import Path
 import yaml
 
 
+def _folder(path: str) -> str:
+    """A path with `${...}` in it (a matrix cell's, or one element of a params list) reduced to the
+    folder that holds it before its first `${`."""
+    return path.split("${")[0].rsplit("/", 1)[0] if "${" in path else path
+
+
 def _outs(stage: dict) -> list[str]:
     """A stage's output paths, a matrix cell's reduced to the folder before its first `${`."""
-    paths = [next(iter(o)) if isinstance(o, dict) else o for o in stage.get("outs", [])]
-    return [p.split("${")[0].rstrip("/-") if "${" in p else p for p in paths]
+    return [_folder(next(iter(o)) if isinstance(o, dict) else o) for o in stage.get("outs", [])]
 
 
 def needs(dvc_file: Path, names: list[str]) -> dict[str, set[str]]:
@@ -42,7 +47,7 @@ def needs(dvc_file: Path, names: list[str]) -> dict[str, set[str]]:
 
     found = {}
     for name in names:
-        deps = [next(iter(d)) if isinstance(d, dict) else d for d in stages[name].get("deps", [])]
+        deps = [_folder(next(iter(d)) if isinstance(d, dict) else d) for d in stages[name].get("deps", [])]
         found[name] = {
             other
             for other in names

@@ -230,8 +230,10 @@ def test_budget_shares_add_up_over_the_committed_run():
     rows = {line.split()[0]: line.split() for line in out.splitlines()[1:-1]}
     assert list(rows) == ["pretrain", "finetune", "grid", "variants"], out
     assert sum(float(r[-1].rstrip("%")) for r in rows.values()) == pytest.approx(100, abs=0.3), out
-    pretrain = json.loads((REPO / "reports" / "pretrain" / "metrics.json").read_text())
-    assert float(rows["pretrain"][2].rstrip("M")) == pytest.approx(pretrain["tokens"] / 1e6, abs=0.005), out
+    bodies = sorted((REPO / "reports" / "pretrain").glob("seed*/metrics.json"))  # one per pretrain.seeds
+    tokens = sum(json.loads(b.read_text())["tokens"] for b in bodies)
+    assert int(rows["pretrain"][1]) == len(bodies), out
+    assert float(rows["pretrain"][2].rstrip("M")) == pytest.approx(tokens / 1e6, abs=0.005), out
     runs = len(pd.read_csv(REPO / "reports" / "finetune" / "runs.csv"))
     assert int(rows["finetune"][1]) == runs, out
     assert re.match(

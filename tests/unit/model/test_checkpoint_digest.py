@@ -58,7 +58,9 @@ def test_the_served_bundle_names_evaluate_as_what_rebuilds_it(saved):
 
 def test_score_refuses_a_damaged_model_in_one_line(saved, tmp_path, capsys):
     zero_range(saved)
-    code = main(["score", "a sentence", "--model", str(saved), "--tokenizer", str(tmp_path / "none.json")])
+    tokenizer = tmp_path / "tokenizer.json"  # there, so the model is what the command checks
+    tokenizer.write_text("{}")
+    code = main(["score", "a sentence", "--model", str(saved), "--tokenizer", str(tokenizer)])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "damaged: its sha256" in err, err
 

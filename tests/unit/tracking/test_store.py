@@ -60,11 +60,18 @@ def fake_store(root: Path) -> dict:
 
 @pytest.fixture
 def store(tmp_path, monkeypatch):
-    # before the store: the registry looks a version's logged model up through the default client
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
+    import mlflow
+
+    # before the store: the registry looks a version's logged model up through the default client,
+    # whose URI an earlier test in this process may have set with mlflow.set_tracking_uri
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    previous = mlflow.get_tracking_uri()
+    mlflow.set_tracking_uri(uri)
     found = fake_store(tmp_path)
     monkeypatch.delenv("MLFLOW_EXPERIMENT_NAME", raising=False)
-    return found
+    yield found
+    mlflow.set_tracking_uri(previous)
 
 
 def active(store) -> set[str]:
