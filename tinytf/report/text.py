@@ -81,13 +81,10 @@ def _headline(r: ReportView) -> list[str]:
             if len(bodies) > 1
             else ""
         )
+        first = " (the first run's, whose body the grid fine-tunes)" if spread else ""
         out.append(
             f"- Pretraining ({f.objective} LM, {m['steps']} steps): validation perplexity "
-            f"{m['validation_perplexity']:.2f} per token{word} (the first run's, whose body the grid "
-            f"fine-tunes){spread}."
-            if spread
-            else f"- Pretraining ({f.objective} LM, {m['steps']} steps): validation perplexity "
-            f"{m['validation_perplexity']:.2f} per token{word}."
+            f"{m['validation_perplexity']:.2f} per token{word}{first}{spread}."
         )
     if f.counts is not None:
         c = f.counts
