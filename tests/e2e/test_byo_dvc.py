@@ -80,14 +80,16 @@ def test_editing_a_data_file_makes_dvc_status_list_prepare(workspace):
     assert sentiment_rows(workspace) == 300
 
 
-def readme_restore() -> str:
-    """The command README.md gives for getting a failed stage's last outputs back."""
-    found = re.search(r"After a failed stage[^`]*`([^`]+)`", (REPO / "README.md").read_text(encoding="utf-8"))
-    assert found, "README.md no longer says how to get a failed stage's outputs back"
+def documented_restore() -> str:
+    """The command docs/pipeline.md (linked from README.md) gives for getting a failed stage's last
+    outputs back."""
+    text = (REPO / "docs/pipeline.md").read_text(encoding="utf-8")
+    found = re.search(r"After a failed stage[^`]*`([^`]+)`", text)
+    assert found, "docs/pipeline.md no longer says how to get a failed stage's outputs back"
     return found.group(1)
 
 
-def test_a_failed_prepare_under_dvc_is_undone_by_the_readmes_command(workspace):
+def test_a_failed_prepare_under_dvc_is_undone_by_the_documented_command(workspace):
     """DVC deletes a stage's outputs before running it (no `persist`: the run cache needs that);
     the last good ones come back from DVC's cache with the command README.md gives."""
     outputs = ["data/prepared/sentiment/train.parquet", "data/reports/data.md", "data/reports/data.json"]
@@ -99,7 +101,7 @@ def test_a_failed_prepare_under_dvc_is_undone_by_the_readmes_command(workspace):
     line = ROWS + 2  # the header, then ROWS rows
     assert f"reviews.csv: line {line}: a quoted field opened on this line is never closed" in result.stderr
     assert "Traceback" not in result.stdout + result.stderr
-    command = readme_restore().replace("STAGE", "prepare")
+    command = documented_restore().replace("STAGE", "prepare")
     restored = subprocess.run(["bash", "-c", command], cwd=workspace, env=tracked_env(), capture_output=True)
     assert restored.returncode == 0, restored.stdout + restored.stderr
     assert {name: (workspace / name).read_bytes() for name in outputs} == before
