@@ -165,9 +165,9 @@ EDITS = {
     "grid": "tinytf/train/classify.py",
     "grid_finalists": "tinytf/train/grid.py",
     "evaluate": "tinytf/analysis/evaluation.py",
-    "probes": "tinytf/analysis/attention_probes.py",
-    "complexity": "tinytf/analysis/complexity.py",
-    "checks": "tinytf/analysis/checks.py",
+    "probes": "tinytf/course/attention_probes.py",
+    "complexity": "tinytf/course/complexity.py",
+    "checks": "tinytf/course/checks.py",
     "report": "tinytf/report/text.py",
 }
 

@@ -291,7 +291,7 @@ def complexity_markdown(df: pd.DataFrame, fits: pd.DataFrame) -> str:
         t[c] = t[c].map(lambda v: "" if pd.isna(v) else str(int(v)))
     note = (
         f"Batch {df.batch.iloc[0]}, {df.heads.iloc[0]} heads; time = median over repeats; memory = "
-        f"{df.memory.iloc[0]} (see `tinytf.analysis.complexity`). At fixed heads, D scales the two matmuls "
+        f"{df.memory.iloc[0]} (see `tinytf.course.complexity`). At fixed heads, D scales the two matmuls "
         "(∝ L² D) but not the L²-sized work (writing fresh score and weight tensors, the softmax) nor "
         "the score tensor itself: the time exponent in D is at most 1 and the memory exponent near 0."
     )
