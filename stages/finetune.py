@@ -23,7 +23,6 @@ from tinytf.analysis.items import ItemSource, chosen_predictions
 from tinytf.data.subsets import count_name
 from tinytf.errors import DataError
 from tinytf.io import write_json, write_parquet, write_text
-from tinytf.report.plots import plot_finetune_curves
 from tinytf.tracking.runs import TrackerCallback, stage_run
 from tinytf.train.finetune import FinetuneResult, check_label_counts, run_finetune
 from tinytf.train.recipes import find_bodies
@@ -110,7 +109,7 @@ def main() -> None:
         "--snapshots", required=True, help="folder of each body's pretraining snapshots (seed<N>/epoch<K>.pt)"
     )
     parser.add_argument(
-        "--reports", required=True, help="folder for runs.csv, curves.csv/.png, summary.json, timings.csv"
+        "--reports", required=True, help="folder for runs.csv, curves.csv, summary.json, timings.csv"
     )
     parser.add_argument("--baselines", required=True, help="the baselines stage's summary.json")
     parser.add_argument("--baseline-predictions", required=True, help="the baselines stage's predictions")
@@ -181,7 +180,6 @@ def main() -> None:
         write_text(reports / "timings.csv", result.timings.to_csv(index=False))
         write_json(reports / "summary.json", summary)
         write_parquet(args.predictions, result.predictions)
-        plot_finetune_curves(result.curves, reports / "curves.png")
         for labels, entry in summary["label_curve"].items():
             tracker.log_metrics(
                 {
@@ -199,7 +197,7 @@ def main() -> None:
                 for knob in ("lr", "dropout")
             }
         )
-        for name in ("runs.csv", "curves.csv", "summary.json", "curves.png", "timings.csv"):
+        for name in ("runs.csv", "curves.csv", "summary.json", "timings.csv"):
             tracker.log_artifact(reports / name)
     RunStore(args.state, "").clear()  # the outputs are in place: they hold every run now
 
