@@ -19,7 +19,7 @@ import pandas as pd
 
 from tinytf.analysis.evaluation import curve_summary, gap_trend, snapshot_curve, start_summary
 from tinytf.analysis.items import METHOD as ITEM_METHOD
-from tinytf.analysis.items import ItemSource, chosen_predictions
+from tinytf.analysis.items import ItemSource, bodies_by_seed, chosen_predictions
 from tinytf.data.subsets import count_name
 from tinytf.errors import DataError
 from tinytf.io import write_json, write_parquet, write_text
@@ -86,15 +86,6 @@ def summarize(
         hf_max_length=hf.max_length if hf else None,
     )
     return summary
-
-
-def body_by_seed(result: FinetuneResult) -> dict[str, dict[int, int]]:
-    """Per start that fine-tunes a body, each seed's body (its pretraining seed), from runs.csv."""
-    runs = result.runs[result.runs["body"].notna()]
-    return {
-        start: {int(s): int(b) for s, b in zip(g["seed"], g["body"], strict=True)}
-        for start, g in runs.groupby("start")
-    }
 
 
 def main() -> None:
@@ -164,7 +155,7 @@ def main() -> None:
             chosen_predictions(result.predictions, result.runs),
             baseline_predictions,
             groups,
-            body_by_seed(result),
+            bodies_by_seed(result.runs),
         )
         summary = summarize(result, finetune_params, hf_params, bool(bodies[0].snapshots), baselines, items)
         tracker.set_tags(

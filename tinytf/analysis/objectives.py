@@ -65,9 +65,8 @@ def add_multiboot(
     and test texts by movie (tinytf.analysis.multiboot), Holm across the counts: what the verdict
     rests on. `causal`, `masked`: each run's (runs.csv, predictions); a seed's bodies in the two
     runs share their pretraining seed (init and batch order), so the draws pair them."""
-    import numpy as np
 
-    from tinytf.analysis.items import chosen_predictions, correct_by_item
+    from tinytf.analysis.items import bodies_by_seed, chosen_predictions, correct_by_item, nest_of
     from tinytf.analysis.multiboot import multi_bootstrap
 
     (causal_runs, causal_pred), (masked_runs, masked_pred) = causal, masked
@@ -77,11 +76,7 @@ def add_multiboot(
     )
     boots = []
     for labels, entry in comparison["label_curve"].items():
-        nest = None
-        if "body" in masked_runs:
-            mine = masked_runs[(masked_runs["start"] == "pretrained") & masked_runs["body"].notna()]
-            by_seed = dict(zip(mine["seed"], mine["body"], strict=False))
-            nest = np.array([by_seed[s] for s in sorted(by_seed)]) if by_seed else None
+        nest = nest_of(bodies_by_seed(masked_runs).get("pretrained"))
         boot = multi_bootstrap(
             correct_by_item(masked_pred, start="pretrained", labels=labels),
             correct_by_item(causal_pred, start="pretrained", labels=labels),
