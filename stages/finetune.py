@@ -20,6 +20,7 @@ import pandas as pd
 from tinytf.analysis.evaluation import curve_summary, gap_trend, snapshot_curve, start_summary
 from tinytf.analysis.items import METHOD as ITEM_METHOD
 from tinytf.analysis.items import ItemSource, bodies_by_seed, chosen_predictions
+from tinytf.data.sentiment import test_groups
 from tinytf.data.subsets import count_name
 from tinytf.errors import DataError
 from tinytf.io import write_json, write_parquet, write_text
@@ -146,15 +147,10 @@ def main() -> None:
             args.state,
         )
         runtime = result.runtime
-        # each test text's movie, where the data has one: the multi-bootstrap draws movies, not texts
-        # (without it, each text is its own cluster, and the summary's `sources` say "text")
-        test = Path(args.data) / "prepared" / "sentiment" / "test.parquet"
-        test = pd.read_parquet(test) if test.exists() else {}
-        groups = test["group"].to_numpy() if "group" in test else None
         items = ItemSource(
             chosen_predictions(result.predictions, result.runs),
             baseline_predictions,
-            groups,
+            test_groups(args.data),  # without movies, the summary's `sources` say "text"
             bodies_by_seed(result.runs),
         )
         summary = summarize(result, finetune_params, hf_params, bool(bodies[0].snapshots), baselines, items)

@@ -261,15 +261,6 @@ def _cached_at_head(root: Path, out: str) -> Path:
     raise ParamsError(f"HEAD:dvc.lock: no output {out}; commit the causal run's dvc.lock first")
 
 
-def _test_groups(root: Path):
-    """Each test text's movie, where the prepared data has one (the multi-bootstrap draws movies)."""
-    import pandas as pd
-
-    test = root / "data" / "prepared" / "sentiment" / "test.parquet"
-    frame = pd.read_parquet(test) if test.exists() else None
-    return frame["group"].to_numpy() if frame is not None and "group" in frame else None
-
-
 def compare_objectives(
     values: dict, here: dict, params_file: str | Path, reports: Path, folder: Path
 ) -> None:
@@ -279,6 +270,7 @@ def compare_objectives(
     import pandas as pd  # here: the other commands start without pandas
 
     from tinytf.analysis import objectives
+    from tinytf.data.sentiment import test_groups
 
     head = flatten(yaml.safe_load(_at_head(Path(params_file))) or {})
     other = sorted(
@@ -297,7 +289,7 @@ def compare_objectives(
         comparison,
         (causal, pd.read_parquet(_cached_at_head(root, PREDICTIONS))),
         (masked, pd.read_parquet(root / PREDICTIONS)),
-        _test_groups(root),
+        test_groups(root / "data"),
     )
     commit = _git(["rev-parse", "HEAD"], runs.resolve().parent).stdout.strip()
     write_json(folder / "objectives.json", {"objectives": comparison, "causal_run": commit})
