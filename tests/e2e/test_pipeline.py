@@ -168,7 +168,7 @@ EDITS = {
     "probes": "tinytf/course/attention_probes.py",
     "complexity": "tinytf/course/complexity.py",
     "checks": "tinytf/course/checks.py",
-    "report": "tinytf/report/text.py",
+    "report": "tinytf/report/derive.py",
 }
 
 

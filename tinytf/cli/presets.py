@@ -100,7 +100,7 @@ def run_preset(
 
 
 # what a preset's committed report holds: what its README was written from (readme.json: the README
-# is written again from it, tinytf.report.view), its tables and plots (the README links them), the
+# is written again from it, tinytf.report.render), its tables and plots (the README links them), the
 # headline metrics, the finetune and baselines summaries and the variants verdicts
 EXPORTED = {
     "readme.json": "readme.json",
@@ -198,11 +198,10 @@ def preset_readme(folder: Path) -> str:
     the report stage wrote it), links to files the export does not hold kept as text, and the
     masked preset's comparison with the causal run (objectives.json). The export writes it, and
     tests/contract/test_committed_reports.py checks every committed one against it."""
-    from tinytf.report.text import render_readme
-    from tinytf.report.view import read_view
+    from tinytf.report.render import read_view, render
 
     folder = Path(folder)
-    text = render_readme(read_view(folder / "readme.json"))
+    text = render(read_view(folder / "readme.json"))
     if (folder / "objectives.json").exists():
         values = json.loads((folder / "preset.json").read_text(encoding="utf-8"))
         comparison = json.loads((folder / "objectives.json").read_text(encoding="utf-8"))["objectives"]

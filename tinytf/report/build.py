@@ -24,14 +24,14 @@ from tinytf.params.config import Params
 from tinytf.report import tables as rt
 from tinytf.report.bodies import bodies_section
 from tinytf.report.champion import champion_section
-from tinytf.report.facts import STAGE_FILES, UPSTREAM, Facts
+from tinytf.report.derive import derive
+from tinytf.report.facts import STAGE_FILES, UPSTREAM, Facts, Listing
 from tinytf.report.grid import grid_section
 from tinytf.report.mistakes import mistakes_section
 from tinytf.report.publish import publish, published
+from tinytf.report.render import render, write_view
 from tinytf.report.run_card import load_records, run_card
-from tinytf.report.text import render_readme
 from tinytf.report.transfer import transfer_section
-from tinytf.report.view import view_json, write_view
 
 
 class _Report:
@@ -404,9 +404,12 @@ def build_report(params: Params, root: str | Path = ".", out_dir: str | Path = "
         report.dvc_views,
     ):
         section()
-    report.pending.append((out / "README.md", write_text, (render_readme(report),)))
-    # what the README was written from: a committed README is checked against it (tinytf.report.view)
-    report.pending.append((out / "readme.json", write_view, (view_json(report),)))
+    listing = Listing(report.missing, report.notes, report.tables, report.plots, report.published)
+    # the README is rendered from what readme.json holds (plain JSON), so a committed README can be
+    # checked against its view (tests/contract/test_committed_reports.py)
+    view = json.loads(json.dumps(derive(report.f, params, listing)))
+    report.pending.append((out / "README.md", write_text, (render(view),)))
+    report.pending.append((out / "readme.json", write_view, (view,)))
     # written beside `out`, then put in place together (tinytf.io.staged): a failure leaves the last
     # report whole; tables/, plots/ and dvc/ are replaced whole, so no file of an earlier build stays
     with staged([out], "report") as staging:

@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from tinytf.analysis.evaluation import ALPHA
 from tinytf.analysis.items import chosen_predictions, correct_by_item, item_comparison
 from tinytf.data.predictions import RUN_KEYS
-from tinytf.report import tables as rt
 
 NAMES = {"tfidf_lr": "TF-IDF + LR", "probe": "the linear probe", "hf": "the hf start"}
 
@@ -47,27 +45,6 @@ def champion_comparison(
     accuracies = {"champion": out["champion"]} | {r["start"]: r["accuracy"] for r in out["rivals"].values()}
     out["best"] = max(accuracies, key=accuracies.get)
     return out
-
-
-def champion_text(c: dict) -> str:
-    """One headline sentence: the served model against each rival, and which is best."""
-    parts = []
-    for rival in c["rivals"].values():
-        detected = rival["p_value"] < ALPHA
-        seeds = f", mean of {rival['seeds']} seeds" if rival["seeds"] > 1 else ""
-        parts.append(
-            f"against {name(rival['start'])} with all labels ({rt.pct(rival['accuracy'])}{seeds}) "
-            f"{rival['mean_difference'] * 100:+.1f} points (p = {rival['p_value']:.3g} over the texts, "
-            f"{'a difference detected there' if detected else 'no difference detected there'})"
-        )
-    best = "the served model" if c["best"] == "champion" else name(c["best"])
-    return (
-        f"- The served model ({rt.pct(c['champion'])}) on the same {c['n_items']:,} test texts, paired per "
-        f"text: {'; '.join(parts)}. The served model is one run, one seed of the grid's winner: these p "
-        "hold it fixed and count the test texts alone, not its seed-to-seed spread. Highest test accuracy "
-        f"of the three: {best} (the best start is the one with the best mean validation accuracy; test "
-        "chose nothing)."
-    )
 
 
 def champion_section(r) -> None:

@@ -5,7 +5,7 @@ it can and the README lists what is missing."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, NamedTuple, Protocol
+from typing import NamedTuple
 
 import pandas as pd
 
@@ -44,17 +44,15 @@ class Facts:
     sample: tuple[str, str] | None = None  # (name, text) of the sentence the heads were read on
 
 
-class ReportView(Protocol):
-    """What the README text reads: of a report being built (tinytf.report.build), or of one
-    committed (its readme.json, tinytf.report.view)."""
+class Listing(NamedTuple):
+    """What the README lists besides the facts: absent inputs, notes, the tables and plots
+    written (link, sentence) and the stages' own files published beside it."""
 
-    f: Facts
-    params: Any
     missing: list  # (what, path, how to make it) per absent input
     notes: list[str]
-    tables: list  # (link, sentence)
+    tables: list
     plots: list
-    published: list[str]  # the stages' own files published beside the README
+    published: list[str]
 
 
 class Upstream(NamedTuple):

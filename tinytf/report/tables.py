@@ -19,6 +19,7 @@ import pandas as pd
 from tinytf.data.splits import SPLITS
 from tinytf.errors import DataError
 from tinytf.report.facts import UPSTREAM
+from tinytf.report.phrases import pm
 
 ID_COLUMNS = ("pos_encoding", "head_merge", "seed")
 
@@ -198,10 +199,6 @@ def variants_markdown_frame(stats: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def pm(mean: float, std: float, digits: int) -> str:
-    return f"{mean:,.{digits}f}" if pd.isna(std) else f"{mean:,.{digits}f} ± {std:,.{digits}f}"
-
-
 # -------------------------------------------------------------------------------------- finetune
 
 
@@ -337,105 +334,6 @@ def complexity_table(fits: pd.DataFrame) -> pd.DataFrame:
         out["variable"].map(expected).fillna(""),
     )
     return out
-
-
-# ------------------------------------------------------------------- numbers quoted in the README
-
-
-def pct(x: float) -> str:
-    return f"{x:.1%}"
-
-
-def pp(x: float) -> str:
-    return f"{x * 100:+.1f} pp"
-
-
-def starts_text(summary: dict) -> str:
-    starts = summary["starts"]
-    return ", ".join(
-        f"{start} {pct(a['test_accuracy_mean'])} ± {a['test_accuracy_std'] * 100:.1f} pp"
-        for start, a in starts.items()
-    )
-
-
-def paired_text(test: dict) -> str:
-    t, p = test.get("t"), test.get("p_value")
-    one_sample = test.get("test", "paired t") != "paired t"
-    if t is not None and p is not None:
-        stats = f"{'one-sample ' if one_sample else ''}t = {t:.2f}, p = {p:.3g}"
-        if test.get("p_holm") is not None:
-            stats += f", Holm-adjusted p = {test['p_holm']:.3g}"
-    elif no_spread(test) and test.get("sign_test_p") is not None:
-        stats = f"the same in every seed, so no t-test; a sign test gives p = {test['sign_test_p']:.3g}"
-    elif no_spread(test) and (test.get("items") or {}).get("p_value") is not None:
-        stats = (
-            f"the same in every seed, so no t-test; over the {test['items']['n_items']:,} test texts "
-            f"p = {test['items']['p_value']:.3g}"
-        )
-    elif no_spread(test):
-        stats = (
-            f"the same in every seed, so no t-test; {test['n']} seeds are too few for a sign test to "
-            f"reject (its smallest p is {2 / 2 ** test['n']:.3g})"
-        )
-    else:
-        stats = "no spread: t-test undefined"
-    seeds = "seeds against one fit" if one_sample else "paired seeds"
-    return f"{pp(test['mean_difference'])} ({stats}, {test['n']} {seeds})"
-
-
-def no_spread(test: dict) -> bool:
-    """Several seeds, every one with the same nonzero difference: a t-test divides by zero, and
-    only a sign test could decide (`tinytf.analysis.evaluation.paired_comparison` decided both,
-    with its float tolerance, and leaves the sign test out where it cannot reject)."""
-    return test.get("p_value") is None and test["n"] > 1 and test.get("mean_difference", 0) != 0
-
-
-def first_epoch(c: pd.DataFrame | None) -> pd.DataFrame | None:
-    """Mean over seeds of each start's first-epoch accuracies."""
-    if c is None:
-        return None
-    return (
-        c[c["epoch"] == c["epoch"].min()]
-        .groupby("start", sort=False)[["train_accuracy", "validation_accuracy"]]
-        .mean()
-    )
-
-
-def variant(stats: pd.DataFrame, pos: str, merge: str, col: str = "dev") -> tuple[float, float] | None:
-    row = stats[(stats["pos_encoding"] == pos) & (stats["head_merge"] == merge)]
-    if row.empty or col not in row:
-        return None
-    return float(row[col].iloc[0]), float(row[f"{col}_std"].iloc[0])
-
-
-def spread_text(stats: pd.DataFrame, pairs: list[tuple[str, str]], col: str = "dev") -> str:
-    """'gap G, within/beyond twice the largest seed std S' over (pos, merge) pairs against (pos, concat)."""
-    gaps, stds = [], []
-    for pos, merge in pairs:
-        a, b = variant(stats, pos, merge, col), variant(stats, pos, "concat", col)
-        if a and b:
-            gaps.append(abs(a[0] - b[0]))
-            stds += [a[1], b[1]]
-    if not gaps:
-        return ""
-    if any(np.isnan(stds)):
-        return f"largest gap to concat {max(gaps):,.1f}; one seed only, so no spread to compare it with"
-    gap, sd = max(gaps), max(stds)
-    if gap <= 2 * sd:
-        return f"largest gap to concat {gap:,.1f}, within twice the largest seed std ({sd:,.1f}): seed noise"
-    return (
-        f"largest gap to concat {gap:,.1f}, beyond twice the largest seed std ({sd:,.1f}); since the merge "
-        "expresses the same functions, that is optimisation noise the seeds do not average out"
-    )
-
-
-def variants_text(stats: pd.DataFrame, merges: tuple[str, ...], col: str = "dev") -> str:
-    parts = []
-    for pos in dict.fromkeys(stats["pos_encoding"]):
-        cells = [f"{m} {pm(*variant(stats, pos, m, col), 1)}" for m in merges if variant(stats, pos, m, col)]
-        if cells:
-            parts.append(f"{pos} positions: " + ", ".join(cells))
-    return "; ".join(parts)
 
 
 def fmt_num(value, digits: int = 3) -> str:

@@ -20,8 +20,8 @@ from tinytf.data.sentiment import SentimentData
 from tinytf.data.subsets import ALL, check_counts, label_order, label_subset
 from tinytf.errors import ParamsError
 from tinytf.params.config import FinetuneParams, load_params
-from tinytf.report.tables import paired_text
-from tinytf.report.transfer import verdict
+from tinytf.report.derive_transfer import verdict
+from tinytf.report.phrases import paired_text
 from tinytf.train.finetune import run_finetune, schedule
 from tinytf.train.loop import Callback
 from tinytf.train.recipes import chosen_recipe
@@ -549,20 +549,6 @@ def test_probe_chooses_c_on_validation_and_scores_test():
     assert fit.test_accuracy > 0.9 and 0 < fit.test_loss < 0.5
     tie = fit_probe({s: np.ones((len(y), 1)) for s, y in labels.items()}, labels, [3.0, 0.1])
     assert tie.c == 0.1  # no C can do better than the majority: the more regularised wins the tie
-
-
-def test_baseline_sentence_says_when_the_published_numbers_are_on_the_same_test_sentences():
-    from tinytf.report.transfer import _baseline_text
-
-    curve = pd.DataFrame(
-        {"pretrained mean": [0.70, 0.85], "scratch mean": [0.6, 0.75], "tfidf_lr mean": [0.7, 0.82]}
-    )
-    [sst2] = _baseline_text(curve, "sst2")
-    assert "(pretrained, 85.0%) stands 3.0 points above TF-IDF" in sst2
-    assert "1.3 points above CNN-rand's published 83.7%" in sst2 and "the same 1,821 test sentences" in sst2
-    [other] = _baseline_text(curve.assign(**{"pretrained mean": [0.7, 0.8]}), "rt_critic_snippets")
-    assert "2.0 points below TF-IDF" in other and "3.7 points below CNN-rand" in other
-    assert "context only, another dataset" in other
 
 
 def test_the_baselines_vocabulary_is_every_train_text_while_labels_come_from_the_subset(monkeypatch):
