@@ -9,10 +9,11 @@ seed, with the bootstrap interval), whichever start `grid.start` gave it.
 
 from __future__ import annotations
 
-import json
 import re
 
 import pandas as pd
+
+from tinytf.report.artifacts import Table
 
 # what is published about the pretraining of checkpoints people use with the hf start (matched on
 # the checkpoint's name); anything else says "see its model card"
@@ -112,49 +113,11 @@ def bodies_table(
     return pd.DataFrame(rows)
 
 
-def bodies_section(report) -> None:
-    """Add the table to a `tinytf.report.build._Report` (after its finetune and grid sections)."""
-    from tinytf.report.facts import UPSTREAM
-
-    f, root = report.f, report.root
-    if f.finetune is None and f.metrics is None:
-        return
-    timings = report.inputs.csv("finetune_timings", ("start", "labels", "seconds"))
-    best_result = best_model = None
-    if f.metrics is not None and f.grid is not None:
-        from tinytf.analysis.grid import cell_key
-
-        key = cell_key(**{k: f.metrics["best"][k] for k in ("optimizer", "lr", "batch_size", "epochs")})
-        grid_dir = root / UPSTREAM["grid"].path
-        result_path, model_path = grid_dir / f"{key}.result.json", grid_dir / f"{key}.json"
-        if result_path.exists():
-            best_result = json.loads(result_path.read_text(encoding="utf-8"))
-        if model_path.exists():
-            best_model = json.loads(model_path.read_text(encoding="utf-8"))
-    meta = report.inputs.path("models_pretrained")
-    pretrained_meta = json.loads(meta.read_text(encoding="utf-8")) if meta.exists() else None
-    corpus = lm_corpus(f.data, report.params.prepare.corpus.source)
-    ours = (f.counts or {}).get("base+cls_head")
-    table = bodies_table(
-        f.finetune,
-        timings,
-        f.metrics,
-        best_result,
-        best_model,
-        report.params.grid.start,
-        pretrained_meta,
-        corpus,
-        ours,
-    )
-    if table.empty:
-        return
-    f.bodies = table
-    external = ((best_model or {}).get("hf") if report.params.grid.start == "hf" else None) or (
-        {"source": f.finetune.get("hf_checkpoint"), "max_length": f.finetune.get("hf_max_length")}
-        if f.finetune and f.finetune.get("hf_checkpoint")
-        else None
-    )
-    f.external = external  # course report 004 Q1 for its tokenizer (report text)
+def bodies_tables(f, params) -> list:
+    """The table of `f.bodies` (tinytf.report.read_runs), its sizes, times and accuracies worded."""
+    table = f.bodies
+    if table is None:
+        return []
     shown = table.assign(
         **{
             "parameters": [f"{p / 1e6:.2f}M" if pd.notna(p) else "" for p in table["parameters"]],
@@ -162,13 +125,9 @@ def bodies_section(report) -> None:
             "test accuracy": [f"{a:.1f} %" for a in table["test accuracy"]],
         }
     )
-    report.table(
-        "bodies",
-        "Who pretrained the body",
-        "The same sentiment splits, classified from bodies "
-        "nobody pretrained, our own language model pretrained, and an external encoder pretrained "
-        "at scale (the `hf` start): size, pretraining data, wall time of one fine-tuning run on "
-        "this machine, test accuracy.",
-        table,
-        shown,
+    sentence = (
+        "The same sentiment splits, classified from bodies nobody pretrained, our own language model "
+        "pretrained, and an external encoder pretrained at scale (the `hf` start): size, pretraining data, "
+        "wall time of one fine-tuning run on this machine, test accuracy."
     )
+    return [Table("bodies", "Who pretrained the body", sentence, table, shown)]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from tinytf.analysis.items import chosen_predictions, correct_by_item, item_comparison
-from tinytf.data.predictions import RUN_KEYS
+from tinytf.report.artifacts import Table
 
 NAMES = {"tfidf_lr": "TF-IDF + LR", "probe": "the linear probe", "hf": "the hf start"}
 
@@ -47,17 +47,11 @@ def champion_comparison(
     return out
 
 
-def champion_section(r) -> None:
-    """Facts for the headline, where the champion's, the curve's and the baselines' predictions are."""
-    champion = r.inputs.parquet("evaluate_predictions", ("split", "item", "label", "prediction"))
-    finetune = r.inputs.parquet("finetune_predictions", ("start", "labels", "split", "item", "prediction"))
-    runs = r.inputs.csv("finetune_runs", ("chosen", "validation_accuracy", *RUN_KEYS))
-    if champion is None or finetune is None or runs is None:
-        return
-    baselines = r.inputs.parquet("baseline_predictions", ("start", "labels", "split", "item", "prediction"))
-    r.f.champion_vs = c = champion_comparison(champion, finetune, runs, baselines)
+def champion_tables(f, params) -> list:
+    """The served model beside the other candidates, where the comparison was made."""
+    c = f.champion_vs
     if c is None:
-        return
+        return []
     rows = [{"model": "the served model (the grid's winner)", "test_accuracy": c["champion"], "seeds": 1}]
     rows += [
         {
@@ -71,11 +65,11 @@ def champion_section(r) -> None:
         }
         for rival in c["rivals"].values()
     ]
-    r.table(
-        "champion_vs",
-        "The served model beside the other candidates",
-        f"Test accuracy on the same {c['n_items']:,} texts; the served model minus each, paired per text "
-        "(a start's share of its seeds right), with its 95 % bootstrap interval and permutation p. The best "
-        "start is the one with the best mean validation accuracy at all labels.",
-        pd.DataFrame(rows),
+    sentence = (
+        f"Test accuracy on the same {c['n_items']:,} texts; the served model minus each, paired per text (a "
+        "start's share of its seeds right), with its 95 % bootstrap interval and permutation p. The best start "
+        "is the one with the best mean validation accuracy at all labels."
     )
+    return [
+        Table("champion_vs", "The served model beside the other candidates", sentence, pd.DataFrame(rows))
+    ]

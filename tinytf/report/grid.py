@@ -1,143 +1,72 @@
-"""The report's test and grid sections: the served model's test metrics, then every grid cell
+"""The report's test and grid tables: the served model's test metrics, then every grid cell
 (finalists with their mean ± std over seeds), the winner against the runner-up, the optimizer
 verdict, the heatmaps and the optimizer curves at the winner's lr and batch size."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 
-from tinytf.analysis.grid import MissingCell, best_cell, cell_key, load_cells, load_curves
+from tinytf.analysis.grid import cell_key
 from tinytf.analysis.power import detectable_difference, pooled_seed_std
-from tinytf.errors import DataError
 from tinytf.report import tables as rt
+from tinytf.report.artifacts import Plot, Table
 from tinytf.report.facts import UPSTREAM
 from tinytf.report.model_card import runner_up_outcome
 
-METRICS_KEYS = (
-    "test_accuracy",
-    "test_accuracy_ci95",
-    "test_macro_f1",
-    "best.optimizer",
-    "best.lr",
-    "best.batch_size",
-    "best.epochs",
-    "best.validation_accuracy",
-    "best.validation_loss",
-)
 
-
-def grid_section(report) -> None:
-    """Add the test tables, then the grid's, to a `tinytf.report.build._Report`."""
+def grid_tables(f, params) -> list:
+    """The best cell's test tables, then every grid cell, its heatmaps and optimizer curves."""
     from tinytf.report.plots import plot_grid_heatmaps, plot_optimizer_curves
 
-    grid_dir = report.inputs.exists("grid")  # first: missing inputs are listed in the order read
-    metrics = _test_tables(report)
-    loaded = _grid_cells(report, grid_dir) if grid_dir is not None else None
-    if loaded is None:
-        return
-    cells, curves = loaded
-    if metrics is not None:
-        best = {k: metrics["best"][k] for k in ("optimizer", "lr", "batch_size", "epochs")}
-    else:
-        best = best_cell(cells)[["optimizer", "lr", "batch_size", "epochs"]].to_dict()
-    best_key = cell_key(**best)
-    if best_key not in set(cells["key"]):
-        report.notes.append(
-            f"`reports/metrics.json` names best cell {best_key}, which is not in the current grid: "
-            "re-run `dvc repro evaluate`."
-        )
-    report.f.grid, report.f.best = cells, best
-    grid = report.params.grid
-    selection = (metrics or {}).get("grid_selection")
+    out = _test_tables(f)
+    if f.grid is None:
+        return out
+    cells, best, grid = f.grid, f.best, params.grid
+    selection = (f.metrics or {}).get("grid_selection")
     finalists = (selection or {}).get("finalists")
-    report.table(
-        "grid",
-        "Optimizer × learning rate × batch size × epochs",
-        "Final train and validation "
-        f"metrics of every grid cell (start `{grid.start}`, round one on seed {grid.seed}); the "
-        f"{len(grid.finalists)} best by validation accuracy ran again on seeds "
-        f"{', '.join(map(str, grid.finalist_seeds))} (mean ± std over all their seeds), and the winner, "
-        f"the best mean, is marked.{grid_resolution(report.f.finetune, cells, finalists)}"
-        + (selection_text(selection) if selection else ""),
-        rt.grid_table(cells, best_key, finalists),
+    sentence = (
+        f"Final train and validation metrics of every grid cell (start `{grid.start}`, round one on seed "
+        f"{grid.seed}); the {len(grid.finalists)} best by validation accuracy ran again on seeds "
+        f"{', '.join(map(str, grid.finalist_seeds))} (mean ± std over all their seeds), and the winner, the best "
+        f"mean, is marked.{grid_resolution(f.finetune, cells, finalists)}"
+        + (selection_text(selection) if selection else "")
     )
-    report.plot(
-        "grid_heatmaps",
-        "Validation accuracy over learning rate × batch size, one panel per optimizer.",
-        plot_grid_heatmaps,
-        cells,
+    table = rt.grid_table(cells, cell_key(**best), finalists)
+    heatmaps = "Validation accuracy over learning rate × batch size, one panel per optimizer."
+    curves = (
+        f"Loss and accuracy per epoch of every optimizer at the best cell's lr {best['lr']:g} and batch size "
+        f"{best['batch_size']} (course report 004's optimizer figures)."
     )
-    report.plot(
-        "optimizer_curves",
-        f"Loss and accuracy per epoch of every optimizer at the best cell's lr "
-        f"{best['lr']:g} and batch size {best['batch_size']} (course report 004's optimizer figures).",
-        plot_optimizer_curves,
-        curves,
-        best["lr"],
-        best["batch_size"],
-    )
+    return out + [
+        Table("grid", "Optimizer × learning rate × batch size × epochs", sentence, table),
+        Plot("grid_heatmaps", heatmaps, plot_grid_heatmaps, (cells,)),
+        Plot(
+            "optimizer_curves", curves, plot_optimizer_curves, (f.grid_curves, best["lr"], best["batch_size"])
+        ),
+    ]
 
 
-def _test_tables(report) -> dict | None:
-    """The best cell's test metrics, per-class scores and confusion matrix; returns the metrics."""
-    metrics = report.inputs.json("metrics", keys=METRICS_KEYS)
-    test = report.inputs.json(
-        "evaluate_test_report", keys=("accuracy", "per_class", "confusion_matrix", "classes", "n")
-    )
+def _test_tables(f) -> list:
+    """The best cell's test metrics, per-class scores and confusion matrix."""
+    out, metrics, test = [], f.metrics, f.test_report
     if metrics is not None:
-        report.f.metrics = metrics
         promotion = (metrics.get("promotion") or {}).get("reason")  # what evaluate did with @champion
         said = f" Registry: {promotion} (`tinytf champion show`)." if promotion else ""
-        report.table(
-            "best",
-            "The grid's winner on test",
-            "The finalist with the best mean validation accuracy over its seeds (its best seed's run "
-            f"is served) and its test metrics, with the 95% percentile-bootstrap interval of test accuracy.{said}",
-            rt.best_table(metrics),
-            rt.best_table(metrics).assign(value=lambda t: [rt.fmt_num(v, 4) for v in t["value"]]),
+        sentence = (
+            "The finalist with the best mean validation accuracy over its seeds (its best seed's run is served) "
+            f"and its test metrics, with the 95% percentile-bootstrap interval of test accuracy.{said}"
         )
+        table = rt.best_table(metrics)
+        shown = table.assign(value=lambda t: [rt.fmt_num(v, 4) for v in t["value"]])
+        out.append(Table("best", "The grid's winner on test", sentence, table, shown))
     if test is not None:
-        report.f.test_report = test
-        path = report.root / UPSTREAM["evaluate_test_report"].path
-        report.table(
-            "per_class",
-            "Per-class test metrics",
-            "Precision, recall, F1 and support of the best cell on the test split.",
-            rt.per_class_table(test, path),
-        )
-        report.table(
-            "confusion",
-            "Confusion matrix",
-            "Test counts of the best cell: rows the true class, columns the predicted one.",
-            rt.confusion_table(test, path),
-        )
-    return metrics
-
-
-def _grid_cells(report, grid_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame] | None:
-    """Every cell of the current grid params and its curves, each result file checked first; None
-    (listed as missing) while a cell has no result yet."""
-    for path in sorted(grid_dir.glob("*.result.json")):  # the cell results (not the model configs)
-        try:
-            result = json.loads(path.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise DataError(f"{path}: not valid JSON ({exc})") from None
-        if isinstance(result, dict) and "cell" in result:
-            columns = (f"final.{k}" for k in rt.GRID_COLUMNS[4:])
-            rt.require(result, path, "history", "final", "checkpoint", *columns)
-    try:
-        return load_cells(report.params.grid, grid_dir), load_curves(report.params.grid, grid_dir)
-    except MissingCell as exc:  # a cell of the current params has no result yet
-        report.inputs.missing.append(
-            ("grid cell", f"{UPSTREAM['grid'].path}/{exc.key}.result.json", "dvc repro grid")
-        )
-        return None
-    except KeyError as exc:
-        raise DataError(f"{grid_dir}: a grid cell result lacks {exc}") from None
+        path = f.root / UPSTREAM["evaluate_test_report"].path
+        sentence = "Precision, recall, F1 and support of the best cell on the test split."
+        out.append(Table("per_class", "Per-class test metrics", sentence, rt.per_class_table(test, path)))
+        sentence = "Test counts of the best cell: rows the true class, columns the predicted one."
+        out.append(Table("confusion", "Confusion matrix", sentence, rt.confusion_table(test, path)))
+    return out
 
 
 def selection_text(selection: dict) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from tinytf.analysis.items import chosen_predictions
-from tinytf.data.predictions import RUN_KEYS
+from tinytf.report.artifacts import Table
 from tinytf.report.facts import UPSTREAM
 
 ROWS = 5  # per direction of disagreement; the champion's mistakes get twice as many
@@ -71,39 +71,45 @@ def champion_mistakes(predictions: pd.DataFrame, texts: list[str], classes: list
     )
 
 
-def mistakes_section(r) -> None:
+def mistakes_tables(f, params) -> list:
     """The error tables, where the predictions and the test texts are there."""
-    texts = r.inputs.parquet("sentiment_test", ("text",))
-    if texts is None or r.f.test_report is None and r.f.finetune is None:
-        return
-    texts = texts["text"].tolist()
-    classes = (r.f.finetune or {}).get("classes") or (r.f.test_report or {}).get("classes")
-    finetune = r.inputs.parquet("finetune_predictions", ("start", "labels", "split", "item", "prediction"))
-    runs = r.inputs.csv("finetune_runs", ("chosen", *RUN_KEYS)) if finetune is not None else None
-    if runs is not None and {"pretrained", "scratch"} <= set(finetune["start"]):
+    if f.texts is None or f.test_report is None and f.finetune is None:
+        return []
+    out, texts = [], f.texts
+    classes = (f.finetune or {}).get("classes") or (f.test_report or {}).get("classes")
+    finetune, runs = f.finetune_predictions, f.finetune_runs
+    if finetune is not None and runs is not None and {"pretrained", "scratch"} <= set(finetune["start"]):
         # the runs the curve reports (each start's chosen recipe, from the final model), all labels
-        chosen = chosen_predictions(finetune, runs.astype({"labels": str}))
+        chosen = chosen_predictions(finetune, runs)
         chosen = chosen[chosen["labels"] == "all"]
-        r.table(
-            "disagreements",
-            "Where pretrained and scratch disagree",
-            f"Test texts (all labels) where one start is right in more of the {_seeds(chosen)} seeds than "
-            "the other, the largest gap and then the highest mean probability first, "
-            f"{ROWS} each way (from `{UPSTREAM['finetune_predictions'].path}`; item = row of the test file).",
-            disagreements(chosen, texts, classes),
-            floatfmt=".2f",
+        sentence = (
+            f"Test texts (all labels) where one start is right in more of the {_seeds(chosen)} seeds than the "
+            f"other, the largest gap and then the highest mean probability first, {ROWS} each way (from "
+            f"`{UPSTREAM['finetune_predictions'].path}`; item = row of the test file)."
         )
-    champion = r.inputs.parquet("evaluate_predictions", ("split", "item", "prediction", "probability"))
+        table = disagreements(chosen, texts, classes)
+        out.append(
+            Table("disagreements", "Where pretrained and scratch disagree", sentence, table, None, ".2f")
+        )
+    champion = f.champion
     if champion is not None:
-        r.table(
-            "champion_mistakes",
-            "The served model's most confident mistakes",
-            f"The best grid cell's wrong test answers, the highest probability first ({2 * ROWS} of "
-            f"{int((champion['prediction'] != champion['label']).sum()):,}; from "
-            f"`{UPSTREAM['evaluate_predictions'].path}`).",
-            champion_mistakes(champion, texts, classes),
-            floatfmt=".3f",
+        wrong = int((champion["prediction"] != champion["label"]).sum())
+        sentence = (
+            f"The best grid cell's wrong test answers, the highest probability first ({2 * ROWS} of {wrong:,}; "
+            f"from `{UPSTREAM['evaluate_predictions'].path}`)."
         )
+        table = champion_mistakes(champion, texts, classes)
+        out.append(
+            Table(
+                "champion_mistakes",
+                "The served model's most confident mistakes",
+                sentence,
+                table,
+                None,
+                ".3f",
+            )
+        )
+    return out
 
 
 def _seeds(rows: pd.DataFrame) -> int:

@@ -8,8 +8,8 @@ import pandas as pd
 
 from tinytf.analysis.evaluation import ALPHA
 from tinytf.report import tables as rt
+from tinytf.report.artifacts import Plot, Table
 from tinytf.report.derive_transfer import ARMS, search_labels_text
-from tinytf.report.facts import UPSTREAM
 
 
 def curve_frame(finetune: dict, baselines: dict | None, path) -> pd.DataFrame:
@@ -62,72 +62,53 @@ def curve_frame(finetune: dict, baselines: dict | None, path) -> pd.DataFrame:
     return pd.DataFrame(rows).sort_values("n_train", kind="stable").reset_index(drop=True)
 
 
-def transfer_section(r) -> None:
-    """Tables and plots of the transfer study; facts for the text."""
+def transfer_tables(f, params) -> list:
+    """The labelled-data curve, the pretraining-tokens curve and the recipes, as tables and plots."""
     from tinytf.report.plots import plot_label_curve, plot_snapshot_curve
 
-    s = r.f.finetune
-    if s is None or "label_curve" not in s:
-        return
-    path = r.root / UPSTREAM["finetune_summary"].path
-    baselines = r.inputs.json("baselines_summary", keys=("label_curve",))
-    curve = curve_frame(s, baselines, path)
-    r.f.label_curve, r.f.baselines = curve, baselines
-    r.table(
-        "label_curve",
-        "Labelled-data curve",
-        "Test accuracy against train labels: each start (mean, std, "
-        "seeds) next to the majority class and TF-IDF + logistic regression fitted on the same subsets, and "
-        "the paired differences against scratch and against TF-IDF + LR with their p over seeds, the "
-        f"Holm-adjusted p across label counts (Holm p < {ALPHA} is a detected difference) and, for the "
-        "pretrained start, the p of the same comparison over the test texts."
-        + (
+    s, curve = f.finetune, f.label_curve
+    if curve is None:
+        return []
+    sentence = (
+        "Test accuracy against train labels: each start (mean, std, seeds) next to the majority class and "
+        "TF-IDF + logistic regression fitted on the same subsets, and the paired differences against scratch "
+        "and against TF-IDF + LR with their p over seeds, the Holm-adjusted p across label counts (Holm p < "
+        f"{ALPHA} is a detected difference) and, for the pretrained start, the p of the same comparison over "
+        "the test texts."
+    )
+    if any(c.endswith("(all sources, Holm)") for c in curve.columns):
+        sentence += (
             " The columns marked (all sources) are each difference's 95 % interval and Holm p over seeds "
             "and test movies at once (the multi-bootstrap): the verdict rests on them."
-            if any(c.endswith("(all sources, Holm)") for c in curve.columns)
-            else ""
+        )
+    out = [
+        Table("label_curve", "Labelled-data curve", sentence, curve),
+        Plot(
+            "label_curve",
+            "The study's headline figure: test accuracy against train labels (log scale), each start with its "
+            "seed band, the baselines dashed.",
+            plot_label_curve,
+            (curve,),
         ),
-        curve,
-    )
-    r.plot(
-        "label_curve",
-        "The study's headline figure: test accuracy against train labels (log scale), each start "
-        "with its seed band, the baselines dashed.",
-        plot_label_curve,
-        curve,
-    )
-    points = pd.DataFrame(s.get("snapshot_curve") or [])
-    if len(points) > 1:
-        r.f.snapshot_curve = points
-        r.table(
-            "snapshot_curve",
-            "Pretraining-tokens curve",
-            f"Pretrained − scratch at {s['snapshot_labels']} "
-            "labels, fine-tuned from snapshots taken along pretraining (0 tokens = scratch).",
-            points[
-                [
-                    c
-                    for c in (
-                        "snapshot",
-                        "tokens",
-                        "accuracy_mean",
-                        "mean_difference",
-                        "std_difference",
-                        "p_value",
-                        "n",
-                    )
-                    if c in points
-                ]
-            ],
+    ]
+    points = f.snapshot_curve
+    if points is not None:
+        sentence = (
+            f"Pretrained − scratch at {s['snapshot_labels']} labels, fine-tuned from snapshots taken along "
+            "pretraining (0 tokens = scratch)."
         )
-        r.plot(
-            "snapshot_curve",
-            "Transfer gain against pretraining tokens.",
-            plot_snapshot_curve,
-            points,
-            s["snapshot_labels"],
+        shown = ("snapshot", "tokens", "accuracy_mean", "mean_difference", "std_difference", "p_value", "n")
+        out.append(
+            Table(
+                "snapshot_curve",
+                "Pretraining-tokens curve",
+                sentence,
+                points[[c for c in shown if c in points]],
+            )
         )
-    recipe_table(r, s)
+        sentence = "Transfer gain against pretraining tokens."
+        out.append(Plot("snapshot_curve", sentence, plot_snapshot_curve, (points, s["snapshot_labels"])))
+    return out + recipe_table(s)
 
 
 def recipes_by_labels(s: dict) -> dict[str, dict[str, dict]]:
@@ -141,12 +122,12 @@ def recipes_by_labels(s: dict) -> dict[str, dict[str, dict]]:
     return dict(sorted(recipes.items(), key=lambda kv: order.index(kv[0])))
 
 
-def recipe_table(r, s: dict) -> None:
+def recipe_table(s: dict) -> list:
     """Every trained start's recipe candidates at every searched label count, their mean
     validation accuracy, and its choice."""
     recipes = recipes_by_labels(s)
     if not recipes:
-        return
+        return []
     rows = [
         {
             "labels": labels,
@@ -162,7 +143,7 @@ def recipe_table(r, s: dict) -> None:
         for c in chosen["candidates"]
     ]
     protocol = s["protocol"]
-    r.table(
+    table = Table(
         "recipes",
         "Recipe per start",
         (  # v3's halving search, or the full search of the runs before it
@@ -180,6 +161,7 @@ def recipe_table(r, s: dict) -> None:
         + (f" {changes}" if (changes := recipe_changes(recipes)) else ""),
         pd.DataFrame(rows),
     )
+    return [table]
 
 
 def recipe_changes(recipes: dict[str, dict[str, dict]]) -> str | None:
