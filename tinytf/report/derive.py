@@ -69,7 +69,7 @@ def headline(f: Facts) -> dict:
             "steps": f.pretrain["steps"],
             "perplexity": f.pretrain["validation_perplexity"],
             "word_perplexity": f.pretrain.get("validation_word_perplexity"),
-            "bodies": getattr(f, "pretrain_bodies", None) or {},
+            "bodies": f.pretrain_bodies or {},
         },
         "model": None
         if f.counts is None

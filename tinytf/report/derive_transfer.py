@@ -69,13 +69,13 @@ def tokens_text(tokens: int) -> str:
 
 def transfer(f) -> dict | None:
     """None where there is no label curve (the section is left out)."""
-    curve = getattr(f, "label_curve", None)
+    curve = f.label_curve
     if curve is None:
         return None
     s = f.finetune
     counts = list(curve["labels"])  # by train size (JSON keeps keys sorted as text)
     every = s["label_curve"].get("all", {})
-    points = getattr(f, "snapshot_curve", None)
+    points = f.snapshot_curve
     return {
         "protocol": protocol(s.get("protocol")),
         "vs_tfidf": [e for c in counts if (e := against_tfidf(c, s["label_curve"][c]))],

@@ -310,3 +310,17 @@ def test_the_best_cell_table_says_what_evaluate_did_with_the_champion(tmp_path, 
     metrics.write_text(json.dumps({**json.loads(metrics.read_text()), "promotion": {"reason": said}}))
     build_report(upstream, tmp_path)
     assert f"Registry: {said} (`tinytf champion show`)." in (tmp_path / "reports" / "README.md").read_text()
+
+
+def test_the_facts_are_read_once_and_nothing_changes_them(template):
+    """read -> derive -> render: the sections and the view are functions of the facts, which are
+    frozen, so no step can change what another reads."""
+    import dataclasses
+
+    from tinytf.report.read import read
+
+    root, params = template
+    facts = read(root, params)
+    assert facts.finetune is not None and facts.grid is not None
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        facts.notes = ("changed",)
