@@ -4,21 +4,13 @@ from __future__ import annotations
 
 from itertools import combinations
 
-import jinja2
 import pandas as pd
 
+from tinytf.data.markdown import environment
 from tinytf.data.rows import word_counts
 from tinytf.data.splits import SPLITS
 
 QUANTILES = (0.5, 0.9, 0.99, 1.0)
-# the settings of the report's templates (tinytf.report.render), which this layer may not import
-TEMPLATES = jinja2.Environment(
-    loader=jinja2.PackageLoader("tinytf.data", "templates"),
-    undefined=jinja2.StrictUndefined,
-    trim_blocks=True,
-    lstrip_blocks=True,
-    keep_trailing_newline=True,
-)
 
 
 def dataset_stats(data, key, match_rule: str) -> dict:
@@ -74,7 +66,7 @@ def render_data_card(stats: dict) -> str:
         }
         for name, entry in stats.items()
     ]
-    return TEMPLATES.get_template("data_card.md.j2").render(datasets=datasets)
+    return environment("tinytf.data").get_template("data_card.md.j2").render(datasets=datasets)
 
 
 def _splits_table(splits: dict) -> str:

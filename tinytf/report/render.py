@@ -8,20 +8,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import jinja2
-
+from tinytf.data.markdown import environment
 from tinytf.errors import DataError
 from tinytf.io import write_text
 from tinytf.report.phrases import FILTERS
 
-ENV = jinja2.Environment(
-    loader=jinja2.PackageLoader("tinytf.report", "templates"),
-    undefined=jinja2.StrictUndefined,  # a key the view lacks is an error, not a blank
-    trim_blocks=True,
-    lstrip_blocks=True,
-    keep_trailing_newline=True,
-    autoescape=False,  # Markdown, not HTML
-)
+ENV = environment("tinytf.report")
 ENV.filters.update(FILTERS)
 
 
