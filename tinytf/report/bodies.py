@@ -14,6 +14,7 @@ import re
 import pandas as pd
 
 from tinytf.report.artifacts import Table
+from tinytf.report.render import caption
 
 # what is published about the pretraining of checkpoints people use with the hf start (matched on
 # the checkpoint's name); anything else says "see its model card"
@@ -125,9 +126,4 @@ def bodies_tables(f, params) -> list:
             "test accuracy": [f"{a:.1f} %" for a in table["test accuracy"]],
         }
     )
-    sentence = (
-        "The same sentiment splits, classified from bodies nobody pretrained, our own language model "
-        "pretrained, and an external encoder pretrained at scale (the `hf` start): size, pretraining data, "
-        "wall time of one fine-tuning run on this machine, test accuracy."
-    )
-    return [Table("bodies", "Who pretrained the body", sentence, table, shown)]
+    return [Table("bodies", "Who pretrained the body", caption("bodies"), table, shown)]

@@ -8,6 +8,7 @@ import pandas as pd
 
 from tinytf.analysis.items import chosen_predictions, correct_by_item, item_comparison
 from tinytf.report.artifacts import Table
+from tinytf.report.render import caption
 
 NAMES = {"tfidf_lr": "TF-IDF + LR", "probe": "the linear probe", "hf": "the hf start"}
 
@@ -65,11 +66,6 @@ def champion_tables(f, params) -> list:
         }
         for rival in c["rivals"].values()
     ]
-    sentence = (
-        f"Test accuracy on the same {c['n_items']:,} texts; the served model minus each, paired per text (a "
-        "start's share of its seeds right), with its 95 % bootstrap interval and permutation p. The best start "
-        "is the one with the best mean validation accuracy at all labels."
-    )
-    return [
-        Table("champion_vs", "The served model beside the other candidates", sentence, pd.DataFrame(rows))
-    ]
+    sentence = caption("champion_vs", n_items=c["n_items"])
+    title = "The served model beside the other candidates"
+    return [Table("champion_vs", title, sentence, pd.DataFrame(rows))]

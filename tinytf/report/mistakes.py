@@ -9,6 +9,7 @@ import pandas as pd
 from tinytf.analysis.items import chosen_predictions
 from tinytf.report.artifacts import Table
 from tinytf.report.facts import UPSTREAM
+from tinytf.report.render import caption
 
 ROWS = 5  # per direction of disagreement; the champion's mistakes get twice as many
 TEXT = 110  # characters of a text shown in a table cell
@@ -82,33 +83,19 @@ def mistakes_tables(f, params) -> list:
         # the runs the curve reports (each start's chosen recipe, from the final model), all labels
         chosen = chosen_predictions(finetune, runs)
         chosen = chosen[chosen["labels"] == "all"]
-        sentence = (
-            f"Test texts (all labels) where one start is right in more of the {_seeds(chosen)} seeds than the "
-            f"other, the largest gap and then the highest mean probability first, {ROWS} each way (from "
-            f"`{UPSTREAM['finetune_predictions'].path}`; item = row of the test file)."
-        )
+        path = UPSTREAM["finetune_predictions"].path
+        sentence = caption("disagreements", seeds=_seeds(chosen), rows=ROWS, path=path)
         table = disagreements(chosen, texts, classes)
-        out.append(
-            Table("disagreements", "Where pretrained and scratch disagree", sentence, table, None, ".2f")
-        )
+        title = "Where pretrained and scratch disagree"
+        out.append(Table("disagreements", title, sentence, table, None, ".2f"))
     champion = f.champion
     if champion is not None:
         wrong = int((champion["prediction"] != champion["label"]).sum())
-        sentence = (
-            f"The best grid cell's wrong test answers, the highest probability first ({2 * ROWS} of {wrong:,}; "
-            f"from `{UPSTREAM['evaluate_predictions'].path}`)."
-        )
+        path = UPSTREAM["evaluate_predictions"].path
+        sentence = caption("champion_mistakes", shown=2 * ROWS, wrong=wrong, path=path)
         table = champion_mistakes(champion, texts, classes)
-        out.append(
-            Table(
-                "champion_mistakes",
-                "The served model's most confident mistakes",
-                sentence,
-                table,
-                None,
-                ".3f",
-            )
-        )
+        title = "The served model's most confident mistakes"
+        out.append(Table("champion_mistakes", title, sentence, table, None, ".3f"))
     return out
 
 

@@ -47,3 +47,8 @@ def read_view(path: str | Path) -> dict:
         return view
     except (OSError, json.JSONDecodeError, TypeError) as exc:
         raise DataError(f"{path}: not a report view ({type(exc).__name__}: {exc})") from None
+
+
+def caption(name: str, **values) -> str:
+    """The sentence of a table or plot: macro `name` of templates/captions.md.j2."""
+    return str(getattr(ENV.get_template("captions.md.j2").module, name)(**values))

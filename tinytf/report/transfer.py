@@ -10,6 +10,7 @@ from tinytf.analysis.evaluation import ALPHA
 from tinytf.report import tables as rt
 from tinytf.report.artifacts import Plot, Table
 from tinytf.report.derive_transfer import ARMS, search_labels_text
+from tinytf.report.render import caption
 
 
 def curve_frame(finetune: dict, baselines: dict | None, path) -> pd.DataFrame:
@@ -69,44 +70,19 @@ def transfer_tables(f, params) -> list:
     s, curve = f.finetune, f.label_curve
     if curve is None:
         return []
-    sentence = (
-        "Test accuracy against train labels: each start (mean, std, seeds) next to the majority class and "
-        "TF-IDF + logistic regression fitted on the same subsets, and the paired differences against scratch "
-        "and against TF-IDF + LR with their p over seeds, the Holm-adjusted p across label counts (Holm p < "
-        f"{ALPHA} is a detected difference) and, for the pretrained start, the p of the same comparison over "
-        "the test texts."
-    )
-    if any(c.endswith("(all sources, Holm)") for c in curve.columns):
-        sentence += (
-            " The columns marked (all sources) are each difference's 95 % interval and Holm p over seeds "
-            "and test movies at once (the multi-bootstrap): the verdict rests on them."
-        )
+    all_sources = any(c.endswith("(all sources, Holm)") for c in curve.columns)
+    sentence = caption("label_curve", alpha=ALPHA, all_sources=all_sources)
     out = [
         Table("label_curve", "Labelled-data curve", sentence, curve),
-        Plot(
-            "label_curve",
-            "The study's headline figure: test accuracy against train labels (log scale), each start with its "
-            "seed band, the baselines dashed.",
-            plot_label_curve,
-            (curve,),
-        ),
+        Plot("label_curve", caption("plot_label_curve"), plot_label_curve, (curve,)),
     ]
     points = f.snapshot_curve
     if points is not None:
-        sentence = (
-            f"Pretrained − scratch at {s['snapshot_labels']} labels, fine-tuned from snapshots taken along "
-            "pretraining (0 tokens = scratch)."
-        )
+        sentence = caption("snapshot_curve", labels=s["snapshot_labels"])
         shown = ("snapshot", "tokens", "accuracy_mean", "mean_difference", "std_difference", "p_value", "n")
-        out.append(
-            Table(
-                "snapshot_curve",
-                "Pretraining-tokens curve",
-                sentence,
-                points[[c for c in shown if c in points]],
-            )
-        )
-        sentence = "Transfer gain against pretraining tokens."
+        table = points[[c for c in shown if c in points]]
+        out.append(Table("snapshot_curve", "Pretraining-tokens curve", sentence, table))
+        sentence = caption("plot_snapshot_curve")
         out.append(Plot("snapshot_curve", sentence, plot_snapshot_curve, (points, s["snapshot_labels"])))
     return out + recipe_table(s)
 
@@ -143,40 +119,23 @@ def recipe_table(s: dict) -> list:
         for c in chosen["candidates"]
     ]
     protocol = s["protocol"]
-    table = Table(
+    sentence = caption(
         "recipes",
-        "Recipe per start",
-        (  # v3's halving search, or the full search of the runs before it
-            f"Mean validation accuracy of every candidate lr x dropout over the seeds it ran, by successive "
-            f"halving over the first {len(protocol['search_seeds'])} seed(s) (every candidate on the first, "
-            f"the better half on the next) at {search_labels_text(protocol)}: the same candidates for every "
-            "trained start, each using the best of its last round."
-            if protocol.get("search")
-            else f"Mean validation accuracy of every candidate lr x dropout over the "
-            f"first {len(protocol['search_seeds'])} seed(s) at {search_labels_text(protocol)}: the same "
-            "candidates for every trained start, each using its own best."
-        )
-        + " Test accuracy is never read to choose. The linear probe has no lr or dropout: its logistic "
-        "regression's C is chosen on validation in every run (runs.csv, `probe_c`)."
-        + (f" {changes}" if (changes := recipe_changes(recipes)) else ""),
-        pd.DataFrame(rows),
+        search=protocol.get("search"),
+        seeds=len(protocol["search_seeds"]),
+        labels=search_labels_text(protocol),
+        changes=recipe_changes(recipes),
     )
-    return [table]
+    return [Table("recipes", "Recipe per start", sentence, pd.DataFrame(rows))]
 
 
-def recipe_changes(recipes: dict[str, dict[str, dict]]) -> str | None:
-    """Whether one search would have served the whole curve: per trained start, the label counts
-    whose own choice differs from the choice at the others (None with one searched count)."""
+def recipe_changes(recipes: dict[str, dict[str, dict]]) -> list | None:
+    """Whether one search would have served the whole curve: per trained start, how many
+    different recipes its label counts chose and each count's (None with one searched count)."""
     if len(recipes) < 2:
         return None
     parts = []
-    starts = dict.fromkeys(start for by_start in recipes.values() for start in by_start)
-    for start in starts:
-        chosen = {
-            labels: (by_start[start]["lr"], by_start[start]["dropout"])
-            for labels, by_start in recipes.items()
-        }
-        text = ", ".join(f"{labels}: lr {lr:g}, dropout {d:g}" for labels, (lr, d) in chosen.items())
-        kinds = len(set(chosen.values()))
-        parts.append(f"{start} chose {'one recipe' if kinds == 1 else f'{kinds} different recipes'} ({text})")
-    return "Recipe per label count (the choice on each count's own validation): " + "; ".join(parts) + "."
+    for start in dict.fromkeys(start for by_start in recipes.values() for start in by_start):
+        chosen = [[labels, by[start]["lr"], by[start]["dropout"]] for labels, by in recipes.items()]
+        parts.append([start, len({(lr, d) for _, lr, d in chosen}), chosen])
+    return parts
