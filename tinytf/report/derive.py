@@ -118,53 +118,60 @@ def _detected(boot: dict) -> bool:
 def answer(f: Facts, plots: list) -> dict:
     """The opening sentences: every start against TF-IDF, pretraining's difference over the
     curve, the probe against the majority class, the served model; each None without its inputs."""
-    s = f.finetune or {}
-    curve = s.get("label_curve", {})
-    seeds, bodies = len(s.get("seeds", [])), len(s.get("pretrain_seeds") or [])
-    runs = f"{bodies} pretraining runs, " if bodies > 1 else ""
-    last, tfidf = curve.get("all", {}), tfidf_all(f)
-    boots = {
-        n: last[f"{s}_vs_tfidf"]["multiboot"]
-        for s, n in ANSWER_NAMES.items()
-        if "multiboot" in last.get(f"{s}_vs_tfidf", {})
-    }
-    tests = {
-        c: e["pretrained_vs_scratch"]["multiboot"]
-        for c, e in curve.items()
-        if "multiboot" in e.get("pretrained_vs_scratch", {})
-    }
-    m = f.metrics
+    s, m = f.finetune or {}, f.metrics
+    last = s.get("label_curve", {}).get("all", {})
     return {
-        "vs_tfidf": None
-        if tfidf is None or not boots
-        else {
-            "tfidf": tfidf,
-            "lower": all(b["estimate"] < 0 for b in boots.values()),
-            "each": [
-                {"name": n, **{k: b[k] for k in ("estimate", "ci95", "p_holm")}} for n, b in boots.items()
-            ],
-            "found": [n for n, b in boots.items() if _detected(b)],
-        },
-        "pretraining": None
-        if "all" not in tests
-        else {
-            "sources": f"over {runs}{seeds} fine-tuning seeds and the test movies at once",
-            "counts": len(tests),
-            "all": {k: tests["all"][k] for k in ("estimate", "ci95")},
-            "found": [
-                {
-                    "labels": "all labels" if c == "all" else f"{int(c):,} labels",
-                    "estimate": b["estimate"],
-                    "ci95": b["ci95"],
-                }
-                for c, b in tests.items()
-                if _detected(b)
-            ],
-            "all_found": _detected(tests["all"]),
-        },
+        "vs_tfidf": _answer_tfidf(last, tfidf_all(f)),
+        "pretraining": _answer_pretraining(s),
         "probe": None
         if "probe" not in last or f.majority_test is None
         else {"accuracy": last["probe"]["mean"], "majority": f.majority_test},
         "served": None if m is None else {k: m[k] for k in ("test_accuracy", "test_accuracy_ci95")},
         "figure": next((link for link, _ in plots if link.endswith("label_curve.png")), None),
+    }
+
+
+def _answer_tfidf(last: dict, tfidf: float | None) -> dict | None:
+    """With all labels, each neural start against TF-IDF + LR over every source at once."""
+    boots = {
+        n: last[f"{s}_vs_tfidf"]["multiboot"]
+        for s, n in ANSWER_NAMES.items()
+        if "multiboot" in last.get(f"{s}_vs_tfidf", {})
+    }
+    if tfidf is None or not boots:
+        return None
+    return {
+        "tfidf": tfidf,
+        "lower": all(b["estimate"] < 0 for b in boots.values()),
+        "each": [{"name": n, **{k: b[k] for k in ("estimate", "ci95", "p_holm")}} for n, b in boots.items()],
+        "found": [n for n, b in boots.items() if _detected(b)],
+    }
+
+
+def _answer_pretraining(s: dict) -> dict | None:
+    """Pretrained − scratch over the curve: where a difference is detected, and with all labels."""
+    tests = {
+        c: e["pretrained_vs_scratch"]["multiboot"]
+        for c, e in s.get("label_curve", {}).items()
+        if "multiboot" in e.get("pretrained_vs_scratch", {})
+    }
+    if "all" not in tests:
+        return None
+    bodies = len(s.get("pretrain_seeds") or [])
+    runs = f"{bodies} pretraining runs, " if bodies > 1 else ""
+    found = [
+        {
+            "labels": "all labels" if c == "all" else f"{int(c):,} labels",
+            "estimate": b["estimate"],
+            "ci95": b["ci95"],
+        }
+        for c, b in tests.items()
+        if _detected(b)
+    ]
+    return {
+        "sources": f"over {runs}{len(s.get('seeds', []))} fine-tuning seeds and the test movies at once",
+        "counts": len(tests),
+        "all": {k: tests["all"][k] for k in ("estimate", "ci95")},
+        "found": found,
+        "all_found": _detected(tests["all"]),
     }

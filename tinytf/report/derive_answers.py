@@ -4,7 +4,7 @@ discussion, and course report 004's attention, data and fine-tuning."""
 
 from __future__ import annotations
 
-from tinytf.report.derive_course import _plain, first_epoch, variants_text
+from tinytf.report.derive_course import first_epoch, plain, variants_text
 from tinytf.report.derive_transfer import paired_view
 from tinytf.report.tables import ordered_splits
 
@@ -117,9 +117,9 @@ def tuning(f) -> dict:
             .mean()
         )
         epochs = [
-            _plain(curve["train_accuracy"].idxmax()),
-            _plain(curve["validation_accuracy"].idxmax()),
-            _plain(curve.index.max()),
+            plain(curve["train_accuracy"].idxmax()),
+            plain(curve["validation_accuracy"].idxmax()),
+            plain(curve.index.max()),
         ]
     grid = None
     if f.grid is not None:
@@ -135,7 +135,7 @@ def tuning(f) -> dict:
             "optimizers": [[o, float(a)] for o, a in per_opt.items()],
             "cells": len(g),
             "axes": [list(dict.fromkeys(g["optimizer"]))]
-            + [[_plain(v) for v in sorted(set(g[k]))] for k in ("lr", "batch_size", "epochs")],
+            + [[plain(v) for v in sorted(set(g[k]))] for k in ("lr", "batch_size", "epochs")],
             "best": dict(b),
             "train": float(cell["train_accuracy"]),
             "validation": float(cell["validation_accuracy"]),

@@ -67,7 +67,7 @@ def wrong(f, p) -> dict:
     claims = f.course_claims if f.course_claims is not None else pd.DataFrame(columns=["verdict"])
     keys = ("seed", "quantity", "claimed", "PyTorch", "verdict", "note")
     out = {
-        "claims": [{k: _plain(c[k]) for k in keys} for _, c in claims.iterrows() if c["verdict"] != "right"]
+        "claims": [{k: plain(c[k]) for k in keys} for _, c in claims.iterrows() if c["verdict"] != "right"]
     }
     if f.checks is None or f.counts is None:  # the checks stage has not run: its claims cannot be quoted
         return {**out, "checks": None}
@@ -110,7 +110,7 @@ def wrong(f, p) -> dict:
     }
 
 
-def _plain(value):
+def plain(value):
     """A frame's cell as JSON's own type (numpy integers and floats as Python ones)."""
     return value.item() if hasattr(value, "item") else value
 
@@ -157,7 +157,7 @@ def grid_note(f, p) -> dict:
     if g is None:
         return out
     best = lambda frame, by: [  # noqa: E731 - best validation accuracy per value of `by`
-        [_plain(k), float(a)]
+        [plain(k), float(a)]
         for k, a in frame.groupby(by, sort=by != "optimizer")["validation_accuracy"].max().items()
     ]
     smallest = float(g["lr"].min())
