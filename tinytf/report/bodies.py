@@ -77,10 +77,6 @@ def bodies_table(
     }
     rows = []
     for start, entry in ((finetune or {}).get("starts") or {}).items():
-        seconds = None
-        if timings is not None and {"start", "labels", "seconds"} <= set(timings.columns):
-            mine = timings[(timings["start"] == start) & (timings["labels"].astype(str) == "all")]
-            seconds = float(mine["seconds"].mean()) if len(mine) else None
         n = len(entry.get("test_accuracy_by_seed", {}))
         rows.append(
             {
@@ -89,7 +85,7 @@ def bodies_table(
                 if start == "hf" and hf_source
                 else bodies.get(start, start),
                 "parameters": size(start, (finetune.get("parameters") or {}).get(start)),
-                "fine-tune seconds": seconds,
+                "fine-tune seconds": _seconds(timings, start),
                 "test accuracy": 100 * entry["test_accuracy_mean"],
                 "spread": f"± {100 * entry['test_accuracy_std']:.1f} (std, {n} seeds)",
                 "measured by": "finetune stage: all labels, lr and dropout chosen on validation, best validation epoch",
@@ -112,6 +108,14 @@ def bodies_table(
             }
         )
     return pd.DataFrame(rows)
+
+
+def _seconds(timings: pd.DataFrame | None, start: str) -> float | None:
+    """The mean wall time of one fine-tuning run of `start` with all labels, where timed."""
+    if timings is None or not {"start", "labels", "seconds"} <= set(timings.columns):
+        return None
+    mine = timings[(timings["start"] == start) & (timings["labels"].astype(str) == "all")]
+    return float(mine["seconds"].mean()) if len(mine) else None
 
 
 def bodies_tables(f, params) -> list:
