@@ -239,3 +239,19 @@ def test_dvc_yaml_s_matrices_name_each_cell_as_its_reader_looks_it_up():
     for rank in params.grid.finalists:
         for seed in params.grid.finalist_seeds:
             assert f"data/grid_finalists/{grid.finalist_key(rank, seed)}.result.json" in outs
+
+
+def test_the_dvc_plots_draw_the_starts_params_yaml_runs_in_the_tables_order():
+    """DVC's top-level plots name their columns and files, and cannot read them from a list: they
+    are the starts finetune.starts runs, in tinytf.params.starts's order (a run that adds one adds
+    its column and, if it trains by epochs, its curve file here)."""
+    from tinytf.params.starts import present, trained
+
+    plots = {}
+    for plot in yaml.safe_load((REPO / "dvc.yaml").read_text())["plots"]:
+        if isinstance(plot, dict):
+            plots.update(plot)
+    runs = present(load_params(REPO / "params.yaml").finetune.starts)
+    assert plots["label_curve"]["y"]["reports/dvc/label_curve.csv"] == [*runs, "tfidf_lr", "majority"]
+    curves = [f"reports/dvc/finetune_{start}.csv" for start in runs if trained(start)]
+    assert list(plots["finetune_validation_accuracy"]["y"]) == curves

@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from tinytf.params.starts import ordered, present
+
 if TYPE_CHECKING:  # the item tests are the finetune stage's: the report reads their results only
     from tinytf.analysis.items import ItemSource
 
@@ -213,7 +215,7 @@ def headline_metrics(report: dict, best: dict, finetune: dict, baselines: dict) 
     metrics["baselines"] = {name: {"test_accuracy": every[name]["mean"]} for name in ("majority", "tfidf_lr")}
     metrics["label_curve"] = {
         labels: {
-            **{start: {"mean": entry[start]["mean"]} for start in STARTS_REPORTED if start in entry},
+            **{start: {"mean": entry[start]["mean"]} for start in present(entry)},
             "tfidf_lr": {"mean": baselines["label_curve"][labels]["tfidf_lr"]["mean"]},
             **{key: brief_test(entry[key]) for key in HEADLINE_TESTS if key in entry},
         }
@@ -239,9 +241,6 @@ def brief_test(test: dict) -> dict:
     return brief
 
 
-STARTS_REPORTED = ("pretrained", "scratch", "probe")
-
-
 def start_summary(
     tests: dict[str, dict[int, float]], seeds: list[int], epochs: int, classes: list[str]
 ) -> dict:
@@ -262,9 +261,6 @@ def start_summary(
         "classes": classes,
     }
     return summary
-
-
-COMPARED = ("pretrained", "scratch", "probe", "hf")  # every start, against scratch and against TF-IDF
 
 
 def curve_summary(
@@ -306,15 +302,15 @@ def curve_summary(
         }
         entry["n_train"] = int(at_count["n_train"].max())
         baseline = _tfidf_by_seed(tfidf, labels, seeds)
-        for start in COMPARED:
-            if start in tests and start != "scratch":
+        for start in ordered(tests):  # every start, against scratch and against TF-IDF
+            if start != "scratch":
                 entry[f"{start}_vs_scratch"] = paired_comparison(
                     [tests[start][s] for s in seeds], [tests["scratch"][s] for s in seeds]
                 )
                 if items is not None:
                     entry[f"{start}_vs_scratch"]["items"] = items.compare(labels, start, "scratch")
                     entry[f"{start}_vs_scratch"]["multiboot"] = items.multiboot(labels, start, "scratch")
-            if start in tests and baseline is not None:
+            if baseline is not None:
                 entry[f"{start}_vs_tfidf"] = paired_comparison(
                     [tests[start][s] for s in seeds], [baseline[s] for s in seeds]
                 )

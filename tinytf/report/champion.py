@@ -7,14 +7,14 @@ from __future__ import annotations
 import pandas as pd
 
 from tinytf.analysis.items import chosen_predictions, correct_by_item, item_comparison
+from tinytf.params.starts import subject
 from tinytf.report.artifacts import Table
 from tinytf.report.render import caption
 
-NAMES = {"tfidf_lr": "TF-IDF + LR", "probe": "the linear probe", "hf": "the hf start"}
-
 
 def name(start: str) -> str:
-    return NAMES.get(start, f"the {start} start")
+    """A rival as the served model's sentence names it: TF-IDF + LR, or a start's subject."""
+    return "TF-IDF + LR" if start == "tfidf_lr" else subject(start)
 
 
 def best_start(runs: pd.DataFrame) -> str | None:

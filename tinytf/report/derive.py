@@ -6,16 +6,11 @@ test decided) is made here; the templates only word it."""
 from __future__ import annotations
 
 from tinytf.analysis.evaluation import ALPHA
+from tinytf.params.starts import present, subject
 from tinytf.report import derive_answers, derive_course, derive_transfer
 from tinytf.report.champion import name
 from tinytf.report.derive_transfer import paired_view
 from tinytf.report.facts import Facts, Listing
-
-ANSWER_NAMES = {
-    "pretrained": "the pretrained start",
-    "scratch": "training from scratch",
-    "probe": "the frozen probe",
-}
 
 
 def derive(f: Facts, params, listing: Listing) -> dict:
@@ -41,7 +36,7 @@ def tfidf_all(f: Facts) -> float | None:
 
 
 def starts(finetune: dict) -> dict:
-    """{start: [mean, std]} of test accuracy, in params order (phrases.starts_text words it)."""
+    """{start: [mean, std]} of test accuracy, in the starts table's order (phrases.starts_text says it)."""
     return {s: [a["test_accuracy_mean"], a["test_accuracy_std"]] for s, a in finetune["starts"].items()}
 
 
@@ -134,8 +129,8 @@ def answer(f: Facts, plots: list) -> dict:
 def _answer_tfidf(last: dict, tfidf: float | None) -> dict | None:
     """With all labels, each neural start against TF-IDF + LR over every source at once."""
     boots = {
-        n: last[f"{s}_vs_tfidf"]["multiboot"]
-        for s, n in ANSWER_NAMES.items()
+        subject(s): last[f"{s}_vs_tfidf"]["multiboot"]
+        for s in present(last)
         if "multiboot" in last.get(f"{s}_vs_tfidf", {})
     }
     if tfidf is None or not boots:

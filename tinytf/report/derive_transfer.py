@@ -6,10 +6,9 @@ from __future__ import annotations
 
 from tinytf.analysis.evaluation import ALPHA, decisive_p
 from tinytf.analysis.evaluation import verdict as analysis_verdict
+from tinytf.params.starts import name, present
 from tinytf.report.phrases import no_spread
 
-ARMS = ("pretrained", "scratch", "probe")
-START_NAMES = {"pretrained": "pretrained", "scratch": "scratch", "probe": "the linear probe", "hf": "hf"}
 # Published SST-2 numbers, cited for context only (another dataset than the default one)
 PUBLISHED = (
     ("SVM (bag of words), Socher et al. 2013", 0.794),
@@ -116,12 +115,12 @@ def protocol(p: dict | None) -> dict | None:
 
 def against_tfidf(labels: str, entry: dict) -> dict | None:
     """Each start's difference from the baseline at one label count, and what the tests say."""
-    tests = {start: entry[f"{start}_vs_tfidf"] for start in START_NAMES if f"{start}_vs_tfidf" in entry}
+    tests = {start: entry[f"{start}_vs_tfidf"] for start in present(entry) if f"{start}_vs_tfidf" in entry}
     if not tests:
         return None
     said = {start: test.get("verdict") or analysis_verdict(test) for start, test in tests.items()}
-    names = {v: [START_NAMES[a] for a, w in said.items() if w == v] for v in ("lower", "higher")}
-    tied = [START_NAMES[a] for a, v in said.items() if v == "no detectable difference"]
+    names = {v: [name(a) for a, w in said.items() if w == v] for v in ("lower", "higher")}
+    tied = [name(a) for a, v in said.items() if v == "no detectable difference"]
     if len(names["lower"]) == len(tests):
         summary = "it beats every start"
     elif len(names["higher"]) == len(tests):
@@ -138,9 +137,7 @@ def against_tfidf(labels: str, entry: dict) -> dict | None:
         "labels": labels,
         "tfidf": entry[first]["mean"] - tests[first]["mean_difference"],
         "summary": summary,
-        "each": [
-            {"name": START_NAMES[a], "said": said[a], "test": against_view(t)} for a, t in tests.items()
-        ],
+        "each": [{"name": name(a), "said": said[a], "test": against_view(t)} for a, t in tests.items()],
     }
 
 
@@ -182,7 +179,7 @@ def baselines(curve, source: str | None) -> dict | None:
     if "tfidf_lr mean" not in curve:
         return None
     last = curve.iloc[-1]
-    ours = {start: float(last[f"{start} mean"]) for start in ARMS if f"{start} mean" in curve}
+    ours = {start: float(last[f"{start} mean"]) for start in present(curve.columns.str.removesuffix(" mean"))}
     top = max(ours, key=ours.get)
     return {
         "start": top,

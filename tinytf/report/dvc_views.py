@@ -15,6 +15,7 @@ from __future__ import annotations
 import pandas as pd
 
 from tinytf.analysis.evaluation import brief_test
+from tinytf.params.starts import present
 from tinytf.report.facts import Facts
 
 
@@ -36,7 +37,7 @@ def headline(f: Facts) -> dict:
             brief = brief_test(test)
             out[f"pretrained_minus_{against}"] = {"mean": brief.pop("mean_difference"), **brief}
     if f.label_curve is not None:
-        starts = ("pretrained", "scratch", "probe", "tfidf_lr")
+        starts = [*present(f.label_curve.columns.str.removesuffix(" mean")), "tfidf_lr"]
         out["label_curve"] = {
             str(row["labels"]): {s: float(row[f"{s} mean"]) for s in starts if pd.notna(row.get(f"{s} mean"))}
             for _, row in f.label_curve.iterrows()

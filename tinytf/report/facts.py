@@ -34,7 +34,7 @@ class Facts:
     variant_cells: pd.DataFrame | None = None  # one row per cell and seed, course report 004's columns
     variants: pd.DataFrame | None = None  # mean ± std per positional encoding x head merge
     variants_summary: dict | None = None  # reports/variants/summary.json: power and verdicts
-    finetune: dict | None = None  # reports/finetune/summary.json, starts in params order
+    finetune: dict | None = None  # reports/finetune/summary.json, starts in tinytf.params.starts order
     curves: pd.DataFrame | None = None  # fine-tuning curves per start, seed and epoch
     label_curve: pd.DataFrame | None = None  # every start and baseline per label count
     baselines: dict | None = None  # reports/baselines/summary.json

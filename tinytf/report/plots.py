@@ -13,6 +13,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from tinytf.io import atomic_path  # noqa: E402
+from tinytf.params.starts import present  # noqa: E402
 
 
 def _save(fig, path: str | Path) -> Path:
@@ -166,9 +167,7 @@ def plot_label_curve(curve: pd.DataFrame, path: str | Path) -> Path:
     with a ±1 std band over its seeds, the baselines dashed."""
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
     x = curve["n_train"].to_numpy()
-    for name in ("pretrained", "scratch", "probe"):
-        if f"{name} mean" not in curve:
-            continue
+    for name in present(curve.columns.str.removesuffix(" mean")):
         mean, std = curve[f"{name} mean"].to_numpy(), curve[f"{name} std"].fillna(0).to_numpy()
         line = ax.plot(x, mean, marker="o", label=name)[0]
         ax.fill_between(x, mean - std, mean + std, color=line.get_color(), alpha=0.2)

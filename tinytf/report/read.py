@@ -13,6 +13,7 @@ import pandas as pd
 
 from tinytf.errors import DataError
 from tinytf.params.config import Params
+from tinytf.params.starts import ordered
 from tinytf.report import read_runs
 from tinytf.report import tables as rt
 from tinytf.report.facts import UPSTREAM, Facts
@@ -105,14 +106,12 @@ def _variants(inputs: Inputs, params, found: dict) -> dict:
 
 
 def _finetune(inputs: Inputs, params, found: dict) -> dict:
-    """The fine-tuning summary (starts in params order, not the file's sorted keys), its curves,
-    and the labelled-data curve beside the baselines."""
+    """The fine-tuning summary (starts in the order of tinytf.params.starts, not the file's sorted
+    keys), its curves, and the labelled-data curve beside the baselines."""
     out = {}
     s = inputs.json("finetune_summary", keys=("starts",))
     if s is not None:
-        starts = params.finetune.starts
-        order = [a for a in starts if a in s["starts"]] + sorted(set(s["starts"]) - set(starts))
-        out["finetune"] = s = {**s, "starts": {start: s["starts"][start] for start in order}}
+        out["finetune"] = s = {**s, "starts": {start: s["starts"][start] for start in ordered(s["starts"])}}
     columns = (
         "start",
         "seed",

@@ -7,9 +7,10 @@ from __future__ import annotations
 import pandas as pd
 
 from tinytf.analysis.evaluation import ALPHA
+from tinytf.params.starts import present, trained
 from tinytf.report import tables as rt
 from tinytf.report.artifacts import Plot, Table
-from tinytf.report.derive_transfer import ARMS, search_labels_text
+from tinytf.report.derive_transfer import search_labels_text
 from tinytf.report.render import caption
 
 
@@ -19,15 +20,14 @@ def curve_frame(finetune: dict, baselines: dict | None, path) -> pd.DataFrame:
     for labels, entry in finetune["label_curve"].items():
         rt.require(entry, f"{path} (label_curve {labels})", "scratch", "n_train")
         row = {"labels": labels, "n_train": entry["n_train"]}
-        for start in ARMS:
-            if start in entry:
-                row.update(
-                    {
-                        f"{start} mean": entry[start]["mean"],
-                        f"{start} std": entry[start]["std"],
-                        f"{start} seeds": len(entry[start]["by_seed"]),
-                    }
-                )
+        for start in present(entry):
+            row.update(
+                {
+                    f"{start} mean": entry[start]["mean"],
+                    f"{start} std": entry[start]["std"],
+                    f"{start} seeds": len(entry[start]["by_seed"]),
+                }
+            )
         base = (baselines or {}).get("label_curve", {}).get(labels)
         if base is not None:
             row.update(
@@ -37,12 +37,7 @@ def curve_frame(finetune: dict, baselines: dict | None, path) -> pd.DataFrame:
                     "tfidf_lr std": base["tfidf_lr"]["std"],
                 }
             )
-        for start, other in (
-            ("pretrained", "scratch"),
-            ("probe", "scratch"),
-            ("pretrained", "tfidf"),
-            ("scratch", "tfidf"),
-        ):
+        for start, other in _differences(entry):
             test = entry.get(f"{start}_vs_{other}")
             if test:
                 name = f"{start} − {'TF-IDF' if other == 'tfidf' else other}"
@@ -61,6 +56,13 @@ def curve_frame(finetune: dict, baselines: dict | None, path) -> pd.DataFrame:
                     row[f"{name} p (all sources, Holm)"] = boot.get("p_holm")
         rows.append(row)
     return pd.DataFrame(rows).sort_values("n_train", kind="stable").reset_index(drop=True)
+
+
+def _differences(entry: dict) -> list[tuple[str, str]]:
+    """The table's gap columns: every start against scratch, then every start trained by epochs
+    against TF-IDF (the probe's one fit per body against TF-IDF's is the README's, not a column)."""
+    starts = present(entry)
+    return [(s, "scratch") for s in starts if s != "scratch"] + [(s, "tfidf") for s in starts if trained(s)]
 
 
 def transfer_tables(f, params) -> list:
