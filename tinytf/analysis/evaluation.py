@@ -139,6 +139,19 @@ def verdict(test: dict) -> str:
     return "higher" if test["mean_difference"] > 0 else "lower"
 
 
+def detected(boot: dict, alpha: float = ALPHA) -> bool:
+    """A multi-bootstrap's claim of a difference: its p (Holm-adjusted where it has one) below
+    `alpha` and its interval clear of 0, the two read together, as the sentences quote both."""
+    p = boot.get("p_holm", boot["p_value"])
+    return p is not None and p < alpha and not boot["ci95"][0] <= 0 <= boot["ci95"][1]
+
+
+def verdict_of(test: dict) -> str:
+    """The verdict a summary keeps beside its test (decided once its family's Holm p was known),
+    else `verdict` now: what every sentence and headline file quotes, the report in its own words."""
+    return test.get("verdict") or verdict(test)
+
+
 def holm(p_values: list[float | None]) -> list[float | None]:
     """Holm's step-down adjustment of a family of p-values (statsmodels' multipletests); None
     stays None and is not counted in the family."""
@@ -232,7 +245,7 @@ def brief_test(test: dict) -> dict:
     """A test as the headline files carry it: the difference, the raw p beside the Holm p and the
     verdict they give, and the p over test texts where there is one."""
     brief = {k: test.get(k) for k in ("mean_difference", "p_value", "p_holm")}
-    brief["verdict"] = test.get("verdict", verdict(test))
+    brief["verdict"] = verdict_of(test)
     if "items" in test:
         brief["items_p_value"] = test["items"]["p_value"]
     if "multiboot" in test:  # every source of noise at once, what the verdict rests on; two keys, as

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 from scipy import stats
 
-from tinytf.analysis.evaluation import curve_summary, holm, paired_comparison
+from tinytf.analysis.evaluation import curve_summary, detected, holm, paired_comparison
 from tinytf.errors import DataError
 
 ARMS = ["pretrained", "scratch"]
@@ -103,7 +103,7 @@ def verdict(labels: str, entry: dict, alpha: float = 0.05) -> str:
     boot = test.get("multiboot")
     if boot is not None:
         low, high = (100 * x for x in boot["ci95"])
-        found = boot["p_holm"] < alpha and not low <= 0 <= high
+        found = detected(boot, alpha)
         drawn = ", ".join(boot["sources"])
         return (
             f"{labels} labels: masked − causal {diff:+.1f} points, 95 % CI [{low:+.1f}, {high:+.1f}] over "

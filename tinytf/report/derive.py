@@ -5,7 +5,7 @@ test decided) is made here; the templates only word it."""
 
 from __future__ import annotations
 
-from tinytf.analysis.evaluation import ALPHA
+from tinytf.analysis.evaluation import detected, verdict
 from tinytf.params.starts import present, subject
 from tinytf.report import derive_answers, derive_course, derive_transfer
 from tinytf.report.champion import name
@@ -97,17 +97,12 @@ def champion(c: dict | None) -> dict | None:
             {
                 "name": name(r["start"]),
                 **{k: r[k] for k in ("accuracy", "seeds", "mean_difference", "p_value")},
-                "detected": r["p_value"] < ALPHA,
+                "detected": verdict(r) != "no detectable difference",
             }
             for r in c["rivals"].values()
         ],
         "best": "the served model" if c["best"] == "champion" else name(c["best"]),
     }
-
-
-def _detected(boot: dict) -> bool:
-    p = boot.get("p_holm", boot["p_value"])
-    return p is not None and p < 0.05 and not boot["ci95"][0] <= 0 <= boot["ci95"][1]
 
 
 def answer(f: Facts, plots: list) -> dict:
@@ -139,7 +134,7 @@ def _answer_tfidf(last: dict, tfidf: float | None) -> dict | None:
         "tfidf": tfidf,
         "lower": all(b["estimate"] < 0 for b in boots.values()),
         "each": [{"name": n, **{k: b[k] for k in ("estimate", "ci95", "p_holm")}} for n, b in boots.items()],
-        "found": [n for n, b in boots.items() if _detected(b)],
+        "found": [n for n, b in boots.items() if detected(b)],
     }
 
 
@@ -161,12 +156,12 @@ def _answer_pretraining(s: dict) -> dict | None:
             "ci95": b["ci95"],
         }
         for c, b in tests.items()
-        if _detected(b)
+        if detected(b)
     ]
     return {
         "sources": f"over {runs}{len(s.get('seeds', []))} fine-tuning seeds and the test movies at once",
         "counts": len(tests),
         "all": {k: tests["all"][k] for k in ("estimate", "ci95")},
         "found": found,
-        "all_found": _detected(tests["all"]),
+        "all_found": detected(tests["all"]),
     }

@@ -4,8 +4,7 @@ pretraining-tokens curve (templates/transfer.md.j2 words them)."""
 
 from __future__ import annotations
 
-from tinytf.analysis.evaluation import ALPHA, decisive_p
-from tinytf.analysis.evaluation import verdict as analysis_verdict
+from tinytf.analysis.evaluation import ALPHA, verdict_of
 from tinytf.params.starts import name, present
 from tinytf.report.phrases import no_spread
 
@@ -42,16 +41,6 @@ def against_view(test: dict) -> dict:
     if "multiboot" in test:
         return {"mean_difference": test["mean_difference"], "multiboot": _boot(test["multiboot"])}
     return {k: v for k, v in paired_view(test).items() if k in ("mean_difference", "p_holm", "items")}
-
-
-def verdict(test: dict) -> str:
-    """'helped' / 'hurt' / 'made no detectable difference', by sign and the paired p value,
-    Holm-adjusted across the curve where the summary has it (a claim per label count is one of a
-    family)."""
-    p = decisive_p(test)
-    if p is None or p >= ALPHA:
-        return "made no detectable difference"
-    return "helped" if test["mean_difference"] > 0 else "hurt"
 
 
 def search_labels_text(p: dict) -> str:
@@ -118,7 +107,7 @@ def against_tfidf(labels: str, entry: dict) -> dict | None:
     tests = {start: entry[f"{start}_vs_tfidf"] for start in present(entry) if f"{start}_vs_tfidf" in entry}
     if not tests:
         return None
-    said = {start: test.get("verdict") or analysis_verdict(test) for start, test in tests.items()}
+    said = {start: verdict_of(test) for start, test in tests.items()}
     names = {v: [name(a) for a, w in said.items() if w == v] for v in ("lower", "higher")}
     tied = [name(a) for a, v in said.items() if v == "no detectable difference"]
     if len(names["lower"]) == len(tests):
@@ -142,10 +131,11 @@ def against_tfidf(labels: str, entry: dict) -> dict | None:
 
 
 def vs_scratch(labels: str, entry: dict, family: int) -> dict:
-    """Pretrained − scratch at one label count; `why` says which clause qualifies a miss."""
+    """Pretrained − scratch at one label count, analysis's verdict (the template words it); `why`
+    says which clause qualifies a miss."""
     test = entry["pretrained_vs_scratch"]
-    said, why = verdict(test), None
-    if said == "made no detectable difference" and "multiboot" not in test:
+    said, why = verdict_of(test), None
+    if said == "no detectable difference" and "multiboot" not in test:
         if no_spread(test):
             why = "no_spread"
         elif test.get("p_value") is not None and test["p_value"] < ALPHA:

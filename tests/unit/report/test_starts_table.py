@@ -1,11 +1,13 @@
 """One table of starts (tinytf.params.starts): a start added there, and in a run's summary, reaches
-the label-curve table, its plot, its DVC view, headline.json and metrics.json, in the table's order."""
+the label-curve table, its plot, its DVC view, headline.json and metrics.json, in the table's order;
+and analysis's verdicts are what the report words."""
 
 from __future__ import annotations
 
 import pytest
 
 import tinytf.params.starts as starts
+from tests.helpers.report_text import section_lines
 from tinytf.analysis.evaluation import headline_metrics
 from tinytf.params.starts import Start
 from tinytf.report.dvc_views import headline, label_curve_points
@@ -96,3 +98,22 @@ def test_a_summary_lists_its_starts_in_the_tables_order(with_fake):
         "unknown",  # a start the table lacks still shows, after the table's
     ]
     assert starts.name("distilled") == "the distilled encoder" and starts.subject("new") == "the new start"
+
+
+@pytest.mark.parametrize(
+    ("said", "words"),
+    [
+        ("higher", "pretraining helped"),
+        ("lower", "pretraining hurt"),
+        ("no detectable difference", "pretraining made no detectable difference"),
+    ],
+)
+def test_the_report_words_the_verdict_analysis_decided(said, words):
+    from tinytf.report.derive_transfer import vs_scratch
+
+    test = {"mean_difference": 0.02, "p_value": 0.01, "p_holm": 0.01, "n": 5, "verdict": said}
+    entry = {"pretrained_vs_scratch": test, "pretrained": _side(0.72), "scratch": _side(0.70)}
+    point = vs_scratch("250", entry, 1)
+    assert point["said"] == said  # the view keeps analysis's word; only the template chooses others
+    [line] = section_lines("transfer", vs_scratch=[point])
+    assert line.startswith(f"- 250 labels: {words}")

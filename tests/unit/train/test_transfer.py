@@ -13,14 +13,19 @@ import torch
 
 from tests.helpers.paths import REPO
 from tinytf.analysis.baselines import baseline_curve, fit_baselines, majority_accuracy
-from tinytf.analysis.evaluation import curve_summary, gap_trend, holm, paired_comparison, snapshot_curve
-from tinytf.analysis.evaluation import verdict as evaluation_verdict
+from tinytf.analysis.evaluation import (
+    curve_summary,
+    gap_trend,
+    holm,
+    paired_comparison,
+    snapshot_curve,
+    verdict,
+)
 from tinytf.analysis.power import detectable_difference
 from tinytf.data.sentiment import SentimentData
 from tinytf.data.subsets import ALL, check_counts, label_order, label_subset
 from tinytf.errors import ParamsError
 from tinytf.params.config import FinetuneParams, load_params
-from tinytf.report.derive_transfer import verdict
 from tinytf.report.phrases import paired_text
 from tinytf.train.finetune import run_finetune, schedule
 from tinytf.train.loop import Callback
@@ -469,18 +474,16 @@ def test_a_side_that_is_one_fit_for_every_seed_is_named_a_one_sample_test():
 
 def test_verdicts_and_detectable_difference():
     # the Holm-adjusted p decides where the summary has it
-    assert (
-        verdict({"mean_difference": 0.02, "p_value": 0.01, "p_holm": 0.06}) == "made no detectable difference"
-    )
-    assert verdict({"mean_difference": 0.02, "p_value": 0.01}) == "helped"
-    assert verdict({"mean_difference": -0.02, "p_value": 0.01}) == "hurt"
-    assert verdict({"mean_difference": 0.05, "p_value": 0.2}) == "made no detectable difference"
+    assert verdict({"mean_difference": 0.02, "p_value": 0.01, "p_holm": 0.06}) == "no detectable difference"
+    assert verdict({"mean_difference": 0.02, "p_value": 0.01}) == "higher"
+    assert verdict({"mean_difference": -0.02, "p_value": 0.01}) == "lower"
+    assert verdict({"mean_difference": 0.05, "p_value": 0.2}) == "no detectable difference"
     # every seed the same difference: no t-test; a sign test needs 6 seeds to get below 0.05
     same = {"mean_difference": 0.016, "std_difference": 0.0, "t": None, "p_value": None}
     three, six = {**same, "n": 3}, {**same, "n": 6, "sign_test_p": 2 / 2**6}
-    assert verdict(three) == "made no detectable difference"
-    assert verdict(six) == "helped"
-    assert verdict({**six, "mean_difference": -0.016}) == "hurt"
+    assert verdict(three) == "no detectable difference"
+    assert verdict(six) == "higher"
+    assert verdict({**six, "mean_difference": -0.016}) == "lower"
     assert paired_text(three) == (
         "+1.6 pp (the same in every seed, so no t-test; 3 seeds are too few for a sign test to reject "
         "(its smallest p is 0.25), 3 paired seeds)"
@@ -492,12 +495,9 @@ def test_verdicts_and_detectable_difference():
     # both sides one fit for every seed (the linear probe and TF-IDF on all labels): the seeds vary
     # nothing, and the test over the test texts decides
     texts = {**three, "mean_difference": -0.13, "items": {"p_value": 0.0002, "n_items": 1275}}
-    assert verdict(texts) == "hurt" and evaluation_verdict(texts) == "lower"
+    assert verdict(texts) == "lower"
     assert "over the 1,275 test texts p = 0.0002" in paired_text(texts)
-    assert (
-        evaluation_verdict({**texts, "items": {"p_value": 0.2, "n_items": 1275}})
-        == "no detectable difference"
-    )
+    assert verdict({**texts, "items": {"p_value": 0.2, "n_items": 1275}}) == "no detectable difference"
     # t(0.975, 8) + t(0.8, 8) = 2.306 + 0.889; times std 1 and sqrt(2/2)
     assert detectable_difference(1.0, 2, 8) == pytest.approx(3.195, abs=1e-3)
 
