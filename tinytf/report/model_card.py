@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tinytf.params.starts import ordered
+
 # the language and genre of each built-in source; other data (tinytf data add) is named by its files
 DOMAINS = {
     "rt_critic_snippets": "English movie-review snippets (Rotten Tomatoes critics)",
@@ -65,9 +67,14 @@ def card_view(f: CardFacts) -> dict:
         "runner_up": runner_up,
         "promotion": (f.metrics.get("promotion") or {}).get("reason", "not registered"),
         "baselines": [[BASELINES.get(n, n), v["test_accuracy"]] for n, v in f.metrics["baselines"].items()],
-        "starts": [[s, v] for s, v in f.metrics["pretrained_vs_scratch"].items() if s != "paired_test"],
+        "starts": _starts(f.metrics["pretrained_vs_scratch"]),
         "domain": DOMAINS.get(f.data["source"], f"the texts of {files}"),
     }
+
+
+def _starts(each: dict) -> list:
+    """[start, {mean, std}] in the starts table's order (metrics.json keeps its keys sorted)."""
+    return [[s, each[s]] for s in ordered(k for k in each if k != "paired_test")]
 
 
 def _what(meta: dict) -> str:

@@ -4,6 +4,7 @@ and analysis's verdicts are what the report words."""
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 
 import tinytf.params.starts as starts
@@ -88,6 +89,25 @@ def test_a_start_added_to_the_table_reaches_every_table_plot_and_headline_file(w
     metrics = headline_metrics(report, {}, _summary(), BASELINES)
     assert metrics["label_curve"]["100"]["distilled"] == {"mean": pytest.approx(0.80)}
     assert "distilled" in metrics["pretrained_vs_scratch"]
+
+
+METRICS = ("train_accuracy", "train_loss", "validation_accuracy", "validation_loss")
+
+
+def test_the_finetune_curves_draw_their_starts_in_the_tables_order(with_fake, monkeypatch):
+    import tinytf.report.plots as plots
+
+    rows = [
+        {"start": start, "seed": 1, "epoch": epoch, **dict.fromkeys(METRICS, 0.5)}
+        for start in ("scratch", "distilled", "pretrained")  # as a params.yaml may list them
+        for epoch in (1, 2)
+    ]
+    drawn = []
+    monkeypatch.setattr(
+        plots, "_save", lambda fig, path: drawn.append(fig.axes[0].get_legend_handles_labels()[1])
+    )
+    plots.plot_finetune_curves(pd.DataFrame(rows), "unused.png")
+    assert drawn[0][:3] == ["pretrained (validation)", "distilled (validation)", "scratch (validation)"]
 
 
 def test_a_summary_lists_its_starts_in_the_tables_order(with_fake):
