@@ -32,6 +32,7 @@ from pathlib import Path
 
 import yaml
 
+from tinytf.cli.urls import redacted
 from tinytf.errors import ParamsError, TinyTFError
 from tinytf.io import FULL, full_disk_message, staged, write_json
 from tinytf.params.config import load_params as validated_params
@@ -150,7 +151,7 @@ def run(main: Callable[[], None]) -> None:
             write_json(Path(_record["path"]), run_record(_record["stage"], time.perf_counter() - STARTED))
         collector.freeze_for_exit()
     except TinyTFError as exc:
-        print(f"tinytf: error: {exc}", file=sys.stderr)
+        print(f"tinytf: error: {redacted(str(exc))}", file=sys.stderr)  # a store's URI may hold a password
         sys.exit(exc.exit_code)
     except (FileNotFoundError, PermissionError) as exc:
         if exc.filename is None:  # not about a file a user can name
