@@ -196,6 +196,23 @@ def test_tinytf_predict_uses_the_same_model(registered):
     assert first["label"] in result.stdout.splitlines()[1] and f"{first['p_good']:.3f}" in result.stdout
 
 
+def test_tinytf_predict_loads_a_model_folder_only_with_trust_model_code(registered, tmp_path):
+    """Loading an MLflow model runs its code: a folder from outside the store needs the flag."""
+    import mlflow
+
+    folder = mlflow.artifacts.download_artifacts(
+        "models:/tinytf-sentiment@champion", dst_path=str(tmp_path / "copy"), tracking_uri=registered["store"]
+    )
+    refused(
+        predict_cli(registered["store"], "--model", folder, TEXTS[0]),
+        f"--model {folder}: loading an MLflow model runs its code",
+        "add --trust-model-code",
+    )
+    result = predict_cli(registered["store"], "--model", folder, "--trust-model-code", TEXTS[0])
+    assert result.returncode == 0, result.stderr
+    assert registered["expected"].iloc[0]["label"] in result.stdout.decode().splitlines()[1]
+
+
 def test_tinytf_predict_without_a_registered_model_is_one_line_exit_2(tmp_path):
     store = tmp_path / "empty.db"
     env = dict(os.environ, MLFLOW_TRACKING_URI=f"sqlite:///{store}")
