@@ -25,6 +25,8 @@ collector.pause_for_imports()
 import argparse
 import contextlib
 import json
+import os
+import re
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -151,7 +153,9 @@ def run(main: Callable[[], None]) -> None:
             write_json(Path(_record["path"]), run_record(_record["stage"], time.perf_counter() - STARTED))
         collector.freeze_for_exit()
     except TinyTFError as exc:
-        print(f"tinytf: error: {redacted(str(exc))}", file=sys.stderr)  # a store's URI may hold a password
+        print(
+            f"tinytf: error: {restore_hint(redacted(str(exc)))}", file=sys.stderr
+        )  # a URI may hold a password
         sys.exit(exc.exit_code)
     except (FileNotFoundError, PermissionError) as exc:
         if exc.filename is None:  # not about a file a user can name
@@ -161,8 +165,18 @@ def run(main: Callable[[], None]) -> None:
     except OSError as exc:
         if exc.errno not in FULL:  # a full disk or a file-size limit met outside tinytf.io's writes
             raise
-        print(f"tinytf: error: {full_disk_message(exc)}", file=sys.stderr)
+        print(f"tinytf: error: {restore_hint(full_disk_message(exc))}", file=sys.stderr)
         sys.exit(TinyTFError.exit_code)
+
+
+def restore_hint(message: str) -> str:
+    """`message` true under DVC: a failed write keeps the previous outputs, but `dvc repro` removed
+    them before the stage ran (DVC_STAGE names it), so the line names the command that restores them."""
+    stage = os.environ.get("DVC_STAGE")
+    if not stage:  # run by hand or by `tinytf run`: the previous outputs are where they were
+        return message
+    said = f"DVC removed the outputs before the run: `dvc checkout {stage}` restores the last ones"
+    return re.sub(r"the previous outputs are kept( as they were)?", said, message)
 
 
 def file_error(exc: FileNotFoundError | PermissionError) -> str:
