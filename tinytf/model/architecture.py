@@ -67,10 +67,12 @@ class ModelConfig:
     seed: int = 1337  # seeds the per-layer head permutations of head_merge="shuffle"
 
     def __post_init__(self) -> None:
-        for name, hint in typing.get_type_hints(ModelConfig).items():
+        for name, hint in typing.get_type_hints(ModelConfig).items():  # a JSON can hold any type
             value = getattr(self, name)
             if typing.get_origin(hint) is Literal and value not in typing.get_args(hint):
                 raise ValueError(f"ModelConfig.{name}={value!r}; expected one of {typing.get_args(hint)}")
+            if hint in (bool, int, float) and not _is(value, hint):
+                raise ValueError(f"ModelConfig.{name} must be {hint.__name__}, got {value!r}")
         for f in dataclasses.fields(self):  # the sizes, before anything is allocated from them
             value, most = getattr(self, f.name), f.metadata.get("le")
             if most is None:
@@ -98,6 +100,13 @@ class ModelConfig:
         if unknown:
             raise ValueError(f"ModelConfig: unknown keys {sorted(unknown)}")
         return cls(**data)
+
+
+def _is(value: Any, hint: type) -> bool:
+    """`value` is of the JSON type `hint`: bool is no int here, and an int is a float."""
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return isinstance(value, hint) and (hint is bool or not isinstance(value, bool))
 
 
 # What `arch: torch_encoder` cannot change: nn.TransformerEncoder is the course lab's post-LN model.

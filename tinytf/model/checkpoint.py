@@ -107,9 +107,25 @@ def read_config(path: str | Path) -> dict:
     if not meta.exists():
         raise DataError(f"{meta}: config file missing beside the checkpoint")
     try:
-        return json.loads(meta.read_text(encoding="utf-8"))
+        data = json.loads(meta.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise DataError(f"{meta}: damaged config beside the checkpoint ({exc})") from None
+    if not isinstance(data, dict):
+        raise DataError(f"{meta}: damaged config beside the checkpoint (not a JSON object)")
+    return data
+
+
+def config_of(meta: dict, path: str | Path) -> ModelConfig:
+    """The ModelConfig a model file's JSON records, its types and sizes checked (ModelConfig's own
+    bounds) before anything is allocated from it: a damaged or hand-edited JSON once asked for
+    terabytes, or failed as a traceback."""
+    meta_file = Path(path).with_suffix(".json")
+    if not isinstance(meta.get("model"), dict):
+        raise DataError(f"{meta_file}: damaged config beside the checkpoint (no `model` mapping)")
+    try:
+        return ModelConfig.from_dict(meta["model"])
+    except (TypeError, ValueError) as exc:
+        raise DataError(f"{meta_file}: damaged config beside the checkpoint ({exc})") from None
 
 
 def config_differences(saved: dict, expected: dict) -> list[str]:
@@ -131,16 +147,16 @@ def load_model(
     shapes or meaning, which there are none of) is refused with the fields named.
     """
     meta = read_config(path)
+    verify_weights(path, meta, rebuild)  # before anything is built from the JSON beside them
     if "hf" in meta:
         model = hf.from_meta(meta)
     else:
-        config = ModelConfig.from_dict(meta["model"])
+        config = config_of(meta, path)
         if expect is not None:
             diffs = config_differences(config.to_dict(), expect.to_dict())
             if diffs:
                 raise DataError(f"{path}: config does not match the model: " + "; ".join(diffs))
         model = TinyTransformer(config)
-    verify_weights(path, meta, rebuild)
     state = safe_load(path)
     try:
         model.load_state_dict(state)
