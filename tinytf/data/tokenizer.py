@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
+from tinytf.data.made import read_frame
 from tinytf.data.splits import SPLITS
 from tinytf.errors import DataError
 from tinytf.io import atomic_path, write_json, write_npy, write_parquet
@@ -214,9 +215,7 @@ def run_tokenize(
 
 
 def _read_split(path: Path) -> pd.DataFrame:
-    if not path.exists():
-        raise DataError(f"{path}: file not found; run `dvc repro prepare`")
-    frame = pd.read_parquet(path)
+    frame = read_frame(path, "prepare")
     if frame.empty:
         raise DataError(f"{path}: split is empty")
     return frame
