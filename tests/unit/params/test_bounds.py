@@ -62,6 +62,13 @@ def test_a_bound_plus_one_is_refused_naming_the_key_and_the_bound(key):
     assert str(err.value) in (said, said + ".0")  # a float key reads 2 as 2.0
 
 
+@pytest.mark.parametrize("key", ["finetune.seeds", "complexity.lengths", "grid.lrs", "pretrain.seeds"])
+def test_a_list_of_more_than_a_thousand_values_is_refused_naming_the_key(key):
+    with pytest.raises(ParamsError) as err:
+        load_params(REPO / "params.yaml", {key: list(range(2, 1003))})
+    assert str(err.value) == f"{REPO / 'params.yaml'}: {key}: 1,001 values; at most 1,000"
+
+
 @pytest.mark.parametrize(
     "name", ["team/sentiment", "models:/x", "a@champion", "it's", " x", "..", "a..b", ""]
 )
