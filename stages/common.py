@@ -153,9 +153,8 @@ def run(main: Callable[[], None]) -> None:
             write_json(Path(_record["path"]), run_record(_record["stage"], time.perf_counter() - STARTED))
         collector.freeze_for_exit()
     except TinyTFError as exc:
-        print(
-            f"tinytf: error: {restore_hint(redacted(str(exc)))}", file=sys.stderr
-        )  # a URI may hold a password
+        # a store's URI in the message may hold a password
+        print(f"tinytf: error: {restore_hint(redacted(str(exc)))}", file=sys.stderr)
         sys.exit(exc.exit_code)
     except (FileNotFoundError, PermissionError) as exc:
         if exc.filename is None:  # not about a file a user can name
