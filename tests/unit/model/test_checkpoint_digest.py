@@ -119,3 +119,40 @@ def test_damaged_weights_are_refused_before_anything_is_built(saved, monkeypatch
     zero_range(saved)
     with pytest.raises(DataError, match=r": damaged: its sha256"):
         load_model(saved)
+
+
+HF_META = {
+    "hf": {
+        "source": "package:x/model",
+        "n_classes": 2,
+        "max_length": 128,
+        "hf_config": {"model_type": "bert", "hidden_size": 384, "num_hidden_layers": 6, "vocab_size": 30522},
+        "pooling": "hf",
+    },
+    "tokenizer": {"model": {}},
+    "pad_id": 0,
+}
+
+
+@pytest.mark.parametrize(
+    "edit, said",
+    [
+        (("hf_config", "hidden_size", 2**20), "hf_config sizes out of bounds: hidden_size=1048576"),
+        (("hf_config", "num_hidden_layers", "6"), "hf_config sizes out of bounds: num_hidden_layers='6'"),
+        (("hf", "width", 3), "unknown keys in `hf`: ['width']"),
+        (("hf", "max_length", 10**9), "n_classes and max_length must be integers up to"),
+        (("", "tokenizer", None), "no `tokenizer` mapping or no integer `pad_id`"),
+        (("", "hf", []), "no `hf` mapping with an `hf_config`"),
+    ],
+)
+def test_an_external_encoders_json_is_checked_before_transformers_builds_it(saved, edit, said):
+    meta = json.loads(json.dumps(HF_META))
+    where, key, value = edit
+    node = meta if where == "" else meta["hf"] if where == "hf" else meta["hf"]["hf_config"]
+    node[key] = value
+    meta_file = saved.with_suffix(".json")
+    meta_file.write_text(json.dumps(meta))  # no sha256: the weights are not checked
+    with pytest.raises(DataError) as err:
+        load_model(saved)
+    assert str(err.value).startswith(f"{meta_file}: damaged config beside the checkpoint (")
+    assert said in str(err.value) and "\n" not in str(err.value)
