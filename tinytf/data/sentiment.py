@@ -70,5 +70,5 @@ def test_groups(data_dir: str | Path):
     test = Path(data_dir) / "prepared" / "sentiment" / "test.parquet"
     if not test.exists():
         return None
-    frame = pd.read_parquet(test)
+    frame = read_frame(test, "prepare")
     return frame["group"].to_numpy() if "group" in frame else None
