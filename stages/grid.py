@@ -9,9 +9,10 @@ import sys
 
 import common
 
-from tinytf.analysis.grid import cell_key, write_cell
+from tinytf.analysis.grid import cell_key, cells, write_cell
 from tinytf.tracking.runs import TrackerCallback, params_hash, stage_run
 from tinytf.train.grid import logged_params, train_cell
+from tinytf.train.progress import matrix_line
 
 
 def main() -> None:
@@ -45,7 +46,12 @@ def main() -> None:
         )
         write_cell(args.out, key, run.model, run.result)
         accuracy = run.result["final"]["validation_accuracy"]
-        print(f"grid {key}: validation accuracy {accuracy:.4f}", file=sys.stderr)
+        line, order = f"grid {key}: validation accuracy {accuracy:.4f}", cells(grid)
+        if cell in order:  # DVC runs the matrix's cells in this order, one stage each (a cell by hand: not)
+            line += "; grid cells " + matrix_line(
+                order.index(cell) + 1, len(order), run.result["train_seconds"]
+            )
+        print(line, file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ import common
 from tinytf.analysis.grid import cell_at_rank, cell_key, finalist_key, write_cell
 from tinytf.tracking.runs import TrackerCallback, params_hash, stage_run
 from tinytf.train.grid import logged_params, train_cell
+from tinytf.train.progress import matrix_line
 
 
 def main() -> None:
@@ -46,7 +47,17 @@ def main() -> None:
         )
         write_cell(args.out, finalist_key(args.rank, args.seed), run.model, run.result, rank=args.rank)
         accuracy = run.result["final"]["validation_accuracy"]
-        print(f"{desc}: validation accuracy {accuracy:.4f}", file=sys.stderr)
+        line, ranks, seeds = (
+            f"{desc}: validation accuracy {accuracy:.4f}",
+            grid.finalists,
+            grid.finalist_seeds,
+        )
+        if args.rank in ranks and args.seed in seeds:  # DVC runs rank x seed in this order, one stage each
+            done = ranks.index(args.rank) * len(seeds) + seeds.index(args.seed) + 1
+            line += "; finalist runs " + matrix_line(
+                done, len(ranks) * len(seeds), run.result["train_seconds"]
+            )
+        print(line, file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -50,7 +50,8 @@ from tinytf.train.classify import (
 )
 from tinytf.train.linear_probe import ProbeFit, fit_probe, layer_features
 from tinytf.train.loop import Callback
-from tinytf.train.recipes import Body, RunSpec, body_of, chosen_recipe, halving_search
+from tinytf.train.progress import RunProgress
+from tinytf.train.recipes import Body, RunSpec, body_of, chosen_recipe, halving_search, planned_runs
 from tinytf.train.run_store import RunStore, store_key
 from tinytf.train.runtime import Runtime
 from tinytf.train.starts import build_start
@@ -236,6 +237,7 @@ class Runner:
         self.seconds: list[dict] = []
         self.parameters: dict[str, int] = {}
         self.predictions: list[pd.DataFrame] = []  # per run and split, one row per text
+        self.progress: RunProgress | None = None  # the stage's runs done out of all, over every call
 
     def probe(self, spec: RunSpec) -> dict:
         """The probe start's run: the probe fitted on the seed's train rows."""
@@ -284,9 +286,10 @@ class Runner:
                 file=sys.stderr,
             )
         fresh = [s for s in trained if s not in results]
-        results |= dict(
-            zip(fresh, self.workers.map(_train, fresh, self.trainer.cost, self.store.save), strict=True)
-        )
+        if self.progress is not None:
+            self.progress.skip(len(results))
+        done = self.workers.map(_train, fresh, self.trainer.cost, self.store.save, self.progress)
+        results |= dict(zip(fresh, done, strict=True))
         for spec in todo:
             out = results[spec] if spec.start != "probe" else self.probe(spec)
             self.record(spec, out)
@@ -360,6 +363,8 @@ def run_finetune(
             for count in params.search_counts()
             for start in trained_starts
         }
+        total = planned_runs(params, candidates, len(bodies[0].snapshots))
+        run.progress = RunProgress(total, "finetune runs")
 
         def run_spec(start, count, seed, lr, dropout, snapshot="final"):
             body = body_of(seed, params.seeds, bodies)  # scratch and hf read its config alone
@@ -395,6 +400,7 @@ def run_finetune(
                 for seed in params.seeds
             ]
         rows = run(specs)
+        run.progress.close()
     frame = pd.DataFrame(rows)
     frame["chosen"] = True
     chosen = {

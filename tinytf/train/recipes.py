@@ -127,3 +127,27 @@ def halving_search(
             kept = ranked(scores(mine), recipes)[: math.ceil(len(recipes) / 2)]
             alive[start, count] = [r for r in recipes if r in kept]  # candidate order: a tie, the earlier
     return rows, alive
+
+
+def halving_runs(candidates: int, seeds: int) -> int:
+    """The runs `halving_search` makes for one (start, count): every candidate on the first seed,
+    the better half (rounded up) on the next, and so on."""
+    total = 0
+    for _ in range(seeds):
+        total, candidates = total + candidates, math.ceil(candidates / 2)
+    return total
+
+
+def planned_runs(params, candidates: dict[tuple, list[tuple]], snapshots: int) -> int:
+    """The trained runs (every start but the probe, which trains no network) the fine-tuning stage
+    makes: the search's, then the curve's and the snapshot curve's, less the curve runs the search
+    already made (its last round's recipes ran on every search seed, the chosen one among them)."""
+    search_seeds = list(params.seeds[: params.search_seeds])
+    search = sum(halving_runs(len(recipes), len(search_seeds)) for recipes in candidates.values())
+    trained = len([start for start in params.starts if start != "probe"])
+    searched = params.search_counts()
+    curve = sum(
+        trained * sum(1 for seed in seeds if count not in searched or seed not in search_seeds)
+        for count, seeds in params.curve_plan()
+    )
+    return search + curve + (snapshots * len(params.seeds) if "pretrained" in params.starts else 0)

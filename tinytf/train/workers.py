@@ -20,7 +20,6 @@ import contextlib
 import multiprocessing
 import os
 import signal
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -30,13 +29,13 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from tqdm import tqdm
 
 from tinytf.errors import ParamsError, TinyTFError
 from tinytf.process import collector
 from tinytf.process.allocator import keep_freed_memory
 from tinytf.train import distributed
 from tinytf.train.loop import TrainingInterrupted
+from tinytf.train.progress import RunProgress
 
 ENV = "TINYTF_WORKERS"
 
@@ -169,13 +168,16 @@ class Workers:
         items: Sequence,
         cost: Callable[[Any], float],
         done: Callable[[Any, Any], None] | None = None,
+        progress: RunProgress | None = None,
     ) -> list:
-        """`done(item, result)`, where given, as each result comes back (to keep it)."""
+        """`done(item, result)`, where given, as each result comes back (to keep it). `progress`:
+        the stage's count of runs over several calls (fine-tuning's rounds), else one of its own."""
         done = done or (lambda item, result: None)
         if not items:
             return []
         order = sorted(range(len(items)), key=lambda i: -cost(items[i]))
-        bar = tqdm(total=len(items), desc=self.desc, unit="run", file=sys.stderr, disable=None)
+        bar = progress or RunProgress(len(items), self.desc)
+        finished = 0
         results: list = [None] * len(items)
         try:
             if self.count == 1 or len(items) == 1:
@@ -185,6 +187,7 @@ class Workers:
                     for i in order:
                         results[i] = work(self._local, items[i])
                         done(items[i], results[i])
+                        finished += 1
                         bar.update(1)
                 return results
             with _ctrl_c_raises():
@@ -195,12 +198,13 @@ class Workers:
                         i = futures[future]
                         results[i] = future.result()
                         done(items[i], results[i])
+                        finished += 1
                         bar.update(1)
                 except BaseException as exc:  # a run failed, or Ctrl-C: the other runs are not waited for
                     self._terminate()
                     if isinstance(exc, KeyboardInterrupt):
                         raise TrainingInterrupted(
-                            f"{self.desc}: interrupted with {bar.n} of {len(items)} runs finished, their "
+                            f"{self.desc}: interrupted with {finished} of {len(items)} runs finished, their "
                             f"results discarded. Run again to start over."
                         ) from None
                     if isinstance(exc, BrokenProcessPool):
@@ -211,7 +215,8 @@ class Workers:
                     raise
             return results
         finally:
-            bar.close()
+            if progress is None:
+                bar.close()
 
     def _terminate(self) -> None:
         """Stop the workers mid-run: the executor can only wait for running tasks to end."""
