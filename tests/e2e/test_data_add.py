@@ -74,3 +74,26 @@ def test_with_dvc_the_file_goes_to_dvcs_cache_and_its_dvc_file_is_staged(tmp_pat
     )
     assert set(staged.stdout.split()) == {"data/raw/big.jsonl.dvc", "data/raw/.gitignore"}, staged.stdout
     assert "/big.jsonl" in (root / "data/raw/.gitignore").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("with_dvc", [False, True], ids=["git", "dvc"])
+def test_data_remove_undoes_data_add_to_the_byte(tmp_path, with_dvc):
+    root = repo_copy(tmp_path / "repo")
+    params = (root / "params.yaml").read_bytes()
+    user = tmp_path / "reviews.csv"
+    pd.DataFrame(
+        {"review": [f"review {i}" for i in range(ROWS)], "stars": [i % 2 for i in range(ROWS)]}
+    ).to_csv(user, index=False)
+    tinytf = [sys.executable, "-m", "tinytf.cli", "data"]
+    add = [*tinytf, "add", str(user), "--text-column", "review", "--label-column", "stars"]
+    for command in (add + (["--dvc"] if with_dvc else []), [*tinytf, "remove", str(user)]):
+        result = subprocess.run(command, cwd=root, env=tracked_env(), capture_output=True, text=True)
+        assert result.returncode == 0, result.stdout + result.stderr
+    assert "prepare.sentiment.source=rt_critic_snippets" in result.stdout, result.stdout
+    assert (root / "params.yaml").read_bytes() == params  # every key back, comments and layout kept
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True)
+    assert status.stdout == "", status.stdout  # nothing staged, nothing left over
+    again = subprocess.run(
+        [*tinytf, "remove", str(user)], cwd=root, env=tracked_env(), capture_output=True, text=True
+    )
+    assert again.returncode == 2 and "nothing to remove" in again.stderr, again.stderr

@@ -1,4 +1,5 @@
-"""`tinytf data add FILE`: a user's labelled file to where `prepare` reads it, in one command.
+"""`tinytf data add FILE`: a user's labelled file to where `prepare` reads it, in one command;
+`tinytf data remove FILE` undoes it.
 
 It reads the file with the readers `prepare` uses (a bad row stops here, naming the line), puts
 it under data/raw/ (prepare's dep), tracks it so that temporary and queued experiments see it too
@@ -67,6 +68,16 @@ def add_parser(sub) -> None:
     )
     add.add_argument("--repro", action="store_true", help="then run `dvc repro prepare`")
     add.add_argument("--params", default="params.yaml", help="params file (default: params.yaml)")
+    remove = verbs.add_parser(
+        "remove",
+        help="undo `data add FILE`: point prepare back at its built-in data, untrack and delete the copy",
+        description="The undo of `tinytf data add FILE`: every prepare.sentiment.files / prepare.corpus.files "
+        "split naming data/raw/FILE goes back to null, and a section left with no file back to its built-in "
+        "source (its text_column and label_column to null), checked first; then FILE leaves git's index (or "
+        "DVC's: `dvc remove` of its .dvc) and data/raw/. A file committed since stays in git's history.",
+    )
+    remove.add_argument("file", help="the file `data add` took: data/raw/NAME, or the path it was added from")
+    remove.add_argument("--params", default="params.yaml", help="params file (default: params.yaml)")
 
 
 def settings(path: Path, split: str, text_column: str, label_column: str | None) -> dict[str, object]:
@@ -182,3 +193,88 @@ def add_command(args) -> None:
 
         if subprocess.call([dvc_executable(), "repro", "prepare"]):
             raise TinyTFError("dvc repro prepare failed (its message is above)")
+
+
+def reverted(params_file: Path, target: Path) -> dict[str, object]:
+    """The keys that undo `data add` of `target`: each split naming it back to null, and a section
+    left with no file back to its built-in source, its columns to null (as params.yaml lists them)."""
+    from tinytf.params.prepare import CorpusParams, SentimentParams
+    from tinytf.params.schema import read_yaml
+
+    prepare = (read_yaml(params_file) or {}).get("prepare") or {}
+    values: dict[str, object] = {}
+    for name, default in (("sentiment", SentimentParams()), ("corpus", CorpusParams())):
+        section = prepare.get(name) or {}
+        named = {split: path for split, path in (section.get("files") or {}).items() if path}
+        gone = [split for split, path in named.items() if Path(path) == target]
+        values |= {f"prepare.{name}.files.{split}": None for split in gone}
+        if gone and len(gone) == len(named):
+            values[f"prepare.{name}.source"] = default.source
+            in_domain = (section.get("in_domain") or {}).get("files")
+            columns = ["label_column"] if name == "sentiment" else []
+            columns += [] if in_domain else ["text_column"]  # in_domain.files read the corpus's column
+            values |= {f"prepare.{name}.{column}": None for column in columns}
+    return values
+
+
+def write_reverted(params_file: Path, values: dict[str, object]) -> None:
+    """Set `values`; where that brings params_file back to what git's HEAD holds, HEAD's text
+    itself, byte for byte (a round trip keeps each comment where `data add`'s longer line pushed it)."""
+    import yaml
+
+    committed = subprocess.run(
+        ["git", "show", f"HEAD:./{params_file.as_posix()}"], capture_output=True, text=True
+    ).stdout
+    now = yaml.safe_load(params_file.read_text(encoding="utf-8"))
+    for dotted, value in values.items():
+        *parents, last = dotted.split(".")
+        node = now
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[last] = value
+    if committed and yaml.safe_load(committed) == now:
+        files.write_bytes(params_file, committed.encode("utf-8"))
+    else:
+        write_settings(params_file, values)
+
+
+def untrack(target: Path) -> str:
+    """Take `target` out of git's index (or DVC's, and its .dvc out of git's) and off the disk;
+    returns what was done."""
+    from tinytf.cli.experiments import dvc_executable
+
+    dvc_file = Path(f"{target}.dvc")
+    if dvc_file.exists():
+        run([dvc_executable(), "remove", "--quiet", str(dvc_file)])  # the .dvc and its .gitignore line
+        run(["git", "rm", "--cached", "--quiet", "--ignore-unmatch", "--", str(dvc_file)])
+        ignore = target.parent / ".gitignore"  # its line gone, or the file with it when it was the last
+        if ignore.exists():
+            run(["git", "add", "--", str(ignore)])
+        else:
+            run(["git", "rm", "--cached", "--quiet", "--ignore-unmatch", "--", str(ignore)])
+        done = f"{dvc_file} removed"
+    else:
+        run(["git", "rm", "--cached", "--quiet", "--ignore-unmatch", "--", str(target)])
+        done = "unstaged"
+    target.unlink(missing_ok=True)
+    return f"{target} {done} and deleted"
+
+
+def remove_command(args) -> None:
+    from tinytf.params.config import load_params
+
+    target, params_file = destination(Path(args.file)), Path(args.params)
+    values = reverted(params_file, target)
+    if not values and not target.exists() and not Path(f"{target}.dvc").exists():
+        raise DataError(f"{target}: not in data/raw/ and named by no prepare key: nothing to remove")
+    load_params(params_file, values)  # the stages' own checks, before anything changes
+    if values:
+        try:
+            write_reverted(params_file, values)
+        except OSError as exc:
+            raise DataError(
+                f"{params_file}: not written ({files.why(exc)}), so it is as it was, and so is {target}: "
+                "run this command again"
+            ) from None
+        print(f"{params_file}: " + ", ".join(f"{k}={'null' if v is None else v}" for k, v in values.items()))
+    print(untrack(target))

@@ -453,9 +453,10 @@ def dispatch(argv: Sequence[str] | None = None) -> int:
 
         return guarded(lambda: serve_command(args))
     if args.command == "data":
-        from tinytf.cli.data import add_command
+        from tinytf.cli.data import add_command, remove_command
 
-        return guarded(lambda: add_command(args))
+        command = remove_command if args.data_command == "remove" else add_command
+        return guarded(lambda: command(args))
     if args.command == "ui":
         return guarded(lambda: ui(args))
     if args.command == "store":
