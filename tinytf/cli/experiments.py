@@ -22,6 +22,7 @@ import sys
 from dataclasses import dataclass, fields
 from pathlib import Path
 
+from tinytf.cli import dvc_quiet
 from tinytf.cli.forecast import forecast
 from tinytf.cli.workspace import workspace_lock, write_settings, yaml_value
 from tinytf.errors import ParamsError
@@ -239,6 +240,6 @@ def run_experiment(dvc_args: list[str], params_file: str | Path = "params.yaml")
             print(note, file=sys.stderr)
         if not in_copy:  # DVC's own -S would rewrite some hundred lines of params.yaml
             dvc_args = set_in_workspace(dvc_args, params_file)
-        command = [dvc_executable(), "exp", "run", *dvc_args]
-        print("tinytf: " + " ".join(command[1:]), file=sys.stderr)
-        return subprocess.run(command).returncode
+        command = ["exp", "run", *dvc_args]
+        print("tinytf: " + " ".join(command), file=sys.stderr)
+        return subprocess.run([*dvc_quiet.command(), *command]).returncode

@@ -220,6 +220,15 @@ def bound_http() -> None:
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "10")
 
 
+def _new_store() -> None:
+    """Make the repository's store, its `Default` experiment's artifacts beside it: MLflow would
+    put them in the cwd's ./mlruns, which in a fresh clone's first run (a temporary experiment,
+    `tinytf preset tiny`) is a copy DVC deletes."""
+    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+
+    SqlAlchemyStore(tracking_uri(), (project_root() / ARTIFACT_DIR).as_uri())
+
+
 def _connect(experiment: str):
     bound_http()
     # MLflow's modules and its SQL store (slow to build: built on the first lookup and cached) live as
@@ -232,6 +241,8 @@ def _connect(experiment: str):
 
         _quiet_mlflow_logs()  # after the import: importing mlflow sets its loggers to INFO
         mlflow.set_tracking_uri(tracking_uri())
+        if own_store and not (project_root() / DEFAULT_STORE).exists():
+            _new_store()
         missing = mlflow.get_experiment_by_name(experiment) is None
     if missing:
         artifacts = None

@@ -42,8 +42,9 @@ def repo(tmp_path, monkeypatch):
     real = subprocess.run
 
     def run(command, *args, **kwargs):
-        if command[1:3] == ["exp", "run"]:
-            ran.append(command[3:])
+        at = command.index("exp") if "exp" in command else -1  # after `dvc`, or tinytf.cli.dvc_quiet
+        if at > 0 and command[at + 1] == "run":
+            ran.append(command[at + 2 :])
             return subprocess.CompletedProcess(command, 0)
         return real(command, *args, **kwargs)
 

@@ -15,6 +15,12 @@ def store(tmp_path, monkeypatch):
     return tmp_path
 
 
+def runs_client(root):
+    from mlflow import MlflowClient
+
+    return MlflowClient(f"sqlite:///{root / 'mlflow.db'}")
+
+
 def runs(root):
     import mlflow
 
@@ -217,6 +223,10 @@ def test_a_temporary_experiments_artifacts_land_beside_the_repositorys_store(sto
     assert (store / "mlflow.db").exists() and not (copy / "mlflow.db").exists()
     assert [p.read_text() for p in (store / "mlartifacts" / "tinytf-temp").rglob("note.txt")] == ["kept"]
     assert not (copy / "mlruns").exists()
+    # a fresh clone's first run is such a copy: the store it makes keeps MLflow's `Default`
+    # experiment beside it too, not in the copy's ./mlruns that DVC deletes
+    default = [e for e in runs_client(store).search_experiments() if e.name == "Default"]
+    assert [e.artifact_location for e in default] == [f"{(store / 'mlartifacts').as_uri()}/0"]
 
 
 def test_a_stage_knows_it_runs_in_a_temporary_copy(store, monkeypatch):
