@@ -10,6 +10,8 @@ import sys
 import common
 
 from tinytf.analysis.grid import cell_key, cells, write_cell
+from tinytf.params.config import load_params as validated_params
+from tinytf.params.schema import parse_overrides
 from tinytf.tracking.runs import TrackerCallback, params_hash, stage_run
 from tinytf.train.grid import logged_params, train_cell
 from tinytf.train.progress import matrix_line
@@ -46,12 +48,18 @@ def main() -> None:
         )
         write_cell(args.out, key, run.model, run.result)
         accuracy = run.result["final"]["validation_accuracy"]
-        line, order = f"grid {key}: validation accuracy {accuracy:.4f}", cells(grid)
+        line, order = f"grid {key}: validation accuracy {accuracy:.4f}", cells(whole_grid(args))
         if cell in order:  # DVC runs the matrix's cells in this order, one stage each (a cell by hand: not)
             line += "; grid cells " + matrix_line(
                 order.index(cell) + 1, len(order), run.result["train_seconds"]
             )
         print(line, file=sys.stderr)
+
+
+def whole_grid(args):
+    """The grid's lists, for the progress line alone: read from the whole params, not the stage's
+    declared keys, which leave them out on purpose (a new value reruns only its own cells)."""
+    return validated_params(args.params, parse_overrides(args.overrides)).grid
 
 
 if __name__ == "__main__":

@@ -10,6 +10,8 @@ import sys
 import common
 
 from tinytf.analysis.grid import cell_at_rank, cell_key, finalist_key, write_cell
+from tinytf.params.config import load_params as validated_params
+from tinytf.params.schema import parse_overrides
 from tinytf.tracking.runs import TrackerCallback, params_hash, stage_run
 from tinytf.train.grid import logged_params, train_cell
 from tinytf.train.progress import matrix_line
@@ -47,10 +49,13 @@ def main() -> None:
         )
         write_cell(args.out, finalist_key(args.rank, args.seed), run.model, run.result, rank=args.rank)
         accuracy = run.result["final"]["validation_accuracy"]
+        # for the progress line alone, the lists from the whole params: a finalist reads only its
+        # own rank and seed (a new seed reruns only its own runs)
+        whole = validated_params(args.params, parse_overrides(args.overrides)).grid
         line, ranks, seeds = (
             f"{desc}: validation accuracy {accuracy:.4f}",
-            grid.finalists,
-            grid.finalist_seeds,
+            whole.finalists,
+            whole.finalist_seeds,
         )
         if args.rank in ranks and args.seed in seeds:  # DVC runs rank x seed in this order, one stage each
             done = ranks.index(args.rank) * len(seeds) + seeds.index(args.seed) + 1
