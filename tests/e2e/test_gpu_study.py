@@ -146,8 +146,8 @@ def test_the_tiny_study_runs_every_stage_after_tokenize_and_writes_the_report(tm
     assert (out / "report" / "metrics.json").exists() and not (out / "report" / "presets").exists()
     # the preset's values reached the stages: its matrix cells, its seeds, its vocabulary
     assert sorted(p.name for p in (root / "data" / "grid").glob("*.result.json")) == [
-        "AdamW-lr0.001-bs16-ep1.result.json",
-        "SGD-lr0.001-bs16-ep1.result.json",
+        "AdamW-lr0.01-bs16-ep2.result.json",
+        "SGD-lr0.01-bs16-ep2.result.json",
     ]
     assert len(list((root / "data" / "variants").glob("*.json"))) == 4
     assert "over 3 seeds" in report and "vocabulary 400" in report

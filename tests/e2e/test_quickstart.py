@@ -6,6 +6,7 @@ shared tiny run (tests/e2e/conftest.py): its `tinytf preset tiny` is that run.""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -16,9 +17,35 @@ import urllib.request
 import pytest
 
 from tests.helpers.paths import REPO
-from tests.helpers.quickstart import newcomer_env, quickstart
+from tests.helpers.quickstart import first_change, newcomer_env, noise, quickstart
+from tests.helpers.repo import COMMAND_TIMEOUT_S
 
 pytestmark = pytest.mark.slow
+
+
+def test_the_first_change_reruns_only_what_it_touches(workspace):
+    """The README's first change, walked where the quickstart left a newcomer: the clone as
+    committed (the tiny run not applied) beside the run cache the tiny run filled."""
+    subprocess.run(["git", "checkout", "-q", "HEAD", "--", "."], cwd=workspace, check=True)
+    (workspace / "dvc.lock").unlink()  # the applied run's: the clone has none
+    (workspace / ".venv").symlink_to(REPO / ".venv")
+    shell = ["set -euo pipefail", "source .venv/bin/activate", *first_change()]
+    walked = subprocess.run(
+        ["bash", "-c", "\n".join(shell)],
+        cwd=workspace,
+        env=newcomer_env(),
+        capture_output=True,
+        text=True,
+        timeout=COMMAND_TIMEOUT_S,
+    )
+    output = walked.stdout + walked.stderr
+    assert walked.returncode == 0, output[-3000:]
+    assert noise(output) == []
+    ran = set(re.findall(r"^Running stage '([^']+)'", walked.stdout, re.M))
+    new = {"grid@AdamW-0.003-16-2", "grid@SGD-0.003-16-2"}  # the cells grid.lrs adds
+    readers = {"check_params", "grid_finalists@1-2", "grid_finalists@2-2", "evaluate", "report"}
+    assert new <= ran <= new | readers, ran  # every other stage came from the run cache
+    assert "grid.lrs" in walked.stdout, walked.stdout  # compare names the key that differs
 
 
 def test_the_quickstart_block_is_setup_activate_then_tinytf_and_the_ui():
@@ -28,13 +55,16 @@ def test_the_quickstart_block_is_setup_activate_then_tinytf_and_the_ui():
     assert any(c.startswith("tinytf predict") for c in commands)
 
 
-def test_the_quickstart_runs_in_order_and_predict_answers(quickstart_walk, workspace):
+def test_the_quickstart_runs_in_order_and_its_model_learned(quickstart_walk, workspace):
     walked = quickstart_walk
     assert walked["returncode"] == 0, walked["stdout"][-3000:] + walked["stderr"][-3000:]
-    # predict's table: the text, its class and each class's probability
-    assert re.search(r"a gripping film +(fresh|rotten) +\d\.\d{3} +\d\.\d{3}", walked["stdout"]), walked[
-        "stdout"
-    ]
+    assert noise(walked["stdout"] + walked["stderr"]) == []  # no traceback, no DVC warning
+    # predict's table: the text, its class and each class's probability; the demo sentences right
+    for text, label in (("a gripping, beautifully acted film", "fresh"), ("a dull mess", "rotten")):
+        assert re.search(rf"{text} +{label} +\d\.\d{{3}} +\d\.\d{{3}}", walked["stdout"]), walked["stdout"]
+    # the served model beats the majority class on its own test split (the tiny run's metrics)
+    metrics = json.loads((workspace / "data/reports/metrics.json").read_text())
+    assert metrics["test_accuracy"] > metrics["baselines"]["majority"]["test_accuracy"], metrics
     assert walked["status"] == ""  # a temporary experiment: the clone is as it was
     # the block's last command, in a copy of the walked clone (its experiment since applied)
     (workspace / ".venv").symlink_to(REPO / ".venv")

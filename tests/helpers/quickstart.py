@@ -16,11 +16,30 @@ from .repo import COMMAND_TIMEOUT_S, tracked_env
 
 def quickstart() -> list[str]:
     """The commands of the first bash block under '## Quickstart', comments cut."""
+    return _block("## Quickstart")
+
+
+def first_change() -> list[str]:
+    """The commands of the quickstart's "A first change" block, comments cut."""
+    return _block("A first change")
+
+
+def _block(after: str) -> list[str]:
     text = (REPO / "README.md").read_text(encoding="utf-8")
-    section = text[text.index("## Quickstart") :]
+    section = text[text.index(after) :]
     block = re.search(r"```bash\n(.*?)```", section, re.S).group(1)
     lines = [re.sub(r"\s+#.*$", "", line).strip() for line in block.splitlines()]
     return [line for line in lines if line]
+
+
+def noise(output: str) -> list[str]:
+    """The lines of a command's output that a newcomer should never meet: a Python traceback, or
+    a DVC warning or error."""
+    return [
+        line
+        for line in output.splitlines()
+        if line.startswith(("Traceback (most recent call last)", "WARNING:", "ERROR:"))
+    ]
 
 
 def newcomer_env() -> dict[str, str]:

@@ -42,6 +42,6 @@ DVC_STAGES = (
     ]
     + ["pretrain@1", "pretrain@2"]
     + [f"variants@learned-{merge}-{seed}" for merge in ("concat", "reweight") for seed in (1, 2)]
-    + ["grid@AdamW-0.001-16-1", "grid@SGD-0.001-16-1"]
+    + ["grid@AdamW-0.01-16-2", "grid@SGD-0.01-16-2"]
     + ["grid_finalists@1-2", "grid_finalists@2-2"]
 )

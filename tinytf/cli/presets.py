@@ -23,7 +23,8 @@ from pathlib import Path
 
 import yaml
 
-from tinytf.cli.experiments import check_experiment, dvc_executable, set_in_workspace
+from tinytf.cli import dvc_quiet
+from tinytf.cli.experiments import check_experiment, set_in_workspace, set_items
 from tinytf.cli.workspace import workspace_lock, yaml_value
 from tinytf.errors import ParamsError
 from tinytf.io import staged, write_json, write_text
@@ -80,6 +81,27 @@ def _same(here, wanted) -> bool:
     return here == wanted
 
 
+def caps(name: str, params_file: str | Path, values: dict, dvc_args: list[str]) -> list[str]:
+    """A line for each cap the run puts on a user's own rows (`source: files`): a preset's
+    `max_rows` keeps the first N rows of each split, which the user did not ask for."""
+    sets = {}
+    for item in set_items(dvc_args):  # checked already (check_experiment): KEY=VALUE
+        key, _, value = item.partition("=")
+        if key.startswith("prepare."):
+            sets[key] = yaml.safe_load(value)
+    prepare = load_params(params_file, values | sets).prepare
+    lines = []
+    for section in ("sentiment", "corpus"):
+        mine, key = getattr(prepare, section), f"prepare.{section}.max_rows"
+        if mine.source == "files" and mine.max_rows:
+            files = ", ".join(f for f in (mine.files.train, mine.files.validation, mine.files.test) if f)
+            lines.append(
+                f"tinytf: preset {name} keeps the first {mine.max_rows} rows of each split of your data "
+                f"({files}: {key}); -S {key}=0 keeps them all"
+            )
+    return lines
+
+
 def run_preset(
     name: str, dvc_args: list[str], params_file: str | Path, preset_dir: str | Path, workspace: bool = False
 ) -> int:
@@ -91,12 +113,15 @@ def run_preset(
     in_copy = not workspace or bool({"--temp", "--queue"} & set(dvc_args))
     # the -S arguments given beside the preset, and a copy's data files
     check_experiment(dvc_args, params_file, in_copy, values)
+    capped = caps(name, params_file, values, dvc_args)  # before a workspace run writes the -S in
     with workspace_lock(Path(params_file).resolve().parent):
         if not in_copy:  # the preset's values and the -S written into params.yaml, one line each
             arguments, dvc_args = [], set_in_workspace(dvc_args, params_file, values)
-        command = [dvc_executable(), "exp", "run", *arguments, *([] if apart else ["--temp"]), *dvc_args]
-        print("tinytf: " + " ".join(command[1:]), file=sys.stderr)
-        return subprocess.run(command).returncode
+        for line in capped:
+            print(line, file=sys.stderr)
+        command = ["exp", "run", *arguments, *([] if apart else ["--temp"]), *dvc_args]
+        print("tinytf: " + " ".join(command), file=sys.stderr)
+        return subprocess.run([*dvc_quiet.command(), *command]).returncode
 
 
 # what a preset's committed report holds: what its README was written from (readme.json: the README

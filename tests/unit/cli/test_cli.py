@@ -469,7 +469,7 @@ def test_compare_ranks_what_tells_five_tiny_experiments_apart_and_names_what_the
     headers = [c[0] for c in columns]
     # the swept key first (four values among the experiments), then the one other change
     assert headers[6:8] == ["grid.lrs", "grid.batch_sizes"] and left_out == []
-    assert columns[6][3:] == ["[0.001]", "[0.003]", "[0.01]", "[0.03]", "[0.001]"]
+    assert columns[6][3:] == ["[0.001]", "[0.003]", "[0.01]", "[0.03]", "[0.01]"]  # the last: the preset's
     # the tiny preset's keys, alike in every experiment, are named below, not columns
     assert {"model.d_model", "prepare.sentiment.max_rows", "tokenize.vocab_size"} <= set(shared)
     assert not set(shared) & set(headers)
@@ -491,7 +491,7 @@ def test_compare_shows_the_one_grid_key_two_experiments_differ_in():
 def test_compare_a_b_puts_two_experiments_side_by_side(monkeypatch, capsys):
     from tinytf.cli import compare, experiments
 
-    show = _tiny_experiments([("grid.batch_sizes", [8]), ("grid.lrs", [0.01])])
+    show = _tiny_experiments([("grid.batch_sizes", [8]), ("grid.lrs", [0.003])])
     calls = []
 
     def run(command, **kwargs):
@@ -509,7 +509,7 @@ def test_compare_a_b_puts_two_experiments_side_by_side(monkeypatch, capsys):
     params = {
         line.split()[0]: line.split()[1:] for line in lines[12:] if not line.startswith(("metrics", " "))
     }
-    assert params == {"grid.lrs": ["[0.001]", "[0.01]"], "grid.batch_sizes": ["[8]", "[16]"]}
+    assert params == {"grid.lrs": ["[0.01]", "[0.003]"], "grid.batch_sizes": ["[8]", "[16]"]}
     assert main(["compare", "tiny-0", "nothing-such"]) == 2
     err = capsys.readouterr().err
     assert "no experiment 'nothing-such'" in err and "tiny-1" in err and len(err.splitlines()) == 1

@@ -157,6 +157,13 @@ def test_a_preset_checks_the_overrides_beside_it(repo, capsys, monkeypatch):
     assert main(["preset", "tiny", *FILES]) == 2  # a temporary experiment: the file must be tracked
     assert "data/raw/mine.csv: not tracked" in capsys.readouterr().err
     assert main(["preset", "tiny", "--workspace", *FILES]) == 0 and len(repo.ran) == 1
+    # the preset's cap on the user's own rows is said before the run; -S ...=0 lifts it, unsaid
+    assert (
+        "keeps the first 2000 rows of each split of your data (data/raw/mine.csv" in capsys.readouterr().err
+    )
+    lifted = ["-S", "prepare.sentiment.max_rows=0"]
+    assert main(["preset", "tiny", "--workspace", *FILES, *lifted]) == 0
+    assert "keeps the first" not in capsys.readouterr().err
 
 
 HOLD = """
