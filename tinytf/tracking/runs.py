@@ -239,8 +239,9 @@ def _connect(experiment: str):
         if own_store:
             artifacts = (project_root() / ARTIFACT_DIR / experiment).as_uri()
         try:
-            # "custom_model_development" makes the MLflow 3 UI open the experiment in its
-            # model-training view (runs table, metric charts) instead of the GenAI overview
+            # kept for the MLflow 3 UIs before the sidebar's GenAI / Model training switch (we allow
+            # >=3.1); from the switch on (3.17's bundle never reads the tag) the switch decides, and
+            # `tinytf ui`'s link sets it (tinytf.tracking.store.runs_page)
             mlflow.create_experiment(
                 experiment,
                 artifact_location=artifacts,
