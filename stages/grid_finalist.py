@@ -10,7 +10,8 @@ import sys
 import common
 
 from tinytf.analysis.grid import cell_at_rank, cell_key, finalist_key, write_cell
-from tinytf.tracking.runs import TrackerCallback, params_hash, stage_run
+from tinytf.tracking.runs import TrackerCallback, params_hash, project_root, stage_run
+from tinytf.tracking.study import report_best
 from tinytf.train.grid import logged_params, train_cell
 
 
@@ -32,8 +33,16 @@ def main() -> None:
     group = params_hash(params.as_dict())  # one MLflow parent run per matrix and its params
     name = f"grid_finalists-{finalist_key(args.rank, args.seed)}"
     staged = common.staged_outputs(args, name, whole=("out",))
+    run_name = f"grid_finalists-{key}-seed{args.seed}"  # the cell, not only its rank, in the UI
     with (
-        stage_run("grid_finalists", logged, run_name=name, group_key=group, system_metrics=True) as tracker,
+        stage_run(
+            "grid_finalists",
+            logged,
+            run_name=run_name,
+            group_key=group,
+            system_metrics=True,
+            group_params=params.as_dict(),
+        ) as tracker,
         staged,
     ):
         common.log_token_inputs(tracker, args.data, "sentiment", ("train", "validation"))
@@ -46,6 +55,8 @@ def main() -> None:
         )
         write_cell(args.out, finalist_key(args.rank, args.seed), run.model, run.result, rank=args.rank)
         accuracy = run.result["final"]["validation_accuracy"]
+        # the run's one number to compare, and its parent's best (tinytf.tracking.study)
+        tracker.call("report_best", report_best, project_root(), "validation_accuracy", accuracy)
         print(f"{desc}: validation accuracy {accuracy:.4f}", file=sys.stderr)
 
 

@@ -1,0 +1,75 @@
+"""One repro's runs as the MLflow UI shows them: the study tag, the matrix's parent run (commit,
+params, note, best child) and the fine-tuning runs' roles and names."""
+
+import pytest
+
+from tinytf.tracking.runs import project_root, stage_run
+from tinytf.tracking.study import NOTES, report_best, study_id
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch):
+    monkeypatch.setenv("TINYTF_TRACKING", "1")
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    monkeypatch.delenv("DVC_EXP_NAME", raising=False)
+    monkeypatch.setenv("DVC_ROOT", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "params.yaml").write_text("grid:\n  lrs: [0.1, 0.01]  # a comment\n")
+    return tmp_path
+
+
+def runs(root):
+    import mlflow
+
+    mlflow.set_tracking_uri(f"sqlite:///{root / 'mlflow.db'}")
+    return mlflow.search_runs(experiment_names=["tinytf-test"])
+
+
+def test_the_study_id_changes_with_the_params_values_and_the_commit_not_with_a_comment(tmp_path):
+    params = tmp_path / "params.yaml"
+    params.write_text("a: 1  # one\n")
+    first = study_id("c0ffee" * 7, params)
+    params.write_text("# the same values\na: 1\n")
+    assert study_id("c0ffee" * 7, params) == first and first.endswith("@c0ffeec0ffee")
+    params.write_text("a: 2\n")
+    assert study_id("c0ffee" * 7, params) != first
+    assert study_id("beef" * 10, tmp_path / "params.yaml").split("@")[0] == study_id("c", params).split("@")[0]
+
+
+def test_a_matrix_parent_holds_its_commit_params_note_and_best_child(store):
+    accuracies = {"grid-AdamW": 0.71, "grid-SGD": 0.64, "grid-Adam": 0.71}
+    for name, accuracy in accuracies.items():
+        with stage_run(
+            "grid",
+            {"grid": {"cell": name}},
+            "tinytf-test",
+            run_name=name,
+            group_key="k1",
+            group_params={"grid": {"lrs": [0.1, 0.01], "seed": 1}},
+        ) as tracker:
+            tracker.call("report_best", report_best, project_root(), "validation_accuracy", accuracy)
+            assert tracker.active, tracker.failure
+    frame = runs(store)
+    [parent] = frame[frame["tags.tinytf.stage"] == "grid (parent)"].to_dict("records")
+    cells = frame[frame["tags.tinytf.stage"] == "grid"]
+    assert set(cells["tags.mlflow.parentRunId"]) == {parent["run_id"]}
+    assert set(frame["tags.tinytf.study"]) == {study_id("unknown", store / "params.yaml")}
+    assert parent["tags.mlflow.source.git.commit"] == "unknown"  # no git repository here
+    assert parent["params.grid.lrs"] == "[0.1, 0.01]" and parent["params.grid.seed"] == "1"
+    assert parent["tags.mlflow.note.content"] == NOTES["grid"]
+    # the first of the best two keeps it: a tie is not better
+    assert parent["metrics.best_validation_accuracy"] == 0.71
+    assert parent["tags.tinytf.best_child"] == "grid-AdamW"
+    assert sorted(cells["metrics.validation_accuracy"]) == [0.64, 0.71, 0.71]
+
+
+def test_a_lower_is_better_metric_keeps_the_lowest_and_another_study_gets_its_own_parent(store):
+    for name, perplexity, params in (("v-a", 40.0, "a: 1\n"), ("v-b", 30.0, "a: 1\n"), ("v-c", 9.0, "a: 2\n")):
+        (store / "params.yaml").write_text(params)
+        with stage_run("variants", {}, "tinytf-test", run_name=name, group_key="k") as tracker:
+            tracker.call("report_best", report_best, project_root(), "validation_perplexity", perplexity, False)
+    frame = runs(store)
+    parents = frame[frame["tags.tinytf.stage"] == "variants (parent)"].set_index("tags.tinytf.best_child")
+    assert sorted(parents.index) == ["v-b", "v-c"]
+    assert parents.loc["v-b", "metrics.best_validation_perplexity"] == 30.0
+    assert parents.loc["v-c", "metrics.best_validation_perplexity"] == 9.0
