@@ -1,8 +1,8 @@
 """What a user browsing the MLflow UI needs to tell one repro's runs apart: the study tag every run
-carries, the parent run of each DVC matrix (its commit, the params it summarises, its best child and
-a note), and what the fine-tuning runs are (role, chosen, a name of their own).
+carries and the parent run of each DVC matrix (its commit, the params it summarises, its best child
+and a note); tinytf.tracking.finetune_runs names and tags the fine-tuning runs.
 
-Pure helpers and MLflow calls made through `tinytf.tracking.runs`; mlflow is imported inside the
+Imported by `tinytf.tracking.runs` (so it does not import it); mlflow is imported inside the
 functions that talk to it, so a stage without MLflow still imports this module.
 """
 
