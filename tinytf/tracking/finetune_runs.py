@@ -36,10 +36,14 @@ def finetune_name(tags: dict, role: str) -> str:
     by its start, labels, seed and body, a snapshot run by the snapshot too."""
     name = f"finetune-{tags['start']}-{tags['labels']}-seed{tags['seed']}"
     if role == "recipe_search":
-        return f"{name}-lr{tags['lr']:g}-dropout{tags['dropout']:g}"
+        return f"{name}-lr{_short(tags['lr'])}-dropout{_short(tags['dropout'])}"
     if tags.get("body") is not None:
         name += f"-body{tags['body']}"
     return name if role == "curve" else f"{name}-{tags['snapshot']}"
+
+
+def _short(value) -> str:
+    return "none" if value is None else f"{value:g}"
 
 
 def _number(value) -> float | None:
@@ -81,6 +85,8 @@ class FinetuneChildren:
     def log(self, runs, tracker) -> None:
         """One child run per held run of `runs` (runs.csv's frame), then the parent's note and best
         child through `tracker`, the stage's run. Metrics at step = n_train, the label count."""
+        if not tracker.active:  # off, or failed once: said then, not again for each child
+            return
         rows = {_key(row): row for row in runs.to_dict("records")}
         best: tuple[float, str] | None = None
         for held in self.held:

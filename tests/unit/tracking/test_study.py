@@ -150,3 +150,18 @@ def test_finetune_children_say_their_role_and_choice_and_a_dropped_candidate_sho
     assert top["tags.mlflow.note.content"] == FINETUNE_NOTE
     assert top["tags.tinytf.best_child"] == "finetune-scratch-all-seed2"  # a curve run, not the dropped one
     assert top["metrics.best_validation_accuracy"] == 0.8
+
+
+def test_a_run_without_a_recipe_is_named_and_nothing_is_logged_while_tracking_is_off(store):
+    import pandas as pd
+
+    from tinytf.tracking.finetune_runs import FinetuneChildren, finetune_name
+    from tinytf.tracking.runs import Tracker
+
+    tags = {"start": "probe", "labels": "60", "seed": 1, "snapshot": "final", "lr": None, "dropout": None}
+    assert finetune_name(tags, "recipe_search") == "finetune-probe-60-seed1-lrnone-dropoutnone"
+    children = FinetuneChildren()
+    with children(tags) as [callback]:
+        callback.on_end({"test_accuracy": 0.5})
+    children.log(pd.DataFrame([tags | {"chosen": True}]), Tracker(None, "disabled"))
+    assert not (store / "mlflow.db").exists()
