@@ -102,11 +102,19 @@ def test_the_champion_is_a_pyfunc_model_that_classifies_raw_texts(workspace):
     import mlflow
     import pandas as pd
 
-    # an applied experiment becomes the champion when evaluate runs in the workspace
+    # an applied experiment becomes the champion when evaluate runs in the workspace: its weights
+    # are the experiment's, so its version is reused, and is the workspace's now
     dvc(workspace, "repro", "--force", "--single-item", "evaluate")
     mlflow.set_tracking_uri(f"sqlite:///{workspace / 'mlflow.db'}")
-    champion = mlflow.MlflowClient().get_model_version_by_alias("tinytf-sentiment", "champion")
-    assert int(champion.version) == 2 and "tinytf.experiment" not in champion.tags
+    client = mlflow.MlflowClient()
+    champion = client.get_model_version_by_alias("tinytf-sentiment", "champion")
+    assert int(champion.version) == 1 and "tinytf.experiment" not in champion.tags
+    # a second evaluate with unchanged weights adds no version either, and keeps the champion
+    dvc(workspace, "repro", "--force", "--single-item", "evaluate")
+    assert len(client.search_model_versions("name='tinytf-sentiment'")) == 1
+    assert client.get_registered_model("tinytf-sentiment").aliases == {"champion": 1}
+    metrics = json.loads((workspace / "data/reports/metrics.json").read_text())
+    assert metrics["promotion"]["reason"] == "kept: version 1 is @champion (the same weights)"
     model = mlflow.pyfunc.load_model("models:/tinytf-sentiment@champion")
     predicted = model.predict(pd.DataFrame({"text": ["a fine, moving film", "a dull mess"]}))
     classes = json.loads((workspace / "data/tokens/sentiment/labels.json").read_text())["classes"]
