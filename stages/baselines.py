@@ -12,7 +12,7 @@ import pandas as pd
 
 from tinytf.analysis.baselines import baseline_curve
 from tinytf.data.splits import SPLITS
-from tinytf.data.subsets import check_counts, count_name
+from tinytf.data.subsets import ALL, check_counts, count_name
 from tinytf.errors import DataError
 from tinytf.io import write_json, write_parquet
 from tinytf.tracking.runs import stage_run
@@ -56,12 +56,14 @@ def main() -> None:
                 run.set_tags(
                     {f"tinytf.{key}": str(value) for key, value in {**tags, "snapshot": "final"}.items()}
                 )
+                train = len(splits["train"][1])
                 run.log_metrics(
                     {
                         "test_accuracy": fit.tfidf_lr,
                         "validation_accuracy": fit.tfidf_lr_validation,
                         "majority_test_accuracy": fit.majority,
-                    }
+                    },
+                    step=train if count == ALL else min(count, train),  # the label count, as finetune's
                 )
 
         curve, predictions = baseline_curve(
@@ -69,12 +71,13 @@ def main() -> None:
         )
         write_json(Path(args.reports) / "summary.json", {"label_curve": curve})
         write_parquet(args.predictions, predictions)
-        for labels, entry in curve.items():
+        for entry in curve.values():  # at step = the label count: a chart's x axis, as finetune's
             tracker.log_metrics(
                 {
-                    f"majority_{labels}_labels_test_accuracy": entry["majority"]["mean"],
-                    f"tfidf_lr_{labels}_labels_test_accuracy": entry["tfidf_lr"]["mean"],
-                }
+                    "majority_test_accuracy": entry["majority"]["mean"],
+                    "tfidf_lr_test_accuracy": entry["tfidf_lr"]["mean"],
+                },
+                step=entry["n_train"],
             )
         tracker.log_artifact(Path(args.reports) / "summary.json")
 

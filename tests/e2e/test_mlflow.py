@@ -204,6 +204,19 @@ def test_the_ui_link_lands_on_every_stage_filters_the_curve_and_shows_the_card(w
     assert len(curve) == len(on_curve) and set(curve["tags.tinytf.chosen"]) == {"true"}
     others = runs[runs["tags.tinytf.role"].isin(["recipe_search", "snapshot"])]
     assert len(curve) + len(others) == len(study)  # every fine-tuning child has a role
+    # the curve at step = label count, for a chart's x axis: each curve run, and the stages' means
+    client = mlflow.MlflowClient()
+    steps = sorted(set(on_curve["n_train"]))
+    for stage, key in (("finetune", "scratch_test_accuracy"), ("baselines", "tfidf_lr_test_accuracy")):
+        [run_id] = runs[(runs["tags.tinytf.stage"] == stage) & runs["tags.mlflow.parentRunId"].isna()][
+            "run_id"
+        ]
+        assert sorted(m.step for m in client.get_metric_history(run_id, key)) == steps, stage
+    one = curve.iloc[0]
+    [point] = client.get_metric_history(one["run_id"], "test_accuracy")
+    assert point.step in steps and str(point.step) == one["params.finetune.labels"].replace(
+        "all", str(max(steps))
+    )
     top = sorted(runs[runs["tags.mlflow.parentRunId"].isna()]["tags.mlflow.runName"])
     [version] = mlflow.MlflowClient().search_model_versions("name='tinytf-sentiment'")
     card = next(line.lstrip("# ").strip() for line in version.description.splitlines() if line.strip())
