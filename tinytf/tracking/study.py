@@ -45,7 +45,10 @@ def study_id(commit: str, params_file: str | Path = PARAMS_FILE) -> str:
     UI gathers them). The hash is of params.yaml's values, so a comment does not change it; a
     temporary experiment hashes its own params.yaml (its stages run in its copy)."""
     try:
-        values = yaml.safe_load(Path(params_file).read_text(encoding="utf-8"))
+        # libyaml where built in: a stage opens a run per fine-tuning run, each hashing the file
+        values = yaml.load(
+            Path(params_file).read_text(encoding="utf-8"), getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        )
     except (OSError, yaml.YAMLError):
         values = None
     blob = json.dumps(values, sort_keys=True, default=str).encode()
