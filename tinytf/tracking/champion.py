@@ -73,7 +73,9 @@ def log_champion(
         client.set_model_version_tag(name, version, key, value)
     if alias:
         client.set_registered_model_alias(name, alias, version)
-    mlflow.set_tag("tinytf.classes", json.dumps(json.loads(labels.read_text())["classes"]))
+    classes = json.dumps(json.loads(labels.read_text())["classes"])
+    # the version this run registered or reused: a run that reused one logged no model
+    mlflow.set_tags({"tinytf.classes": classes, "tinytf.registered_version": version})
     return version
 
 

@@ -212,6 +212,8 @@ def test_the_same_weights_again_reuse_their_version_and_stay_champion(files, nam
     capsys.readouterr()
     again = register(files, name, "bad.pt")  # a rerun whose served weights did not change
     assert again == old and "reused" in capsys.readouterr().err
+    [rerun] = mlflow.search_runs(order_by=["attributes.start_time DESC"], max_results=1, output_format="list")
+    assert rerun.data.tags["tinytf.registered_version"] == old  # the run says which version it reused
     assert len(client.search_model_versions(f"name = '{name}'")) == 2  # no version added
     decision = promotion.decide(name, again, TEXTS, LABELS)
     assert decision == promotion.Decision(
