@@ -16,6 +16,7 @@ from tinytf.data.subsets import ALL, check_counts, count_name
 from tinytf.errors import DataError
 from tinytf.io import write_json, write_parquet
 from tinytf.tracking.runs import stage_run
+from tinytf.tracking.study import BEST_CHILD, NOTE, NOTES
 
 
 def read_split(path: Path) -> tuple[list[str], object]:
@@ -41,6 +42,7 @@ def main() -> None:
     staged = common.staged_outputs(args, "baselines", into=("reports",), whole=("predictions",))
     with stage_run("baselines", params.as_dict()) as tracker, staged:
         plan = finetune.curve_plan()
+        best: list[tuple[float, str]] = []  # the fit with the best validation accuracy, and its run
 
         def progress(count, seed, fit):
             print(
@@ -51,6 +53,7 @@ def main() -> None:
             # each fit a child run, beside the finetune runs of the same label count and seed
             tags = {"start": "tfidf_lr", "labels": count_name(count), "seed": seed, "c": fit.tfidf_lr_c}
             name = f"baselines-{tags['labels']}-seed{seed}"
+            best[:] = [max(best + [(fit.tfidf_lr_validation, name)], key=lambda b: b[0])]
             with stage_run("baselines", {"baselines": tags}, run_name=name, nested=True) as run:
                 # start "final" as the finetune runs of the final model: one filter shows the curve
                 run.set_tags(
@@ -80,6 +83,9 @@ def main() -> None:
                 step=entry["n_train"],
             )
         tracker.log_artifact(Path(args.reports) / "summary.json")
+        tracker.set_tags({NOTE: NOTES["baselines"]} | ({BEST_CHILD: best[0][1]} if best else {}))
+        if best:
+            tracker.log_metrics({"best_validation_accuracy": best[0][0]})
 
 
 if __name__ == "__main__":

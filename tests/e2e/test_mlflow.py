@@ -217,6 +217,15 @@ def test_the_ui_link_lands_on_every_stage_filters_the_curve_and_shows_the_card(w
     assert point.step in steps and str(point.step) == one["params.finetune.labels"].replace(
         "all", str(max(steps))
     )
+    # every parent says what its children are, names its best, and carries the commit and params
+    assert runs["tags.tinytf.study"].nunique() == 1 and runs["tags.tinytf.study"].notna().all()
+    for stage in ("finetune", "baselines", "grid (parent)", "grid_finalists (parent)", "variants (parent)"):
+        [parent] = runs[
+            (runs["tags.tinytf.stage"] == stage) & runs["tags.mlflow.parentRunId"].isna()
+        ].to_dict("records")
+        assert parent["tags.mlflow.note.content"] and parent["tags.tinytf.best_child"] in set(names), stage
+        held = [k for k, v in parent.items() if k.startswith("params.") and isinstance(v, str)]
+        assert parent["tags.mlflow.source.git.commit"] and held, stage
     top = sorted(runs[runs["tags.mlflow.parentRunId"].isna()]["tags.mlflow.runName"])
     [version] = mlflow.MlflowClient().search_model_versions("name='tinytf-sentiment'")
     card = next(line.lstrip("# ").strip() for line in version.description.splitlines() if line.strip())

@@ -34,6 +34,12 @@ NOTES = {
     "`grid.finalist_seeds` (children named by cell and seed). `evaluate` serves the cell with the "
     "best mean validation accuracy over its seeds; `best_validation_accuracy` here is the best "
     "single run's. Chart `validation_accuracy` grouped by `params.grid.optimizer`.",
+    "baselines": "The baselines on the fine-tuning runs' subsets and seeds: one child per TF-IDF + "
+    "logistic regression fit (its C chosen on validation), beside it the majority class. Tagged "
+    "`tinytf.start` = `tfidf_lr` and `tinytf.snapshot` = `final` as the fine-tuning curve's runs, "
+    "their metrics at step = the label count; this run's `tfidf_lr_test_accuracy` and "
+    "`majority_test_accuracy` are the means over seeds at the same steps. `best_validation_accuracy`"
+    " is the best fit's (tag `tinytf.best_child`).",
     "variants": "Architecture variants: one child per positional encoding x head merge x seed, each "
     "a short pretraining. `best_validation_perplexity` is the lowest (tag `tinytf.best_child`); "
     "chart `validation_perplexity` grouped by the tag `tinytf.cell`.",
