@@ -11,7 +11,7 @@ from pathlib import Path
 
 import common
 
-from tinytf.analysis.checks import write_checks
+from tinytf.course.checks import write_checks
 from tinytf.data.tokenizer import load_tokenizer
 from tinytf.model.architecture import model_config
 from tinytf.model.checkpoint import load_model

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import common
 
-from tinytf.analysis.complexity import complexity_markdown, fit_exponents, measure, plot_loglog
+from tinytf.course.complexity import complexity_markdown, fit_exponents, measure, plot_loglog
 from tinytf.io import write_text
 from tinytf.tracking.runs import stage_run
 

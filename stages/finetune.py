@@ -18,11 +18,11 @@ import pandas as pd
 
 from tinytf.analysis.evaluation import curve_summary, gap_trend, snapshot_curve, start_summary
 from tinytf.analysis.items import METHOD as ITEM_METHOD
-from tinytf.analysis.items import ItemSource, chosen_predictions
+from tinytf.analysis.items import ItemSource, bodies_by_seed, chosen_predictions
+from tinytf.data.sentiment import test_groups
 from tinytf.data.subsets import count_name
 from tinytf.errors import DataError
 from tinytf.io import write_json, write_parquet, write_text
-from tinytf.report.plots import plot_finetune_curves
 from tinytf.tracking.finetune_runs import FinetuneChildren
 from tinytf.tracking.runs import stage_run
 from tinytf.train.finetune import FinetuneResult, check_label_counts, run_finetune
@@ -89,15 +89,6 @@ def summarize(
     return summary
 
 
-def body_by_seed(result: FinetuneResult) -> dict[str, dict[int, int]]:
-    """Per start that fine-tunes a body, each seed's body (its pretraining seed), from runs.csv."""
-    runs = result.runs[result.runs["body"].notna()]
-    return {
-        start: {int(s): int(b) for s, b in zip(g["seed"], g["body"], strict=True)}
-        for start, g in runs.groupby("start")
-    }
-
-
 def main() -> None:
     parser = common.stage_parser("finetune", __doc__)
     parser.add_argument(
@@ -110,7 +101,7 @@ def main() -> None:
         "--snapshots", required=True, help="folder of each body's pretraining snapshots (seed<N>/epoch<K>.pt)"
     )
     parser.add_argument(
-        "--reports", required=True, help="folder for runs.csv, curves.csv/.png, summary.json, timings.csv"
+        "--reports", required=True, help="folder for runs.csv, curves.csv, summary.json, timings.csv"
     )
     parser.add_argument("--baselines", required=True, help="the baselines stage's summary.json")
     parser.add_argument("--baseline-predictions", required=True, help="the baselines stage's predictions")
@@ -148,16 +139,11 @@ def main() -> None:
         )
         runtime = result.runtime
         children.log(result.runs, tracker)
-        # each test text's movie, where the data has one: the multi-bootstrap draws movies, not texts
-        # (without it, each text is its own cluster, and the summary's `sources` say "text")
-        test = Path(args.data) / "prepared" / "sentiment" / "test.parquet"
-        test = pd.read_parquet(test) if test.exists() else {}
-        groups = test["group"].to_numpy() if "group" in test else None
         items = ItemSource(
             chosen_predictions(result.predictions, result.runs),
             baseline_predictions,
-            groups,
-            body_by_seed(result),
+            test_groups(args.data),  # without movies, the summary's `sources` say "text"
+            bodies_by_seed(result.runs),
         )
         summary = summarize(result, finetune_params, hf_params, bool(bodies[0].snapshots), baselines, items)
         tracker.set_tags(
@@ -173,7 +159,6 @@ def main() -> None:
         write_text(reports / "timings.csv", result.timings.to_csv(index=False))
         write_json(reports / "summary.json", summary)
         write_parquet(args.predictions, result.predictions)
-        plot_finetune_curves(result.curves, reports / "curves.png")
         n_train = result.runs.groupby("labels")["n_train"].first()  # the curve's x, as MLflow's step
         for labels, entry in summary["label_curve"].items():
             tracker.log_metrics(
@@ -190,7 +175,7 @@ def main() -> None:
                 for knob in ("lr", "dropout")
             }
         )
-        for name in ("runs.csv", "curves.csv", "summary.json", "curves.png", "timings.csv"):
+        for name in ("runs.csv", "curves.csv", "summary.json", "timings.csv"):
             tracker.log_artifact(reports / name)
     RunStore(args.state, "").clear()  # the outputs are in place: they hold every run now
 

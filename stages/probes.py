@@ -7,7 +7,7 @@ from pathlib import Path
 
 import common
 
-from tinytf.analysis.attention_probes import probes_markdown, run_probes
+from tinytf.course.attention_probes import probes_markdown, run_probes
 from tinytf.io import write_text
 from tinytf.tracking.runs import stage_run
 

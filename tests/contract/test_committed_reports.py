@@ -1,6 +1,6 @@
 """Committed reports say what today's generator writes: each README is rendered again from the
-view it was written from (its folder's readme.json, tinytf.report.view) and must match byte for
-byte. A generator change that alters a committed text fails here until the report is rebuilt
+view it was written from (its folder's readme.json, tinytf.report.render) and must match byte
+for byte. A generator change that alters a committed text fails here until the report is rebuilt
 (`dvc repro report`) or the preset re-exported."""
 
 from __future__ import annotations
@@ -9,8 +9,7 @@ import pytest
 
 from tests.helpers.paths import REPO
 from tinytf.cli.presets import preset_readme
-from tinytf.report.text import render_readme
-from tinytf.report.view import read_view
+from tinytf.report.render import read_view, render
 
 PRESETS = REPO / "reports" / "presets"
 
@@ -22,7 +21,7 @@ WITHOUT_VIEW = {
 
 
 def test_the_default_report_is_what_its_view_renders():
-    text = render_readme(read_view(REPO / "reports" / "readme.json"))
+    text = render(read_view(REPO / "reports" / "readme.json"))
     assert text == (REPO / "reports" / "README.md").read_text(encoding="utf-8")
 
 
@@ -39,3 +38,10 @@ def test_each_exported_preset_is_what_its_view_renders(name):
         pytest.skip("no preset export carries its view yet")
     folder = PRESETS / name
     assert preset_readme(folder) == (folder / "README.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("view", [REPO / "reports" / "readme.json", *sorted(PRESETS.glob("*/readme.json"))])
+def test_a_view_is_numbers_and_phrases_not_frames(view):
+    """A README's view is what its sentences say (tinytf.report.derive), not the frames they were
+    derived from: a few tens of kilobytes at most."""
+    assert view.stat().st_size < 30_000

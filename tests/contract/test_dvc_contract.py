@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from tests.helpers.paths import REPO
-from tinytf.cli.deps import closure, differences, write
+from tinytf.cli.deps import MARKER, closure, differences, is_code, write
 from tinytf.params.config import load_params, narrow_params
 from tinytf.params.schema import UndeclaredParam
 
@@ -38,16 +38,20 @@ def test_tinytf_deps_write_adds_an_import_to_the_stage_that_makes_it(tmp_path):
     (tmp_path / "tinytf/b.py").write_text("")
     (tmp_path / "stages/one.py").write_text("import tinytf.a\n")
     (tmp_path / "stages/two.py").write_text("import tinytf.b\n")
+    marker = MARKER + "\n"
     (tmp_path / "dvc.yaml").write_text(
         "# the pipeline\nstages:\n"
-        "  one:\n    cmd: python stages/one.py\n    deps:\n      - stages/one.py\n"
-        "      - tinytf/__init__.py\n      - tinytf/a.py\n      - data/raw  # a data dep stays\n"
+        "  one:\n    cmd: python stages/one.py\n    deps:\n      - data/raw  # a data dep stays\n"
+        f"{marker}      - stages/one.py\n      - tinytf/__init__.py\n      - tinytf/a.py\n"
         "    outs:\n      - out1\n"
-        "  two:\n    cmd: python stages/two.py\n    deps:\n      - stages/two.py\n"
-        "      - tinytf/__init__.py\n      - tinytf/b.py\n    outs:\n      - out2\n"
+        "  two:\n    cmd: python stages/two.py\n    deps:\n      - tinytf/b.py\n"  # code first: laid out
+        "      - stages/two.py\n      - data/two\n      - tinytf/__init__.py\n    outs:\n      - out2\n"
     )
+    assert differences(tmp_path) == {} and write(tmp_path) == ["two"]  # the layout alone is fixed
+    two = (tmp_path / "dvc.yaml").read_text().split("  two:")[1]
+    assert two.startswith(f"\n    cmd: python stages/two.py\n    deps:\n      - data/two\n{marker}")
     before = (tmp_path / "dvc.yaml").read_text()
-    assert differences(tmp_path) == {} and write(tmp_path) == []
+    assert write(tmp_path) == []
     (tmp_path / "stages/one.py").write_text("import tinytf.a\nfrom tinytf import b\n")  # an added import
     assert differences(tmp_path) == {"one": (["tinytf/b.py"], [])}
     assert write(tmp_path) == ["one"] and differences(tmp_path) == {}
@@ -55,17 +59,28 @@ def test_tinytf_deps_write_adds_an_import_to_the_stage_that_makes_it(tmp_path):
     assert after.startswith("# the pipeline\n") and "      - data/raw  # a data dep stays\n" in after
     assert after.split("  two:")[1] == before.split("  two:")[1]  # the other stage untouched
     assert yaml.safe_load(after)["stages"]["one"]["deps"] == [
+        "data/raw",
         "stages/one.py",
         "tinytf/__init__.py",
         "tinytf/a.py",
         "tinytf/b.py",
-        "data/raw",
     ]
     (tmp_path / "stages/one.py").write_text("import tinytf.a\n")  # and a removed one
     assert (
         write(tmp_path) == ["one"]
         and "tinytf/b.py" not in yaml.safe_load((tmp_path / "dvc.yaml").read_text())["stages"]["one"]["deps"]
     )
+
+
+def test_every_stage_has_a_desc_and_its_data_deps_before_its_code():
+    """`dvc stage list` describes each stage, and its deps read data flow first."""
+    text = (REPO / "dvc.yaml").read_text(encoding="utf-8")
+    for name, stage in STAGES.items():
+        assert stage.get("desc"), f"stage {name} has no desc: for dvc stage list"
+        deps = stage.get("deps", [])
+        code = [is_code(d) for d in deps]
+        assert code == sorted(code), f"stage {name}: a data dep comes after its code deps"
+    assert text.count(MARKER) == sum(1 for s in STAGES.values() if any(is_code(d) for d in s.get("deps", [])))
 
 
 def test_closure_follows_imports_inside_functions(tmp_path):
@@ -224,3 +239,19 @@ def test_dvc_yaml_s_matrices_name_each_cell_as_its_reader_looks_it_up():
     for rank in params.grid.finalists:
         for seed in params.grid.finalist_seeds:
             assert f"data/grid_finalists/{grid.finalist_key(rank, seed)}.result.json" in outs
+
+
+def test_the_dvc_plots_draw_the_starts_params_yaml_runs_in_the_tables_order():
+    """DVC's top-level plots name their columns and files, and cannot read them from a list: they
+    are the starts finetune.starts runs, in tinytf.params.starts's order (a run that adds one adds
+    its column and, if it trains by epochs, its curve file here)."""
+    from tinytf.params.starts import present, trained
+
+    plots = {}
+    for plot in yaml.safe_load((REPO / "dvc.yaml").read_text())["plots"]:
+        if isinstance(plot, dict):
+            plots.update(plot)
+    runs = present(load_params(REPO / "params.yaml").finetune.starts)
+    assert plots["label_curve"]["y"]["reports/dvc/label_curve.csv"] == [*runs, "tfidf_lr", "majority"]
+    curves = [f"reports/dvc/finetune_{start}.csv" for start in runs if trained(start)]
+    assert list(plots["finetune_validation_accuracy"]["y"]) == curves

@@ -20,6 +20,7 @@ ALLOWED = {
     "model": set(),
     "train": {"data", "model"},
     "analysis": {"data", "model"},
+    "course": {"data", "model"},
     # the report quotes analysis's statistics (the power bound) rather than keeping a copy
     "report": {"data", "model", "analysis"},
 }

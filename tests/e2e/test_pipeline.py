@@ -82,7 +82,7 @@ def test_the_tiny_preset_runs_as_a_dvc_experiment_and_writes_every_output(worksp
     probes = pd.read_csv(workspace / "reports/finetune/runs.csv").query("start == 'probe'")
     assert len(probes) == 3 * 3 and probes["probe_c"].isin([0.1, 1]).all()  # presets/tiny.yaml: probe_cs
     assert (workspace / "data/models/snapshots/seed1/epoch1.pt").exists()
-    assert (workspace / "reports/finetune/curves.png").stat().st_size > 10_000
+    assert (workspace / "reports/plots/finetune_curves.png").stat().st_size > 10_000
     final = json.loads((workspace / "reports/metrics.json").read_text())
     assert 0 <= final["test_accuracy"] <= 1
     assert final["best"]["optimizer"] in {"AdamW", "SGD"}
@@ -165,10 +165,10 @@ EDITS = {
     "grid": "tinytf/train/classify.py",
     "grid_finalists": "tinytf/train/grid.py",
     "evaluate": "tinytf/analysis/evaluation.py",
-    "probes": "tinytf/analysis/attention_probes.py",
-    "complexity": "tinytf/analysis/complexity.py",
-    "checks": "tinytf/analysis/checks.py",
-    "report": "tinytf/report/text.py",
+    "probes": "tinytf/course/attention_probes.py",
+    "complexity": "tinytf/course/complexity.py",
+    "checks": "tinytf/course/checks.py",
+    "report": "tinytf/report/derive.py",
 }
 
 

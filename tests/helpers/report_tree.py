@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
 
 from tests.helpers.paths import REPO
 from tinytf.params.config import load_params
-from tinytf.report.facts import Facts
-from tinytf.report.view import view_json, write_view
+from tinytf.report.derive import derive
+from tinytf.report.facts import Facts, Listing
+from tinytf.report.render import write_view
 
 
 def fake_report_tree(reports: Path) -> Path:
@@ -31,13 +31,11 @@ def fake_report_tree(reports: Path) -> Path:
 def fake_view(reports: Path, notes: tuple[str, ...] = ()) -> None:
     """A report view with no facts: the README it renders names the table tables/a.md, the
     published reports/data.md and `notes`."""
-    view = SimpleNamespace(
-        f=Facts(),
-        params=load_params(REPO / "params.yaml"),
+    listing = Listing(
         missing=[],
         notes=list(notes),
         tables=[("tables/a.md", "the table a")],
         plots=[],
         published=["data.md"],
     )
-    write_view(reports / "readme.json", view_json(view))
+    write_view(reports / "readme.json", derive(Facts(), load_params(REPO / "params.yaml"), listing))

@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 
 from tests.helpers.lm_fixtures import SAMPLES, make_corpus_dir, tiny_model
-from tinytf.analysis.attention_probes import run_probes
-from tinytf.analysis.checks import write_checks
 from tinytf.analysis.power import variants_verdicts
+from tinytf.course.attention_probes import run_probes
+from tinytf.course.checks import write_checks
 from tinytf.data.tokenizer import load_tokenizer
 from tinytf.io import write_json, write_text
 from tinytf.model.architecture import model_config

@@ -1,2 +1,2 @@
-"""Analysis layer: evaluation statistics, attention probes, the cost-of-attention measurement
-and the checks of the course reports' claims that build and run small models."""
+"""Analysis layer: the study's statistics (paired and multi-bootstrap tests, power), the matrix
+studies' cells and tables, and the trained baselines."""

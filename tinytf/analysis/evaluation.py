@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from tinytf.params.starts import ordered, present
+
 if TYPE_CHECKING:  # the item tests are the finetune stage's: the report reads their results only
     from tinytf.analysis.items import ItemSource
 
@@ -137,6 +139,19 @@ def verdict(test: dict) -> str:
     return "higher" if test["mean_difference"] > 0 else "lower"
 
 
+def detected(boot: dict, alpha: float = ALPHA) -> bool:
+    """A multi-bootstrap's claim of a difference: its p (Holm-adjusted where it has one) below
+    `alpha` and its interval clear of 0, the two read together, as the sentences quote both."""
+    p = boot.get("p_holm", boot["p_value"])
+    return p is not None and p < alpha and not boot["ci95"][0] <= 0 <= boot["ci95"][1]
+
+
+def verdict_of(test: dict) -> str:
+    """The verdict a summary keeps beside its test (decided once its family's Holm p was known),
+    else `verdict` now: what every sentence and headline file quotes, the report in its own words."""
+    return test.get("verdict") or verdict(test)
+
+
 def holm(p_values: list[float | None]) -> list[float | None]:
     """Holm's step-down adjustment of a family of p-values (statsmodels' multipletests); None
     stays None and is not counted in the family."""
@@ -213,7 +228,7 @@ def headline_metrics(report: dict, best: dict, finetune: dict, baselines: dict) 
     metrics["baselines"] = {name: {"test_accuracy": every[name]["mean"]} for name in ("majority", "tfidf_lr")}
     metrics["label_curve"] = {
         labels: {
-            **{start: {"mean": entry[start]["mean"]} for start in STARTS_REPORTED if start in entry},
+            **{start: {"mean": entry[start]["mean"]} for start in present(entry)},
             "tfidf_lr": {"mean": baselines["label_curve"][labels]["tfidf_lr"]["mean"]},
             **{key: brief_test(entry[key]) for key in HEADLINE_TESTS if key in entry},
         }
@@ -230,16 +245,13 @@ def brief_test(test: dict) -> dict:
     """A test as the headline files carry it: the difference, the raw p beside the Holm p and the
     verdict they give, and the p over test texts where there is one."""
     brief = {k: test.get(k) for k in ("mean_difference", "p_value", "p_holm")}
-    brief["verdict"] = test.get("verdict", verdict(test))
+    brief["verdict"] = verdict_of(test)
     if "items" in test:
         brief["items_p_value"] = test["items"]["p_value"]
     if "multiboot" in test:  # every source of noise at once, what the verdict rests on; two keys, as
         # dvc exp show makes a column of each (summary.json holds the whole block)
         brief["all_sources"] = {k: test["multiboot"].get(k) for k in ("ci95", "p_holm")}
     return brief
-
-
-STARTS_REPORTED = ("pretrained", "scratch", "probe")
 
 
 def start_summary(
@@ -262,9 +274,6 @@ def start_summary(
         "classes": classes,
     }
     return summary
-
-
-COMPARED = ("pretrained", "scratch", "probe", "hf")  # every start, against scratch and against TF-IDF
 
 
 def curve_summary(
@@ -306,15 +315,15 @@ def curve_summary(
         }
         entry["n_train"] = int(at_count["n_train"].max())
         baseline = _tfidf_by_seed(tfidf, labels, seeds)
-        for start in COMPARED:
-            if start in tests and start != "scratch":
+        for start in ordered(tests):  # every start, against scratch and against TF-IDF
+            if start != "scratch":
                 entry[f"{start}_vs_scratch"] = paired_comparison(
                     [tests[start][s] for s in seeds], [tests["scratch"][s] for s in seeds]
                 )
                 if items is not None:
                     entry[f"{start}_vs_scratch"]["items"] = items.compare(labels, start, "scratch")
                     entry[f"{start}_vs_scratch"]["multiboot"] = items.multiboot(labels, start, "scratch")
-            if start in tests and baseline is not None:
+            if baseline is not None:
                 entry[f"{start}_vs_tfidf"] = paired_comparison(
                     [tests[start][s] for s in seeds], [baseline[s] for s in seeds]
                 )

@@ -59,6 +59,23 @@ def item_comparison(a: np.ndarray, b: np.ndarray, seed: int = 0) -> dict:
     return out | {"p_value": float(test.pvalue), "ci95": [float(interval.low), float(interval.high)]}
 
 
+def bodies_by_seed(runs: pd.DataFrame) -> dict[str, dict[int, int]]:
+    """Per start that fine-tunes a pretrained body, each seed's body (its pretraining seed), from
+    runs.csv's `body` column; empty where the runs have none (one body, or a run before bodies)."""
+    if "body" not in runs:
+        return {}
+    runs = runs[runs["body"].notna()]
+    return {
+        start: {int(s): int(b) for s, b in zip(g["seed"], g["body"], strict=False)}
+        for start, g in runs.groupby("start")
+    }
+
+
+def nest_of(by_seed: dict[int, int] | None) -> np.ndarray | None:
+    """The multi-bootstrap's `nest`: each seed's body, seeds in increasing order."""
+    return np.array([by_seed[s] for s in sorted(by_seed)]) if by_seed else None
+
+
 class ItemSource:
     """The chosen runs' test predictions (and TF-IDF + LR's, where given), to test two starts at
     one label count over the test texts; `groups`: each test text's movie, where the data has one;
@@ -82,8 +99,7 @@ class ItemSource:
         tinytf.analysis.multiboot."""
         from tinytf.analysis.multiboot import multi_bootstrap
 
-        by_seed = self.bodies.get(start) or self.bodies.get(other)  # the pairs share each seed's body
-        nest = np.array([by_seed[s] for s in sorted(by_seed)]) if by_seed else None
+        nest = nest_of(self.bodies.get(start) or self.bodies.get(other))  # pairs share a seed's body
         return multi_bootstrap(
             correct_by_item(self.frame, start=start, labels=labels),
             correct_by_item(self.frame, start=other, labels=labels),

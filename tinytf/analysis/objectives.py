@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 from scipy import stats
 
-from tinytf.analysis.evaluation import curve_summary, holm, paired_comparison
+from tinytf.analysis.evaluation import curve_summary, detected, holm, paired_comparison
 from tinytf.errors import DataError
 
 ARMS = ["pretrained", "scratch"]
@@ -65,9 +65,8 @@ def add_multiboot(
     and test texts by movie (tinytf.analysis.multiboot), Holm across the counts: what the verdict
     rests on. `causal`, `masked`: each run's (runs.csv, predictions); a seed's bodies in the two
     runs share their pretraining seed (init and batch order), so the draws pair them."""
-    import numpy as np
 
-    from tinytf.analysis.items import chosen_predictions, correct_by_item
+    from tinytf.analysis.items import bodies_by_seed, chosen_predictions, correct_by_item, nest_of
     from tinytf.analysis.multiboot import multi_bootstrap
 
     (causal_runs, causal_pred), (masked_runs, masked_pred) = causal, masked
@@ -77,11 +76,7 @@ def add_multiboot(
     )
     boots = []
     for labels, entry in comparison["label_curve"].items():
-        nest = None
-        if "body" in masked_runs:
-            mine = masked_runs[(masked_runs["start"] == "pretrained") & masked_runs["body"].notna()]
-            by_seed = dict(zip(mine["seed"], mine["body"], strict=False))
-            nest = np.array([by_seed[s] for s in sorted(by_seed)]) if by_seed else None
+        nest = nest_of(bodies_by_seed(masked_runs).get("pretrained"))
         boot = multi_bootstrap(
             correct_by_item(masked_pred, start="pretrained", labels=labels),
             correct_by_item(causal_pred, start="pretrained", labels=labels),
@@ -108,7 +103,7 @@ def verdict(labels: str, entry: dict, alpha: float = 0.05) -> str:
     boot = test.get("multiboot")
     if boot is not None:
         low, high = (100 * x for x in boot["ci95"])
-        found = boot["p_holm"] < alpha and not low <= 0 <= high
+        found = detected(boot, alpha)
         drawn = ", ".join(boot["sources"])
         return (
             f"{labels} labels: masked − causal {diff:+.1f} points, 95 % CI [{low:+.1f}, {high:+.1f}] over "

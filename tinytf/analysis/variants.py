@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from tinytf.analysis.cells import checked_out
+from tinytf.data.markdown import environment
 from tinytf.io import write_json, write_text
 from tinytf.params.config import VariantsParams
 
@@ -63,11 +64,6 @@ def table(cells: pd.DataFrame) -> pd.DataFrame:
 def write_summary(cells: pd.DataFrame, report_dir: str | Path, n_seeds: int, steps: int) -> None:
     report_dir = Path(report_dir)
     write_text(report_dir / "cells.csv", cells.to_csv(index=False))
-    summary = table(cells)
-    text = (
-        "# Positional encoding × head merge (course report 004)\n\n"
-        f"Perplexity (per BPE token) after {steps} pretraining steps, mean ± std over {n_seeds} seeds. "
-        "train is the first validation-sized slice of train; dev the validation split; normal, weird "
-        "and long the sample sentences.\n\n" + summary.to_markdown(index=False) + "\n"
-    )
+    values = {"steps": steps, "seeds": n_seeds, "table": table(cells).to_markdown(index=False)}
+    text = environment("tinytf.analysis").get_template("variants.md.j2").render(values)
     write_text(report_dir / "variants.md", text)

@@ -5,8 +5,8 @@ make `dvc status` list the stage) and no code it never reaches. The closure is f
 standard library's `modulefinder`, which reads every code object, so an import inside a function
 counts: it over-approximates one run, the safe side for deps. Its search path holds only the
 project, so third-party imports are not followed. `--check` lists what differs (the contract test
-calls it); `--write` rewrites each stage's code deps in place, sorted, leaving its other deps,
-comments and layout alone.
+calls it); `--write` rewrites each stage's code deps in place, sorted, after its data deps and a marker
+comment, leaving its other deps, comments and layout alone.
 """
 
 from __future__ import annotations
@@ -66,32 +66,47 @@ def differences(root: Path = Path("."), dvc_file: str = "dvc.yaml") -> dict[str,
     return out
 
 
+# where a stage's generated code deps start: its data deps come first, so the data flow reads top down
+MARKER = "      # code: every project module the commands reach (tinytf deps --write)"
+
+
+def _laid_out(block: list[str], stage: dict, root: Path) -> list[str]:
+    """The stage's block with its deps as data deps, the marker, then the sorted code deps."""
+    if "    deps:" not in block:
+        return block
+    first = block.index("    deps:") + 1
+    last = first
+    while last < len(block) and (block[last].startswith("      - ") or block[last] == MARKER):
+        last += 1  # the deps list: one `- path` a line, up to the next key
+    listed = [line for line in block[first:last] if line != MARKER]
+    data = [line for line in listed if not is_code(line.removeprefix("      - ").strip())]
+    code = [f"      - {p}" for p in code_deps(stage, root)]
+    return block[:first] + data + ([MARKER] + code if code else []) + block[last:]
+
+
 def write(root: Path = Path("."), dvc_file: str = "dvc.yaml") -> list[str]:
-    """Rewrite every stage's code deps to its closure; returns the stages changed."""
+    """Rewrite every stage's code deps to its closure, after its data deps; returns the stages
+    changed."""
     path = root / dvc_file
-    wrong = differences(root, dvc_file)
-    if not wrong:
-        return []
     stages = _stages(path)
     lines = path.read_text(encoding="utf-8").splitlines()
-    for name in wrong:
+    changed = []
+    for name, stage in stages.items():
         start = lines.index(f"  {name}:")
         end = next((i for i in range(start + 1, len(lines)) if re.match(r"^ {0,2}\S", lines[i])), len(lines))
-        block = lines[start:end]
-        first = block.index("    deps:") + 1
-        last = first
-        while last < len(block) and block[last].startswith("      - "):
-            last += 1  # the deps list: one `- path` a line, up to the next key
-        kept = [line for line in block[first:last] if not is_code(line.removeprefix("      - ").strip())]
-        block[first:last] = [f"      - {p}" for p in code_deps(stages[name], root)] + kept
-        lines[start:end] = block
+        block = _laid_out(lines[start:end], stage, root)
+        if block != lines[start:end]:
+            lines[start:end] = block
+            changed.append(name)
+    if not changed:
+        return []
     try:
         files.write_bytes(path, ("\n".join(lines) + "\n").encode("utf-8"))  # never half a dvc.yaml
     except OSError as exc:
         raise ParamsError(
             f"{path}: not written ({files.why(exc)}), so it is as it was; run this again"
         ) from None
-    return sorted(wrong)
+    return sorted(changed)
 
 
 def _stages(path: Path) -> dict:

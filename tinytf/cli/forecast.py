@@ -65,7 +65,7 @@ def card_times(root: Path) -> tuple[dict[str, float], str]:
     """({stage: seconds per run (a matrix stage's per cell)}, the machine) from the committed run
     card; ({}, "") when there is none."""
     try:
-        card = json.loads((root / "reports" / "readme.json").read_text(encoding="utf-8"))["facts"]["run_card"]
+        card = json.loads((root / "reports" / "readme.json").read_text(encoding="utf-8"))["run_card"]
     except (OSError, ValueError, KeyError, TypeError):
         return {}, ""
     times, machine = {}, ""

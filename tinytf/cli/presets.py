@@ -100,7 +100,7 @@ def run_preset(
 
 
 # what a preset's committed report holds: what its README was written from (readme.json: the README
-# is written again from it, tinytf.report.view), its tables and plots (the README links them), the
+# is written again from it, tinytf.report.render), its tables and plots (the README links them), the
 # headline metrics, the finetune and baselines summaries and the variants verdicts
 EXPORTED = {
     "readme.json": "readme.json",
@@ -198,11 +198,10 @@ def preset_readme(folder: Path) -> str:
     the report stage wrote it), links to files the export does not hold kept as text, and the
     masked preset's comparison with the causal run (objectives.json). The export writes it, and
     tests/contract/test_committed_reports.py checks every committed one against it."""
-    from tinytf.report.text import render_readme
-    from tinytf.report.view import read_view
+    from tinytf.report.render import read_view, render
 
     folder = Path(folder)
-    text = render_readme(read_view(folder / "readme.json"))
+    text = render(read_view(folder / "readme.json"))
     if (folder / "objectives.json").exists():
         values = json.loads((folder / "preset.json").read_text(encoding="utf-8"))
         comparison = json.loads((folder / "objectives.json").read_text(encoding="utf-8"))["objectives"]
@@ -261,15 +260,6 @@ def _cached_at_head(root: Path, out: str) -> Path:
     raise ParamsError(f"HEAD:dvc.lock: no output {out}; commit the causal run's dvc.lock first")
 
 
-def _test_groups(root: Path):
-    """Each test text's movie, where the prepared data has one (the multi-bootstrap draws movies)."""
-    import pandas as pd
-
-    test = root / "data" / "prepared" / "sentiment" / "test.parquet"
-    frame = pd.read_parquet(test) if test.exists() else None
-    return frame["group"].to_numpy() if frame is not None and "group" in frame else None
-
-
 def compare_objectives(
     values: dict, here: dict, params_file: str | Path, reports: Path, folder: Path
 ) -> None:
@@ -279,6 +269,7 @@ def compare_objectives(
     import pandas as pd  # here: the other commands start without pandas
 
     from tinytf.analysis import objectives
+    from tinytf.data.sentiment import test_groups
 
     head = flatten(yaml.safe_load(_at_head(Path(params_file))) or {})
     other = sorted(
@@ -297,7 +288,7 @@ def compare_objectives(
         comparison,
         (causal, pd.read_parquet(_cached_at_head(root, PREDICTIONS))),
         (masked, pd.read_parquet(root / PREDICTIONS)),
-        _test_groups(root),
+        test_groups(root / "data"),
     )
     commit = _git(["rev-parse", "HEAD"], runs.resolve().parent).stdout.strip()
     write_json(folder / "objectives.json", {"objectives": comparison, "causal_run": commit})

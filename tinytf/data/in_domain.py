@@ -83,23 +83,3 @@ def add_in_domain(
     }
     if empty:
         corpus.notes["in_domain"]["dropped_empty"] = empty
-
-
-def describe(notes: dict) -> list[str]:
-    """The data card's lines about the in-domain text and the overlap check."""
-    entry = notes.get("in_domain")
-    if not entry:
-        return []
-    parts = ", ".join(f"{name}: {p['rows']} rows, {p['words']} words" for name, p in entry["parts"].items())
-    dropped = ", ".join(f"{name}: {n}" for name, n in entry["dropped_overlaps"].items())
-    lines = [
-        f"In-domain text added to the train split ({entry['repeat']}× each, labels never read): "
-        f"{parts or 'none'}.",
-        f"Overlap check against the {entry['held_out_texts_checked']} sentiment validation and test "
-        f"texts ({entry['match_rule']}); texts dropped: {dropped}.",
-    ]
-    if entry.get("dropped_empty"):
-        lines.append(
-            "Empty texts dropped: " + ", ".join(f"{n}: {k}" for n, k in entry["dropped_empty"].items()) + "."
-        )
-    return lines

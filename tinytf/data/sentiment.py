@@ -63,3 +63,13 @@ class SentimentData:
         """How batches of this data are made for a model that pools by `pooling`: its pad id; our
         [CLS] prefix where it pools the first token."""
         return {"prefix_id": self.cls_id if pooling == "first" else None, "pad_id": self.pad_id}
+
+
+def test_groups(data_dir: str | Path):
+    """Each test text's movie (prepare's `group` column), where the data has one: the multi-bootstrap
+    draws movies, not texts. None without one (each text is then its own cluster)."""
+    test = Path(data_dir) / "prepared" / "sentiment" / "test.parquet"
+    if not test.exists():
+        return None
+    frame = pd.read_parquet(test)
+    return frame["group"].to_numpy() if "group" in frame else None

@@ -21,6 +21,7 @@ from tinytf.model.architecture import HEAD_MERGES, PARAM_FIELDS, HeadMerge, Mode
 from tinytf.params.launcher import check_launcher
 from tinytf.params.prepare import PrepareParams
 from tinytf.params.schema import DeclaredParams, bounded, parse_section, read_yaml, set_dotted
+from tinytf.params.starts import CURVE_STARTS, GRID_STARTS
 
 # --------------------------------------------------------------------------- sections
 
@@ -138,8 +139,8 @@ class VariantsParams:
 # The starts a classifier takes (tinytf.train.starts builds them). hf: an external pretrained
 # encoder (the `hf:` section names it). The curve's `probe` is a logistic regression on the frozen
 # body's features; the grid's `frozen` trains a head on the frozen body by the grid's optimizer
-CurveStart = Literal["pretrained", "scratch", "probe", "hf"]
-GridStart = Literal["pretrained", "scratch", "frozen", "hf"]
+CurveStart = Literal[CURVE_STARTS]  # tinytf.params.starts: the one table of starts
+GridStart = Literal[GRID_STARTS]
 # the words an earlier params.yaml used: refused with the new one named (tinytf.params.schema)
 RENAMED_STARTS = {"frozen": ("probe", "the curve's linear probe; `frozen` is the grid's trained head")}
 

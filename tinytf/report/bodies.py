@@ -9,10 +9,12 @@ seed, with the bootstrap interval), whichever start `grid.start` gave it.
 
 from __future__ import annotations
 
-import json
 import re
 
 import pandas as pd
+
+from tinytf.report.artifacts import Table
+from tinytf.report.render import caption
 
 # what is published about the pretraining of checkpoints people use with the hf start (matched on
 # the checkpoint's name); anything else says "see its model card"
@@ -75,10 +77,6 @@ def bodies_table(
     }
     rows = []
     for start, entry in ((finetune or {}).get("starts") or {}).items():
-        seconds = None
-        if timings is not None and {"start", "labels", "seconds"} <= set(timings.columns):
-            mine = timings[(timings["start"] == start) & (timings["labels"].astype(str) == "all")]
-            seconds = float(mine["seconds"].mean()) if len(mine) else None
         n = len(entry.get("test_accuracy_by_seed", {}))
         rows.append(
             {
@@ -87,7 +85,7 @@ def bodies_table(
                 if start == "hf" and hf_source
                 else bodies.get(start, start),
                 "parameters": size(start, (finetune.get("parameters") or {}).get(start)),
-                "fine-tune seconds": seconds,
+                "fine-tune seconds": _seconds(timings, start),
                 "test accuracy": 100 * entry["test_accuracy_mean"],
                 "spread": f"± {100 * entry['test_accuracy_std']:.1f} (std, {n} seeds)",
                 "measured by": "finetune stage: all labels, lr and dropout chosen on validation, best validation epoch",
@@ -112,49 +110,19 @@ def bodies_table(
     return pd.DataFrame(rows)
 
 
-def bodies_section(report) -> None:
-    """Add the table to a `tinytf.report.build._Report` (after its finetune and grid sections)."""
-    from tinytf.report.facts import UPSTREAM
+def _seconds(timings: pd.DataFrame | None, start: str) -> float | None:
+    """The mean wall time of one fine-tuning run of `start` with all labels, where timed."""
+    if timings is None or not {"start", "labels", "seconds"} <= set(timings.columns):
+        return None
+    mine = timings[(timings["start"] == start) & (timings["labels"].astype(str) == "all")]
+    return float(mine["seconds"].mean()) if len(mine) else None
 
-    f, root = report.f, report.root
-    if f.finetune is None and f.metrics is None:
-        return
-    timings = report.inputs.csv("finetune_timings", ("start", "labels", "seconds"))
-    best_result = best_model = None
-    if f.metrics is not None and f.grid is not None:
-        from tinytf.analysis.grid import cell_key
 
-        key = cell_key(**{k: f.metrics["best"][k] for k in ("optimizer", "lr", "batch_size", "epochs")})
-        grid_dir = root / UPSTREAM["grid"].path
-        result_path, model_path = grid_dir / f"{key}.result.json", grid_dir / f"{key}.json"
-        if result_path.exists():
-            best_result = json.loads(result_path.read_text(encoding="utf-8"))
-        if model_path.exists():
-            best_model = json.loads(model_path.read_text(encoding="utf-8"))
-    meta = report.inputs.path("models_pretrained")
-    pretrained_meta = json.loads(meta.read_text(encoding="utf-8")) if meta.exists() else None
-    corpus = lm_corpus(f.data, report.params.prepare.corpus.source)
-    ours = (f.counts or {}).get("base+cls_head")
-    table = bodies_table(
-        f.finetune,
-        timings,
-        f.metrics,
-        best_result,
-        best_model,
-        report.params.grid.start,
-        pretrained_meta,
-        corpus,
-        ours,
-    )
-    if table.empty:
-        return
-    f.bodies = table
-    external = ((best_model or {}).get("hf") if report.params.grid.start == "hf" else None) or (
-        {"source": f.finetune.get("hf_checkpoint"), "max_length": f.finetune.get("hf_max_length")}
-        if f.finetune and f.finetune.get("hf_checkpoint")
-        else None
-    )
-    f.external = external  # course report 004 Q1 for its tokenizer (report text)
+def bodies_tables(f, params) -> list:
+    """The table of `f.bodies` (tinytf.report.read_runs), its sizes, times and accuracies worded."""
+    table = f.bodies
+    if table is None:
+        return []
     shown = table.assign(
         **{
             "parameters": [f"{p / 1e6:.2f}M" if pd.notna(p) else "" for p in table["parameters"]],
@@ -162,13 +130,4 @@ def bodies_section(report) -> None:
             "test accuracy": [f"{a:.1f} %" for a in table["test accuracy"]],
         }
     )
-    report.table(
-        "bodies",
-        "Who pretrained the body",
-        "The same sentiment splits, classified from bodies "
-        "nobody pretrained, our own language model pretrained, and an external encoder pretrained "
-        "at scale (the `hf` start): size, pretraining data, wall time of one fine-tuning run on "
-        "this machine, test accuracy.",
-        table,
-        shown,
-    )
+    return [Table("bodies", "Who pretrained the body", caption("bodies"), table, shown)]

@@ -6,16 +6,15 @@ from __future__ import annotations
 
 import pandas as pd
 
-from tinytf.analysis.evaluation import ALPHA
 from tinytf.analysis.items import chosen_predictions, correct_by_item, item_comparison
-from tinytf.data.predictions import RUN_KEYS
-from tinytf.report import tables as rt
-
-NAMES = {"tfidf_lr": "TF-IDF + LR", "probe": "the linear probe", "hf": "the hf start"}
+from tinytf.params.starts import subject
+from tinytf.report.artifacts import Table
+from tinytf.report.render import caption
 
 
 def name(start: str) -> str:
-    return NAMES.get(start, f"the {start} start")
+    """A rival as the served model's sentence names it: TF-IDF + LR, or a start's subject."""
+    return "TF-IDF + LR" if start == "tfidf_lr" else subject(start)
 
 
 def best_start(runs: pd.DataFrame) -> str | None:
@@ -49,38 +48,11 @@ def champion_comparison(
     return out
 
 
-def champion_text(c: dict) -> str:
-    """One headline sentence: the served model against each rival, and which is best."""
-    parts = []
-    for rival in c["rivals"].values():
-        detected = rival["p_value"] < ALPHA
-        seeds = f", mean of {rival['seeds']} seeds" if rival["seeds"] > 1 else ""
-        parts.append(
-            f"against {name(rival['start'])} with all labels ({rt.pct(rival['accuracy'])}{seeds}) "
-            f"{rival['mean_difference'] * 100:+.1f} points (p = {rival['p_value']:.3g} over the texts, "
-            f"{'a difference detected there' if detected else 'no difference detected there'})"
-        )
-    best = "the served model" if c["best"] == "champion" else name(c["best"])
-    return (
-        f"- The served model ({rt.pct(c['champion'])}) on the same {c['n_items']:,} test texts, paired per "
-        f"text: {'; '.join(parts)}. The served model is one run, one seed of the grid's winner: these p "
-        "hold it fixed and count the test texts alone, not its seed-to-seed spread. Highest test accuracy "
-        f"of the three: {best} (the best start is the one with the best mean validation accuracy; test "
-        "chose nothing)."
-    )
-
-
-def champion_section(r) -> None:
-    """Facts for the headline, where the champion's, the curve's and the baselines' predictions are."""
-    champion = r.inputs.parquet("evaluate_predictions", ("split", "item", "label", "prediction"))
-    finetune = r.inputs.parquet("finetune_predictions", ("start", "labels", "split", "item", "prediction"))
-    runs = r.inputs.csv("finetune_runs", ("chosen", "validation_accuracy", *RUN_KEYS))
-    if champion is None or finetune is None or runs is None:
-        return
-    baselines = r.inputs.parquet("baseline_predictions", ("start", "labels", "split", "item", "prediction"))
-    r.f.champion_vs = c = champion_comparison(champion, finetune, runs, baselines)
+def champion_tables(f, params) -> list:
+    """The served model beside the other candidates, where the comparison was made."""
+    c = f.champion_vs
     if c is None:
-        return
+        return []
     rows = [{"model": "the served model (the grid's winner)", "test_accuracy": c["champion"], "seeds": 1}]
     rows += [
         {
@@ -94,11 +66,6 @@ def champion_section(r) -> None:
         }
         for rival in c["rivals"].values()
     ]
-    r.table(
-        "champion_vs",
-        "The served model beside the other candidates",
-        f"Test accuracy on the same {c['n_items']:,} texts; the served model minus each, paired per text "
-        "(a start's share of its seeds right), with its 95 % bootstrap interval and permutation p. The best "
-        "start is the one with the best mean validation accuracy at all labels.",
-        pd.DataFrame(rows),
-    )
+    sentence = caption("champion_vs", n_items=c["n_items"])
+    title = "The served model beside the other candidates"
+    return [Table("champion_vs", title, sentence, pd.DataFrame(rows))]

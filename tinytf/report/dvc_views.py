@@ -15,6 +15,7 @@ from __future__ import annotations
 import pandas as pd
 
 from tinytf.analysis.evaluation import brief_test
+from tinytf.params.starts import present
 from tinytf.report.facts import Facts
 
 
@@ -36,7 +37,7 @@ def headline(f: Facts) -> dict:
             brief = brief_test(test)
             out[f"pretrained_minus_{against}"] = {"mean": brief.pop("mean_difference"), **brief}
     if f.label_curve is not None:
-        starts = ("pretrained", "scratch", "probe", "tfidf_lr")
+        starts = [*present(f.label_curve.columns.str.removesuffix(" mean")), "tfidf_lr"]
         out["label_curve"] = {
             str(row["labels"]): {s: float(row[f"{s} mean"]) for s in starts if pd.notna(row.get(f"{s} mean"))}
             for _, row in f.label_curve.iterrows()
@@ -88,3 +89,18 @@ def confusion_rows(test_report: dict) -> pd.DataFrame:
 def grid_points(grid: pd.DataFrame) -> pd.DataFrame:
     """Validation accuracy of every grid cell, named by its key."""
     return grid[["key", "validation_accuracy"]].sort_values("validation_accuracy", ascending=False)
+
+
+def plot_views(f: Facts) -> dict[str, pd.DataFrame]:
+    """reports/dvc/<name>.csv: the fine-tuning curves per start, the label curve, the confusion
+    rows and the grid, each where its input is."""
+    views = {}
+    if f.curves is not None:
+        views.update({f"finetune_{start}": frame for start, frame in start_curves(f.curves).items()})
+    if f.label_curve is not None:
+        views["label_curve"] = label_curve_points(f.label_curve)
+    if f.test_report is not None:
+        views["confusion"] = confusion_rows(f.test_report)
+    if f.grid is not None:
+        views["grid"] = grid_points(f.grid)
+    return views

@@ -1,40 +1,48 @@
-"""The facts the README quotes, typed: each is read from one upstream file (or derived from
-one) by `tinytf.report.build`, and is None when that file is absent, so the text can say what
-it can and the README lists what is missing."""
+"""The facts the report is built from, typed: each is read from one upstream file (or derived
+from one) by `tinytf.report.read`, and is None when that file is absent, so the text can say
+what it can and the README lists what is missing."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, NamedTuple, Protocol
+from pathlib import Path
+from typing import NamedTuple
 
 import pandas as pd
 
 
-@dataclass
+@dataclass(frozen=True)
 class Facts:
+    """Read once by `tinytf.report.read`, then only read: the tables, the plots and the README's
+    view (tinytf.report.derive) are functions of it."""
+
+    root: Path = Path(".")  # the workspace read: error messages name its files
     data: dict | None = None  # reports/data.json
     majority_test: float | None = None  # share of the most frequent class in test
     majority_val: float | None = None
     counts: dict[str, int] | None = None  # closed-form parameter counts of our model (checks)
     vocab: int | None = None
+    classes: int | None = None
     lab100: dict[str, int] | None = None  # the course lab's model at vocabulary 100
+    parameters: pd.DataFrame | None = None  # per component, ours and the lab's (checks)
     course_claims: pd.DataFrame | None = None  # the course reports' parameter arithmetic (checks)
     checks: pd.DataFrame | None = None  # course claims checked in PyTorch
     objective: str = "causal"
     pretrain: dict | None = None  # reports/pretrain/seed<first>/metrics.json: the served body's
     pretrain_bodies: dict[str, float] | None = None  # every body's validation perplexity, by its seed
+    pretrain_curves: tuple[pd.DataFrame, pd.DataFrame] | None = None  # (steps, epochs) of the first body
+    variant_cells: pd.DataFrame | None = None  # one row per cell and seed, course report 004's columns
     variants: pd.DataFrame | None = None  # mean ± std per positional encoding x head merge
     variants_summary: dict | None = None  # reports/variants/summary.json: power and verdicts
-    finetune: dict | None = None  # reports/finetune/summary.json, starts in params order
+    finetune: dict | None = None  # reports/finetune/summary.json, starts in tinytf.params.starts order
     curves: pd.DataFrame | None = None  # fine-tuning curves per start, seed and epoch
     label_curve: pd.DataFrame | None = None  # every start and baseline per label count
     baselines: dict | None = None  # reports/baselines/summary.json
     snapshot_curve: pd.DataFrame | None = None  # pretrained − scratch per pretraining snapshot
     metrics: dict | None = None  # reports/metrics.json
-    run_card: list[str] | None = None  # the README's opening lines (tinytf.report.run_card)
-    champion_vs: dict | None = None  # the served model against the best start and TF-IDF, on test texts
     test_report: dict | None = None
     grid: pd.DataFrame | None = None  # one row per grid cell of the current params
+    grid_curves: pd.DataFrame | None = None  # per cell and epoch
     best: dict | None = None  # optimizer, lr, batch_size, epochs of the best cell
     bodies: pd.DataFrame | None = None  # who pretrained the body: one row per start (report.bodies)
     external: dict | None = None  # the hf start's checkpoint: source, max_length
@@ -42,19 +50,27 @@ class Facts:
     fits: pd.DataFrame | None = None  # attention-cost exponents
     heads: pd.DataFrame | None = None  # where each head looks
     sample: tuple[str, str] | None = None  # (name, text) of the sentence the heads were read on
+    attention: tuple[list, list[str]] | None = None  # ((H, L, L) weights per layer, the tokens)
+    texts: list[str] | None = None  # the prepared test texts, by item
+    finetune_predictions: pd.DataFrame | None = None
+    finetune_runs: pd.DataFrame | None = None  # runs.csv, labels as text
+    champion: pd.DataFrame | None = None  # the served model's test predictions
+    champion_vs: dict | None = None  # the served model against the best start and TF-IDF, on test texts
+    run_card: list[str] | None = None  # the README's opening lines (tinytf.report.run_card)
+    missing: tuple = ()  # (what, path, how to make it) per absent input, in the order read
+    notes: tuple[str, ...] = ()  # skipped parts that are not missing files
+    published: tuple[str, ...] = ()  # the stages' own files the README names (tinytf.report.publish)
 
 
-class ReportView(Protocol):
-    """What the README text reads: of a report being built (tinytf.report.build), or of one
-    committed (its readme.json, tinytf.report.view)."""
+class Listing(NamedTuple):
+    """What the README lists besides the facts: absent inputs, notes, the tables and plots
+    written (link, sentence) and the stages' own files published beside it."""
 
-    f: Facts
-    params: Any
     missing: list  # (what, path, how to make it) per absent input
     notes: list[str]
-    tables: list  # (link, sentence)
+    tables: list
     plots: list
-    published: list[str]  # the stages' own files published beside the README
+    published: list[str]
 
 
 class Upstream(NamedTuple):

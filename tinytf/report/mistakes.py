@@ -7,8 +7,9 @@ from __future__ import annotations
 import pandas as pd
 
 from tinytf.analysis.items import chosen_predictions
-from tinytf.data.predictions import RUN_KEYS
+from tinytf.report.artifacts import Table
 from tinytf.report.facts import UPSTREAM
+from tinytf.report.render import caption
 
 ROWS = 5  # per direction of disagreement; the champion's mistakes get twice as many
 TEXT = 110  # characters of a text shown in a table cell
@@ -71,39 +72,31 @@ def champion_mistakes(predictions: pd.DataFrame, texts: list[str], classes: list
     )
 
 
-def mistakes_section(r) -> None:
+def mistakes_tables(f, params) -> list:
     """The error tables, where the predictions and the test texts are there."""
-    texts = r.inputs.parquet("sentiment_test", ("text",))
-    if texts is None or r.f.test_report is None and r.f.finetune is None:
-        return
-    texts = texts["text"].tolist()
-    classes = (r.f.finetune or {}).get("classes") or (r.f.test_report or {}).get("classes")
-    finetune = r.inputs.parquet("finetune_predictions", ("start", "labels", "split", "item", "prediction"))
-    runs = r.inputs.csv("finetune_runs", ("chosen", *RUN_KEYS)) if finetune is not None else None
-    if runs is not None and {"pretrained", "scratch"} <= set(finetune["start"]):
+    if f.texts is None or f.test_report is None and f.finetune is None:
+        return []
+    out, texts = [], f.texts
+    classes = (f.finetune or {}).get("classes") or (f.test_report or {}).get("classes")
+    finetune, runs = f.finetune_predictions, f.finetune_runs
+    if finetune is not None and runs is not None and {"pretrained", "scratch"} <= set(finetune["start"]):
         # the runs the curve reports (each start's chosen recipe, from the final model), all labels
-        chosen = chosen_predictions(finetune, runs.astype({"labels": str}))
+        chosen = chosen_predictions(finetune, runs)
         chosen = chosen[chosen["labels"] == "all"]
-        r.table(
-            "disagreements",
-            "Where pretrained and scratch disagree",
-            f"Test texts (all labels) where one start is right in more of the {_seeds(chosen)} seeds than "
-            "the other, the largest gap and then the highest mean probability first, "
-            f"{ROWS} each way (from `{UPSTREAM['finetune_predictions'].path}`; item = row of the test file).",
-            disagreements(chosen, texts, classes),
-            floatfmt=".2f",
-        )
-    champion = r.inputs.parquet("evaluate_predictions", ("split", "item", "prediction", "probability"))
+        path = UPSTREAM["finetune_predictions"].path
+        sentence = caption("disagreements", seeds=_seeds(chosen), rows=ROWS, path=path)
+        table = disagreements(chosen, texts, classes)
+        title = "Where pretrained and scratch disagree"
+        out.append(Table("disagreements", title, sentence, table, None, ".2f"))
+    champion = f.champion
     if champion is not None:
-        r.table(
-            "champion_mistakes",
-            "The served model's most confident mistakes",
-            f"The best grid cell's wrong test answers, the highest probability first ({2 * ROWS} of "
-            f"{int((champion['prediction'] != champion['label']).sum()):,}; from "
-            f"`{UPSTREAM['evaluate_predictions'].path}`).",
-            champion_mistakes(champion, texts, classes),
-            floatfmt=".3f",
-        )
+        wrong = int((champion["prediction"] != champion["label"]).sum())
+        path = UPSTREAM["evaluate_predictions"].path
+        sentence = caption("champion_mistakes", shown=2 * ROWS, wrong=wrong, path=path)
+        table = champion_mistakes(champion, texts, classes)
+        title = "The served model's most confident mistakes"
+        out.append(Table("champion_mistakes", title, sentence, table, None, ".3f"))
+    return out
 
 
 def _seeds(rows: pd.DataFrame) -> int:

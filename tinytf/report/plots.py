@@ -13,6 +13,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from tinytf.io import atomic_path  # noqa: E402
+from tinytf.params.starts import ordered, present  # noqa: E402
 
 
 def _save(fig, path: str | Path) -> Path:
@@ -40,12 +41,14 @@ def _band(ax, frame: pd.DataFrame, x: str, y: str, label: str) -> None:
 def plot_finetune_curves(curves: pd.DataFrame, path: str | Path) -> Path:
     """Course report 000's figure: accuracy and loss per epoch per start; train dashed, validation solid."""
     fig, (acc_ax, loss_ax) = plt.subplots(1, 2, figsize=(11, 4))
-    for start, frame in curves.groupby("start", sort=False):
+    by_start = dict(list(curves.groupby("start", sort=False)))
+    by_start = {start: by_start[start] for start in ordered(by_start)}  # the starts table's order
+    for start, frame in by_start.items():
         _band(acc_ax, frame, "epoch", "validation_accuracy", f"{start} (validation)")
         _band(loss_ax, frame, "epoch", "validation_loss", f"{start} (validation)")
     acc_ax.set_prop_cycle(None)
     loss_ax.set_prop_cycle(None)
-    for start, frame in curves.groupby("start", sort=False):
+    for start, frame in by_start.items():
         means = frame.groupby("epoch")[["train_accuracy", "train_loss"]].mean()
         acc_ax.plot(means.index, means["train_accuracy"], linestyle="--", alpha=0.7, label=f"{start} (train)")
         loss_ax.plot(means.index, means["train_loss"], linestyle="--", alpha=0.7, label=f"{start} (train)")
@@ -166,9 +169,7 @@ def plot_label_curve(curve: pd.DataFrame, path: str | Path) -> Path:
     with a ±1 std band over its seeds, the baselines dashed."""
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
     x = curve["n_train"].to_numpy()
-    for name in ("pretrained", "scratch", "probe"):
-        if f"{name} mean" not in curve:
-            continue
+    for name in present(curve.columns.str.removesuffix(" mean")):
         mean, std = curve[f"{name} mean"].to_numpy(), curve[f"{name} std"].fillna(0).to_numpy()
         line = ax.plot(x, mean, marker="o", label=name)[0]
         ax.fill_between(x, mean - std, mean + std, color=line.get_color(), alpha=0.2)

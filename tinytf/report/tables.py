@@ -1,16 +1,9 @@
-"""The report's inputs and tables: read upstream outputs, check their shape, build DataFrames.
-
-`Inputs` reads only what the upstream stages wrote. A file that is absent is recorded in
-`Inputs.missing` (what, path, the command that makes it) and its section is skipped; a file that
-is there but malformed (not JSON / CSV, or missing a key or column the report reads) raises
-`DataError` naming the file. Every table here is plain data; `tinytf.report.build` renders them.
-"""
+"""The report's tables as DataFrames, shaped from what the upstream stages wrote (a key a table
+needs and its input lacks raises `DataError` naming the file); `tinytf.report.build` writes them."""
 
 from __future__ import annotations
 
-import json
 import math
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -18,90 +11,10 @@ import pandas as pd
 
 from tinytf.data.splits import SPLITS
 from tinytf.errors import DataError
-from tinytf.report.facts import UPSTREAM
+from tinytf.report.inputs import require
+from tinytf.report.phrases import pm
 
 ID_COLUMNS = ("pos_encoding", "head_merge", "seed")
-
-
-@dataclass
-class Inputs:
-    """Reads the upstream files (`UPSTREAM[name]`) under `root`; absent ones are listed in
-    `missing` instead of raising."""
-
-    root: Path
-    missing: list[tuple[str, str, str]] = field(default_factory=list)  # (what, path, how to make it)
-    body: int = 1  # the first of pretrain.seeds: whose pretraining files the report reads
-
-    def path(self, name: str) -> Path:
-        return self.root / UPSTREAM[name].path.format(seed=self.body)
-
-    def exists(self, name: str) -> Path | None:
-        what, _, stage = UPSTREAM[name]
-        path = self.path(name)
-        rel = str(path.relative_to(self.root))
-        if path.exists():
-            return path
-        self.missing.append((what, rel, f"dvc repro {stage}"))
-        return None
-
-    def json(self, name: str, keys: tuple[str, ...] = ()) -> dict | None:
-        path = self.exists(name)
-        if path is None:
-            return None
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise DataError(f"{path}: not valid JSON ({exc})") from None
-        if not isinstance(data, dict):
-            raise DataError(f"{path}: expected a JSON object, got {type(data).__name__}")
-        require(data, path, *keys)
-        return data
-
-    def split(self, name: str) -> pd.DataFrame | None:
-        """A table the checks stage wrote as {"columns", "data"}."""
-        data = self.json(name, keys=("columns", "data"))
-        return None if data is None else split_frame(data, self.path(name))
-
-    def parquet(self, name: str, columns: tuple[str, ...] = ()) -> pd.DataFrame | None:
-        return self._frame(name, columns, pd.read_parquet, "parquet file", (OSError, ValueError))
-
-    def csv(self, name: str, columns: tuple[str, ...] = ()) -> pd.DataFrame | None:
-        bad = (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError)
-        frame = self._frame(name, columns, pd.read_csv, "CSV", bad)
-        if frame is not None and frame.empty:
-            raise DataError(f"{self.path(name)}: no rows")
-        return frame
-
-    def _frame(self, name: str, columns: tuple[str, ...], read, kind: str, bad: tuple) -> pd.DataFrame | None:
-        """The file as a DataFrame with `columns`, None when absent; DataError naming it otherwise."""
-        path = self.exists(name)
-        if path is None:
-            return None
-        try:
-            frame = read(path)
-        except bad as exc:
-            raise DataError(f"{path}: not a readable {kind} ({exc})") from None
-        absent = [c for c in columns if c not in frame.columns]
-        if absent:
-            raise DataError(f"{path}: missing column(s) {absent}; has {list(frame.columns)}")
-        return frame
-
-
-def split_frame(data: dict, path: Path | str) -> pd.DataFrame:
-    """A table written as {"columns": [...], "data": [[...], ...]} (the checks stage's JSON)."""
-    if not isinstance(data, dict) or not {"columns", "data"} <= set(data):
-        raise DataError(f"{path}: expected a table with 'columns' and 'data'")
-    return pd.DataFrame(data["data"], columns=data["columns"])
-
-
-def require(data: dict, path: Path | str, *dotted: str) -> None:
-    """Raise DataError naming `path` unless every dotted key ('best.lr') is present."""
-    for key in dotted:
-        node = data
-        for part in key.split("."):
-            if not isinstance(node, dict) or part not in node:
-                raise DataError(f"{path}: missing key '{key}'")
-            node = node[part]
 
 
 # ----------------------------------------------------------------------------------------- data
@@ -196,10 +109,6 @@ def variants_markdown_frame(stats: pd.DataFrame) -> pd.DataFrame:
     for m in metrics:
         out[m] = [pm(v, s, 1) for v, s in zip(stats[m], stats[f"{m}_std"], strict=True)]
     return out
-
-
-def pm(mean: float, std: float, digits: int) -> str:
-    return f"{mean:,.{digits}f}" if pd.isna(std) else f"{mean:,.{digits}f} ± {std:,.{digits}f}"
 
 
 # -------------------------------------------------------------------------------------- finetune
@@ -337,105 +246,6 @@ def complexity_table(fits: pd.DataFrame) -> pd.DataFrame:
         out["variable"].map(expected).fillna(""),
     )
     return out
-
-
-# ------------------------------------------------------------------- numbers quoted in the README
-
-
-def pct(x: float) -> str:
-    return f"{x:.1%}"
-
-
-def pp(x: float) -> str:
-    return f"{x * 100:+.1f} pp"
-
-
-def starts_text(summary: dict) -> str:
-    starts = summary["starts"]
-    return ", ".join(
-        f"{start} {pct(a['test_accuracy_mean'])} ± {a['test_accuracy_std'] * 100:.1f} pp"
-        for start, a in starts.items()
-    )
-
-
-def paired_text(test: dict) -> str:
-    t, p = test.get("t"), test.get("p_value")
-    one_sample = test.get("test", "paired t") != "paired t"
-    if t is not None and p is not None:
-        stats = f"{'one-sample ' if one_sample else ''}t = {t:.2f}, p = {p:.3g}"
-        if test.get("p_holm") is not None:
-            stats += f", Holm-adjusted p = {test['p_holm']:.3g}"
-    elif no_spread(test) and test.get("sign_test_p") is not None:
-        stats = f"the same in every seed, so no t-test; a sign test gives p = {test['sign_test_p']:.3g}"
-    elif no_spread(test) and (test.get("items") or {}).get("p_value") is not None:
-        stats = (
-            f"the same in every seed, so no t-test; over the {test['items']['n_items']:,} test texts "
-            f"p = {test['items']['p_value']:.3g}"
-        )
-    elif no_spread(test):
-        stats = (
-            f"the same in every seed, so no t-test; {test['n']} seeds are too few for a sign test to "
-            f"reject (its smallest p is {2 / 2 ** test['n']:.3g})"
-        )
-    else:
-        stats = "no spread: t-test undefined"
-    seeds = "seeds against one fit" if one_sample else "paired seeds"
-    return f"{pp(test['mean_difference'])} ({stats}, {test['n']} {seeds})"
-
-
-def no_spread(test: dict) -> bool:
-    """Several seeds, every one with the same nonzero difference: a t-test divides by zero, and
-    only a sign test could decide (`tinytf.analysis.evaluation.paired_comparison` decided both,
-    with its float tolerance, and leaves the sign test out where it cannot reject)."""
-    return test.get("p_value") is None and test["n"] > 1 and test.get("mean_difference", 0) != 0
-
-
-def first_epoch(c: pd.DataFrame | None) -> pd.DataFrame | None:
-    """Mean over seeds of each start's first-epoch accuracies."""
-    if c is None:
-        return None
-    return (
-        c[c["epoch"] == c["epoch"].min()]
-        .groupby("start", sort=False)[["train_accuracy", "validation_accuracy"]]
-        .mean()
-    )
-
-
-def variant(stats: pd.DataFrame, pos: str, merge: str, col: str = "dev") -> tuple[float, float] | None:
-    row = stats[(stats["pos_encoding"] == pos) & (stats["head_merge"] == merge)]
-    if row.empty or col not in row:
-        return None
-    return float(row[col].iloc[0]), float(row[f"{col}_std"].iloc[0])
-
-
-def spread_text(stats: pd.DataFrame, pairs: list[tuple[str, str]], col: str = "dev") -> str:
-    """'gap G, within/beyond twice the largest seed std S' over (pos, merge) pairs against (pos, concat)."""
-    gaps, stds = [], []
-    for pos, merge in pairs:
-        a, b = variant(stats, pos, merge, col), variant(stats, pos, "concat", col)
-        if a and b:
-            gaps.append(abs(a[0] - b[0]))
-            stds += [a[1], b[1]]
-    if not gaps:
-        return ""
-    if any(np.isnan(stds)):
-        return f"largest gap to concat {max(gaps):,.1f}; one seed only, so no spread to compare it with"
-    gap, sd = max(gaps), max(stds)
-    if gap <= 2 * sd:
-        return f"largest gap to concat {gap:,.1f}, within twice the largest seed std ({sd:,.1f}): seed noise"
-    return (
-        f"largest gap to concat {gap:,.1f}, beyond twice the largest seed std ({sd:,.1f}); since the merge "
-        "expresses the same functions, that is optimisation noise the seeds do not average out"
-    )
-
-
-def variants_text(stats: pd.DataFrame, merges: tuple[str, ...], col: str = "dev") -> str:
-    parts = []
-    for pos in dict.fromkeys(stats["pos_encoding"]):
-        cells = [f"{m} {pm(*variant(stats, pos, m, col), 1)}" for m in merges if variant(stats, pos, m, col)]
-        if cells:
-            parts.append(f"{pos} positions: " + ", ".join(cells))
-    return "; ".join(parts)
 
 
 def fmt_num(value, digits: int = 3) -> str:

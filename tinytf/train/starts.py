@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import get_args
 
 from tinytf.data.sentiment import SentimentData
 from tinytf.errors import DataError
@@ -23,10 +22,10 @@ from tinytf.model import hf
 from tinytf.model.checkpoint import load_model, load_weights, read_config
 from tinytf.model.hf import HFClassifier
 from tinytf.model.transformer import ModelConfig, TinyTransformer
-from tinytf.params.config import GridStart
+from tinytf.params.starts import GRID_STARTS
 from tinytf.train.runtime import seed_everything
 
-STARTS = get_args(GridStart)  # what params.yaml may name; `trained` is evaluate's own
+STARTS = GRID_STARTS  # what params.yaml may name; `trained` is evaluate's own
 
 
 @dataclass

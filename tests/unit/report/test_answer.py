@@ -2,7 +2,12 @@
 
 from types import SimpleNamespace
 
-from tinytf.report.answer import answer_lines
+from tests.helpers.report_text import section_lines
+from tinytf.report.derive import answer
+
+
+def answer_lines(f, plots):
+    return section_lines("answer", **answer(f, plots))
 
 
 def boot(estimate, low, high, p):

@@ -2,8 +2,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tests.helpers.report_text import section_lines
 from tests.unit.report.test_mistakes import _runs
-from tinytf.report.champion import best_start, champion_comparison, champion_text
+from tinytf.report.champion import best_start, champion_comparison
+from tinytf.report.derive import champion as champion_view
 from tinytf.report.dvc_views import headline
 from tinytf.report.facts import Facts
 
@@ -46,7 +48,7 @@ def test_the_champion_is_paired_per_text_with_the_best_start_and_tfidf():
     assert (start["start"], start["seeds"], start["accuracy"]) == ("pretrained", 2, pytest.approx(21 / N))
     assert start["mean_difference"] == pytest.approx(30 / N - 21 / N) and start["p_value"] < 0.05
     assert baseline["mean_difference"] == pytest.approx(-8 / N) and c["best"] == "tfidf_lr"
-    text = champion_text(c)
+    [text] = section_lines("headline", champion=champion_view(c))
     assert "against the pretrained start with all labels (52.5%, mean of 2 seeds) +22.5 points (p = " in text
     assert " over the texts, a difference detected there)" in text
     # one run of the served model: the sentence says what its p hold fixed

@@ -2,9 +2,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tests.helpers.report_text import section_lines
 from tinytf.data.predictions import prediction_rows
+from tinytf.report.derive_transfer import against_tfidf
 from tinytf.report.mistakes import ROWS, champion_mistakes, disagreements, short
-from tinytf.report.transfer import against_tfidf
 
 
 def _runs(start: str, right_by_seed: list[list[int]], confidence: float) -> pd.DataFrame:
@@ -55,6 +56,11 @@ def _test(diff, p_holm, verdict):
     return {"mean_difference": diff, "p_value": p_holm / 2, "p_holm": p_holm, "verdict": verdict, "n": 5}
 
 
+def against_line(labels: str, entry: dict) -> str:
+    [line] = section_lines("transfer", vs_tfidf=[against_tfidf(labels, entry)])
+    return line
+
+
 def test_the_baseline_sentence_says_who_wins_ties_or_loses():
     entry = {
         "pretrained": {"mean": 0.75},
@@ -62,7 +68,7 @@ def test_the_baseline_sentence_says_who_wins_ties_or_loses():
         "pretrained_vs_tfidf": _test(-0.03, 0.004, "lower"),
         "scratch_vs_tfidf": _test(-0.06, 0.001, "lower"),
     }
-    line = against_tfidf("all", entry)
+    line = against_line("all", entry)
     assert line.startswith(
         "- all labels, against TF-IDF + logistic regression (78.0%): it beats every start:"
     )
@@ -70,7 +76,7 @@ def test_the_baseline_sentence_says_who_wins_ties_or_loses():
     entry["pretrained_vs_tfidf"] = _test(-0.01, 0.3, "no detectable difference") | {
         "items": {"n_items": 1275, "mean_difference": -0.011, "p_value": 0.2}
     }
-    line = against_tfidf("all", entry)
+    line = against_line("all", entry)
     assert ": it beats scratch, no difference detected from pretrained:" in line
     assert (
         "(no difference detected over seeds, Holm p = 0.3; over the 1,275 test texts -1.1 points, p = 0.2)"
@@ -80,10 +86,10 @@ def test_the_baseline_sentence_says_who_wins_ties_or_loses():
 
 
 def test_a_trend_whose_seeds_share_one_slope_is_said_without_a_p():
-    from tinytf.report.transfer import trend_text
+    from tinytf.report.derive_transfer import trend
 
-    trend = {"slope_per_decade": 0.0, "ci95": [0.0, 0.0], "p_value": None, "model": "m", "n": 3}
-    [line] = trend_text({"trend": trend})
+    slope = {"slope_per_decade": 0.0, "ci95": [0.0, 0.0], "p_value": None, "model": "m", "n": 3}
+    [line] = section_lines("transfer", trend=trend(slope))
     assert "no trend of the gain with the label count detected" in line and "no t-test" in line
 
 
@@ -102,7 +108,7 @@ def test_with_a_multi_bootstrap_the_sentence_rests_on_it_and_names_what_it_drew(
     assert verdict(test) == "no detectable difference"  # the seed test's 0.004 does not decide
     test["verdict"] = verdict(test)
     entry = {"pretrained": {"mean": 0.75}, "scratch": {"mean": 0.72}, "pretrained_vs_tfidf": test}
-    line = against_tfidf("all", entry)
+    line = against_line("all", entry)
     assert (
         "pretrained +2.1 points (no difference detected, 95 % CI [-0.4, +4.6] over seeds and test movies "
         in line
@@ -141,3 +147,18 @@ def test_the_label_curve_table_carries_the_multi_bootstrap_columns_where_the_run
     assert not [
         c for c in curve_frame({"label_curve": {"250": entry}}, None, "s").columns if "all sources" in c
     ]
+
+
+def test_baseline_sentence_says_when_the_published_numbers_are_on_the_same_test_sentences():
+    from tinytf.report.derive_transfer import baselines
+
+    curve = pd.DataFrame(
+        {"pretrained mean": [0.70, 0.85], "scratch mean": [0.6, 0.75], "tfidf_lr mean": [0.7, 0.82]}
+    )
+    [sst2] = section_lines("transfer", baselines=baselines(curve, "sst2"))
+    assert "(pretrained, 85.0%) stands 3.0 points above TF-IDF" in sst2
+    assert "1.3 points above CNN-rand's published 83.7%" in sst2 and "the same 1,821 test sentences" in sst2
+    other = baselines(curve.assign(**{"pretrained mean": [0.7, 0.8]}), "rt_critic_snippets")
+    [other] = section_lines("transfer", baselines=other)
+    assert "2.0 points below TF-IDF" in other and "3.7 points below CNN-rand" in other
+    assert "context only, another dataset" in other

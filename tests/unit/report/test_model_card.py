@@ -39,10 +39,11 @@ def facts(**changed) -> CardFacts:
         },
         metrics={
             "baselines": {"majority": {"test_accuracy": 0.578}, "tfidf_lr": {"test_accuracy": 0.7812}},
-            "pretrained_vs_scratch": {
-                "pretrained": {"mean": 0.749, "std": 0.0023},
-                "scratch": {"mean": 0.728, "std": 0.0144},
+            "pretrained_vs_scratch": {  # keys sorted, as metrics.json keeps them
                 "paired_test": {"p_value": 0.01},
+                "pretrained": {"mean": 0.749, "std": 0.0023},
+                "probe": {"mean": 0.671, "std": 0.0081},
+                "scratch": {"mean": 0.728, "std": 0.0144},
             },
             "promotion": {"reason": "promoted: validation accuracy 0.7500 >= champion v3's 0.7401"},
         },
@@ -73,6 +74,9 @@ def test_the_card_says_what_the_model_is_how_it_was_chosen_and_where_it_stops():
     assert "Accuracy 0.7263 (bootstrap 95 % interval [0.7020, 0.7529], 201 texts)" in card
     assert card.index("| bad |") < card.index("| good |")  # in the classes' order
     assert "TF-IDF + LR 0.7812" in card and "pretrained 0.7490 ± 0.0023" in card and "paired_test" not in card
+    assert (
+        "pretrained 0.7490 ± 0.0023, scratch 0.7280 ± 0.0144, probe 0.6710" in card
+    )  # the starts table's order
     assert "This model is its seed 1 run" in card and "English movie-review sentences (SST-2)" in card
     assert "first 64 tokens" in card
 

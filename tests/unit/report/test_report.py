@@ -129,22 +129,18 @@ def test_second_build_is_byte_identical(built):
 
 
 def test_the_readme_is_what_its_view_renders_in_full_and_in_a_bare_tree(built, tmp_path):
-    """readme.json holds all the README is written from: rendering it again gives the same bytes
-    (the committed reports are checked so, in tests/contract/test_committed_reports.py)."""
-    from tinytf.report.text import render_readme
-    from tinytf.report.view import read_view
+    """readme.json holds all the README is written from, as plain numbers and phrases: rendering
+    it again gives the same bytes (the committed reports are checked so, in
+    tests/contract/test_committed_reports.py)."""
+    from tinytf.report.render import read_view, render
 
     root, _, written = built
     assert root / "reports/readme.json" in written
     view = read_view(root / "reports/readme.json")
-    assert render_readme(view) == (root / "reports/README.md").read_text()
-    frames = [name for name, value in vars(view.f).items() if isinstance(value, pd.DataFrame)]
-    assert {"grid", "curves", "variants"} <= set(frames)  # the frames came back as frames
+    assert render(view) == (root / "reports/README.md").read_text()
+    assert view["headline"]["finetune"]["starts"] and view["answers"]["tuning"]["grid"]  # from the frames
     build_report(Params(model=tiny_model(), grid=GRID), tmp_path)  # every input missing
-    assert (
-        render_readme(read_view(tmp_path / "reports/readme.json"))
-        == (tmp_path / "reports/README.md").read_text()
-    )
+    assert render(read_view(tmp_path / "reports/readme.json")) == (tmp_path / "reports/README.md").read_text()
 
 
 def test_missing_optional_inputs_are_listed_not_fatal(tmp_path, upstream, fast_plots):
@@ -314,3 +310,17 @@ def test_the_best_cell_table_says_what_evaluate_did_with_the_champion(tmp_path, 
     metrics.write_text(json.dumps({**json.loads(metrics.read_text()), "promotion": {"reason": said}}))
     build_report(upstream, tmp_path)
     assert f"Registry: {said} (`tinytf champion show`)." in (tmp_path / "reports" / "README.md").read_text()
+
+
+def test_the_facts_are_read_once_and_nothing_changes_them(template):
+    """read -> derive -> render: the sections and the view are functions of the facts, which are
+    frozen, so no step can change what another reads."""
+    import dataclasses
+
+    from tinytf.report.read import read
+
+    root, params = template
+    facts = read(root, params)
+    assert facts.finetune is not None and facts.grid is not None
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        facts.notes = ("changed",)

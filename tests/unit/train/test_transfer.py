@@ -13,15 +13,20 @@ import torch
 
 from tests.helpers.paths import REPO
 from tinytf.analysis.baselines import baseline_curve, fit_baselines, majority_accuracy
-from tinytf.analysis.evaluation import curve_summary, gap_trend, holm, paired_comparison, snapshot_curve
-from tinytf.analysis.evaluation import verdict as evaluation_verdict
+from tinytf.analysis.evaluation import (
+    curve_summary,
+    gap_trend,
+    holm,
+    paired_comparison,
+    snapshot_curve,
+    verdict,
+)
 from tinytf.analysis.power import detectable_difference
 from tinytf.data.sentiment import SentimentData
 from tinytf.data.subsets import ALL, check_counts, label_order, label_subset
 from tinytf.errors import ParamsError
 from tinytf.params.config import FinetuneParams, load_params
-from tinytf.report.tables import paired_text
-from tinytf.report.transfer import verdict
+from tinytf.report.phrases import paired_text
 from tinytf.train.finetune import run_finetune, schedule
 from tinytf.train.loop import Callback
 from tinytf.train.recipes import chosen_recipe
@@ -469,18 +474,16 @@ def test_a_side_that_is_one_fit_for_every_seed_is_named_a_one_sample_test():
 
 def test_verdicts_and_detectable_difference():
     # the Holm-adjusted p decides where the summary has it
-    assert (
-        verdict({"mean_difference": 0.02, "p_value": 0.01, "p_holm": 0.06}) == "made no detectable difference"
-    )
-    assert verdict({"mean_difference": 0.02, "p_value": 0.01}) == "helped"
-    assert verdict({"mean_difference": -0.02, "p_value": 0.01}) == "hurt"
-    assert verdict({"mean_difference": 0.05, "p_value": 0.2}) == "made no detectable difference"
+    assert verdict({"mean_difference": 0.02, "p_value": 0.01, "p_holm": 0.06}) == "no detectable difference"
+    assert verdict({"mean_difference": 0.02, "p_value": 0.01}) == "higher"
+    assert verdict({"mean_difference": -0.02, "p_value": 0.01}) == "lower"
+    assert verdict({"mean_difference": 0.05, "p_value": 0.2}) == "no detectable difference"
     # every seed the same difference: no t-test; a sign test needs 6 seeds to get below 0.05
     same = {"mean_difference": 0.016, "std_difference": 0.0, "t": None, "p_value": None}
     three, six = {**same, "n": 3}, {**same, "n": 6, "sign_test_p": 2 / 2**6}
-    assert verdict(three) == "made no detectable difference"
-    assert verdict(six) == "helped"
-    assert verdict({**six, "mean_difference": -0.016}) == "hurt"
+    assert verdict(three) == "no detectable difference"
+    assert verdict(six) == "higher"
+    assert verdict({**six, "mean_difference": -0.016}) == "lower"
     assert paired_text(three) == (
         "+1.6 pp (the same in every seed, so no t-test; 3 seeds are too few for a sign test to reject "
         "(its smallest p is 0.25), 3 paired seeds)"
@@ -492,12 +495,9 @@ def test_verdicts_and_detectable_difference():
     # both sides one fit for every seed (the linear probe and TF-IDF on all labels): the seeds vary
     # nothing, and the test over the test texts decides
     texts = {**three, "mean_difference": -0.13, "items": {"p_value": 0.0002, "n_items": 1275}}
-    assert verdict(texts) == "hurt" and evaluation_verdict(texts) == "lower"
+    assert verdict(texts) == "lower"
     assert "over the 1,275 test texts p = 0.0002" in paired_text(texts)
-    assert (
-        evaluation_verdict({**texts, "items": {"p_value": 0.2, "n_items": 1275}})
-        == "no detectable difference"
-    )
+    assert verdict({**texts, "items": {"p_value": 0.2, "n_items": 1275}}) == "no detectable difference"
     # t(0.975, 8) + t(0.8, 8) = 2.306 + 0.889; times std 1 and sqrt(2/2)
     assert detectable_difference(1.0, 2, 8) == pytest.approx(3.195, abs=1e-3)
 
@@ -549,20 +549,6 @@ def test_probe_chooses_c_on_validation_and_scores_test():
     assert fit.test_accuracy > 0.9 and 0 < fit.test_loss < 0.5
     tie = fit_probe({s: np.ones((len(y), 1)) for s, y in labels.items()}, labels, [3.0, 0.1])
     assert tie.c == 0.1  # no C can do better than the majority: the more regularised wins the tie
-
-
-def test_baseline_sentence_says_when_the_published_numbers_are_on_the_same_test_sentences():
-    from tinytf.report.transfer import _baseline_text
-
-    curve = pd.DataFrame(
-        {"pretrained mean": [0.70, 0.85], "scratch mean": [0.6, 0.75], "tfidf_lr mean": [0.7, 0.82]}
-    )
-    [sst2] = _baseline_text(curve, "sst2")
-    assert "(pretrained, 85.0%) stands 3.0 points above TF-IDF" in sst2
-    assert "1.3 points above CNN-rand's published 83.7%" in sst2 and "the same 1,821 test sentences" in sst2
-    [other] = _baseline_text(curve.assign(**{"pretrained mean": [0.7, 0.8]}), "rt_critic_snippets")
-    assert "2.0 points below TF-IDF" in other and "3.7 points below CNN-rand" in other
-    assert "context only, another dataset" in other
 
 
 def test_the_baselines_vocabulary_is_every_train_text_while_labels_come_from_the_subset(monkeypatch):

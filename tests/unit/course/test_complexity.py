@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tinytf.analysis.complexity import (
+from tinytf.course.complexity import (
     attention,
     complexity_markdown,
     fit_exponents,

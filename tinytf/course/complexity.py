@@ -35,6 +35,8 @@ import pandas as pd
 import torch
 from torch import Tensor
 
+from tinytf.data.markdown import environment
+
 KINDS = ("encoder_self", "decoder_self", "cross")
 LABELS = {
     "encoder_self": "encoder self (M×M)",
@@ -289,14 +291,15 @@ def complexity_markdown(df: pd.DataFrame, fits: pd.DataFrame) -> str:
     )
     for c in ("hidden", "length_q", "length_k"):  # blank where the quantity is the one varied
         t[c] = t[c].map(lambda v: "" if pd.isna(v) else str(int(v)))
-    note = (
-        f"Batch {df.batch.iloc[0]}, {df.heads.iloc[0]} heads; time = median over repeats; memory = "
-        f"{df.memory.iloc[0]} (see `tinytf.analysis.complexity`). At fixed heads, D scales the two matmuls "
-        "(∝ L² D) but not the L²-sized work (writing fresh score and weight tensors, the softmax) nor "
-        "the score tensor itself: the time exponent in D is at most 1 and the memory exponent near 0."
-    )
     cols = (
         "kind variable hidden length_q length_k points time_exponent expected_time time_r2 "
         "memory_exponent expected_memory memory_r2"
     ).split()
-    return note + "\n\n" + t[cols].to_markdown(index=False, floatfmt=".3g") + "\n"
+    table = t[cols].to_markdown(index=False, floatfmt=".3g")
+    values = {
+        "batch": df.batch.iloc[0],
+        "heads": df.heads.iloc[0],
+        "memory": df.memory.iloc[0],
+        "table": table,
+    }
+    return environment("tinytf.course").get_template("complexity.md.j2").render(values)

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 import torch
 
-from tinytf.analysis.attention_probes import (
+from tinytf.course.attention_probes import (
     attend,
     average_query,
     identity_queries,
