@@ -9,7 +9,9 @@ back after a failure.
 A stage reads params through `load_params(stage, args)`: the whole params file is validated,
 then the stage sees only the keys listed under its `params:` in dvc.yaml, and reading any
 other key stops it with a message naming the key. So dvc.yaml cannot silently under-declare
-what a stage depends on.
+what a stage depends on. DVC reads params.yaml when it records the stage, not when the stage
+starts: the declared keys are read again before the outputs are put in place (and once more at
+the end), and a change stops the stage, or dvc.lock would record values its outputs never saw.
 """
 
 from __future__ import annotations
@@ -22,6 +24,9 @@ collector.pause_for_imports()
 
 import argparse
 import contextlib
+import json
+import os
+import re
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -29,17 +34,19 @@ from pathlib import Path
 
 import yaml
 
+from tinytf.cli.urls import redacted
 from tinytf.errors import ParamsError, TinyTFError
 from tinytf.io import FULL, full_disk_message, staged, write_json
 from tinytf.params.config import load_params as validated_params
 from tinytf.params.config import narrow_params
 from tinytf.params.pipeline import DVC_FILE, declared_keys, writer_of
-from tinytf.params.schema import DeclaredParams, parse_overrides
+from tinytf.params.schema import DeclaredParams, flatten, parse_overrides
 from tinytf.process.allocator import keep_freed_memory
 from tinytf.process.record import run_record
 
 STARTED = time.perf_counter()  # a stage script imports this module first: its wall time starts here
 _record: dict[str, str] = {}  # {"stage", "path"} once load_params has read the command line
+_read: dict = {}  # what load_params read: the stage, the file, its overrides, the declared values
 
 
 def stage_parser(stage: str, doc: str) -> argparse.ArgumentParser:
@@ -76,10 +83,38 @@ def stage_parser(stage: str, doc: str) -> argparse.ArgumentParser:
 def load_params(stage: str, args: argparse.Namespace) -> DeclaredParams:
     """The whole file validated first (a bad key anywhere is an error), then narrowed to the
     keys dvc.yaml declares for `stage`."""
-    params = validated_params(args.params, parse_overrides(args.overrides))
+    overrides = parse_overrides(args.overrides)
+    params = validated_params(args.params, overrides)
     if getattr(args, "record", None):
         _record.update(stage=stage, path=args.record)
-    return narrow_params(params, declared_keys(stage), f"stage '{stage}'", args.params)
+    declared = narrow_params(params, declared_keys(stage), f"stage '{stage}'", args.params)
+    _read.update(stage=stage, file=args.params, overrides=overrides, values=_declared_values(declared))
+    return declared
+
+
+def _declared_values(params: DeclaredParams) -> dict[str, str]:
+    """{dotted key: its value as canonical JSON}: what a stage's outputs are made from."""
+    return {k: json.dumps(v, sort_keys=True, default=str) for k, v in flatten(params.as_dict()).items()}
+
+
+def params_unchanged() -> None:
+    """Stop the stage (ParamsError) when a key it declares has changed in the params file since
+    load_params read it: DVC would record the new value beside outputs made with the old one."""
+    if not _read:
+        return
+    stage, file = _read["stage"], _read["file"]
+    try:
+        params = validated_params(file, _read["overrides"])
+        now = _declared_values(narrow_params(params, declared_keys(stage), f"stage '{stage}'", file))
+    except TinyTFError:  # no longer valid (or half-saved by an editor): changed all the same
+        now = {}
+    before = _read["values"]
+    changed = sorted(k for k in before.keys() | now.keys() if before.get(k) != now.get(k))
+    if changed:
+        more = " ..." if len(changed) > 5 else ""
+        raise ParamsError(
+            f"{Path(file).name} changed while {stage} ran; run again (changed: {', '.join(changed[:5])}{more})"
+        )
 
 
 @contextlib.contextmanager
@@ -101,6 +136,7 @@ def staged_outputs(
             setattr(args, name, str(staging[path.parent] / path.name))
         try:
             yield
+            params_unchanged()  # before the swap: outputs made from other values stay out of place
         finally:
             for name, value in original.items():
                 setattr(args, name, value)
@@ -112,11 +148,13 @@ def run(main: Callable[[], None]) -> None:
         keep_freed_memory()  # before the stage's first tensor
         collector.resume()
         main()
+        params_unchanged()  # a stage without staged outputs (prepare) fails before DVC records it
         if _record:  # only a run that succeeded: its outputs are in place
             write_json(Path(_record["path"]), run_record(_record["stage"], time.perf_counter() - STARTED))
         collector.freeze_for_exit()
     except TinyTFError as exc:
-        print(f"tinytf: error: {exc}", file=sys.stderr)
+        # a store's URI in the message may hold a password
+        print(f"tinytf: error: {restore_hint(redacted(str(exc)))}", file=sys.stderr)
         sys.exit(exc.exit_code)
     except (FileNotFoundError, PermissionError) as exc:
         if exc.filename is None:  # not about a file a user can name
@@ -126,8 +164,18 @@ def run(main: Callable[[], None]) -> None:
     except OSError as exc:
         if exc.errno not in FULL:  # a full disk or a file-size limit met outside tinytf.io's writes
             raise
-        print(f"tinytf: error: {full_disk_message(exc)}", file=sys.stderr)
+        print(f"tinytf: error: {restore_hint(full_disk_message(exc))}", file=sys.stderr)
         sys.exit(TinyTFError.exit_code)
+
+
+def restore_hint(message: str) -> str:
+    """`message` true under DVC: a failed write keeps the previous outputs, but `dvc repro` removed
+    them before the stage ran (DVC_STAGE names it), so the line names the command that restores them."""
+    stage = os.environ.get("DVC_STAGE")
+    if not stage:  # run by hand or by `tinytf run`: the previous outputs are where they were
+        return message
+    said = f"DVC removed the outputs before the run: `dvc checkout {stage}` restores the last ones"
+    return re.sub(r"the previous outputs are kept( as they were)?", said, message)
 
 
 def file_error(exc: FileNotFoundError | PermissionError) -> str:

@@ -68,6 +68,7 @@ def main() -> None:
             args.reports,
             text_key(kind, lowercase),
             describe_rule(kind, lowercase),
+            before_swap=common.params_unchanged,  # an edit of params.yaml meanwhile: nothing put in place
         )
         for data in datasets:
             for split, frame in data.splits.items():

@@ -133,6 +133,25 @@ def test_a_file_size_limit_is_one_line_and_keeps_the_output(tmp_path):
     assert out.read_bytes() == b"previous"
 
 
+@pytest.mark.parametrize("where", ["tinytf.io", "outside"])
+def test_a_full_disk_under_dvc_names_dvc_checkout_not_kept_outputs(tmp_path, where):
+    """Issue 72: DVC removes a stage's outputs before it runs, so "the previous outputs are kept"
+    was untrue under `dvc repro`; the line names the command that brings them back."""
+    out = tmp_path / "out.bin"
+    if where == "tinytf.io":
+        code = f"from tinytf.io import write_bytes; write_bytes({str(out)!r}, bytes(100_000))"
+    else:
+        code = f"import errno; raise OSError(errno.EFBIG, 'File too large', {str(out)!r})"
+    limit = lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (10_000, 10_000))  # noqa: E731
+    runner = f"import sys; sys.path.insert(0, 'stages'); import common; common.run(lambda: exec({code!r}))"
+    env = {**ENV, "DVC_STAGE": "grid@AdamW-0.001-32-2"}
+    result = subprocess.run(
+        [sys.executable, "-c", runner], cwd=REPO, capture_output=True, text=True, env=env, preexec_fn=limit
+    )
+    one_line(result, str(out), "File too large", "ulimit -f", "`dvc checkout grid@AdamW-0.001-32-2` restores")
+    assert "previous outputs are kept" not in result.stderr
+
+
 def test_a_full_disk_is_one_line_naming_the_output(tmp_path, monkeypatch):
     out = tmp_path / "out.bin"
 

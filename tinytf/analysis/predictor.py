@@ -48,9 +48,23 @@ class SentimentPredictor:
         max_length: int,
         rebuild: str | None = None,
     ):
-        """`rebuild`: what a damaged checkpoint's message tells to do (tinytf.model.checkpoint)."""
-        classes = json.loads(Path(labels).read_text(encoding="utf-8"))["classes"]
-        return cls(load_model(checkpoint, rebuild=rebuild), load_tokenizer(tokenizer), classes, max_length)
+        """`rebuild`: what a damaged file's message tells to do (tinytf.model.checkpoint). Each file
+        is checked against the model, in one line naming it, as `tinytf score` checks its own: the
+        class names one per output, the tokenizer's ids within the model's embedding."""
+        fix = rebuild or "rebuild it with the stage that wrote it"
+        classes = read_classes(labels, fix)
+        model = load_model(checkpoint, rebuild=rebuild)
+        if model.config.n_classes != len(classes):
+            raise DataError(
+                f"{labels}: {len(classes)} class names, but {checkpoint} has {model.config.n_classes} outputs; {fix}"
+            )
+        text_tokenizer = load_tokenizer(tokenizer)
+        if not isinstance(model, HFClassifier) and text_tokenizer.get_vocab_size() > model.config.vocab_size:
+            raise DataError(  # its ids would index past the embedding
+                f"{tokenizer}: {text_tokenizer.get_vocab_size():,} tokens, but {checkpoint} was trained on "
+                f"{model.config.vocab_size:,}: not the tokenizer it was trained with; {fix}"
+            )
+        return cls(model, text_tokenizer, classes, max_length)
 
     @torch.no_grad()
     def predict(self, texts: list[str], batch_size: int = 256) -> pd.DataFrame:
@@ -69,3 +83,23 @@ class SentimentPredictor:
         for k, name in enumerate(self.classes):
             frame[f"p_{name}"] = probabilities[:, k].astype(np.float64)
         return frame
+
+
+def read_classes(labels: str | Path, fix: str) -> list[str]:
+    """The class names in `labels` ({"classes": [...]}, as prepare writes it), refused in one line
+    naming the file when it is not that: at least two distinct strings."""
+    try:
+        classes = json.loads(Path(labels).read_text(encoding="utf-8")).get("classes")
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError) as exc:
+        why = getattr(exc, "strerror", None) or " ".join(str(exc).split())[:120]
+        raise DataError(f"{labels}: not a readable class list ({why}); {fix}") from None
+    if (
+        not isinstance(classes, list)
+        or len(classes) < 2
+        or not all(isinstance(c, str) for c in classes)
+        or len(set(classes)) != len(classes)
+    ):
+        raise DataError(
+            f'{labels}: "classes" must list at least two distinct names, got {classes!r:.80}; {fix}'
+        )
+    return classes

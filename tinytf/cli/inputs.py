@@ -95,3 +95,14 @@ def refuse_no_store(model_uri: str, store_uri: str) -> None:
             f"{store}: no model is registered here yet; `tinytf preset tiny` registers a tiny one (then "
             "`tinytf predict --model models:/tinytf-sentiment/latest TEXT`), `make repro` the @champion"
         )
+
+
+def refuse_untrusted_model(model_uri: str, trusted: bool) -> None:
+    """Loading an MLflow model runs its code (its python_model and code_paths): a model from outside
+    the tracking store (a folder, file:, s3:, http:) is loaded only when the user says so."""
+    if trusted or model_uri.startswith(("models:/", "runs:/")):
+        return
+    raise DataError(
+        f"--model {model_uri}: loading an MLflow model runs its code, and this one is from outside the "
+        "tracking store; add --trust-model-code if you trust whoever wrote it"
+    )

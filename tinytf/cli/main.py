@@ -155,7 +155,13 @@ def _add_text_tools(sub) -> None:
     predict.add_argument(
         "--model",
         default="models:/tinytf-sentiment@champion",
-        help="an MLflow model URI (default: %(default)s)",
+        help="an MLflow model URI (default: %(default)s); a folder or any URI outside the tracking "
+        "store (not models:/ or runs:/) needs --trust-model-code",
+    )
+    predict.add_argument(
+        "--trust-model-code",
+        action="store_true",
+        help="load a --model from outside the tracking store: loading an MLflow model runs its code",
     )
 
 
@@ -354,6 +360,9 @@ def score(args: argparse.Namespace) -> None:
 
 def predict(args: argparse.Namespace) -> None:
     names, texts = texts_of(args)  # before mlflow's seconds of imports
+    from tinytf.cli.inputs import refuse_untrusted_model
+
+    refuse_untrusted_model(args.model, args.trust_model_code)
     from tinytf.tracking.runs import tracking_uri
     from tinytf.tracking.server import refuse_silent_server
 

@@ -18,10 +18,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import torch
 from torch.utils.data import DataLoader, Dataset, Sampler
 
+from tinytf.data.made import damaged, read_frame
 from tinytf.errors import DataError
 
 PAD_ID = 0
@@ -36,10 +36,7 @@ class SentimentDataset(Dataset):
 
     @classmethod
     def from_parquet(cls, path: str | Path) -> SentimentDataset:
-        path = Path(path)
-        if not path.exists():
-            raise DataError(f"{path}: file not found; run `dvc repro tokenize`")
-        frame = pd.read_parquet(path)
+        frame = read_frame(path, "tokenize")
         return cls([list(map(int, ids)) for ids in frame["input_ids"]], frame["label"].astype(int).tolist())
 
     def __len__(self) -> int:
@@ -154,7 +151,10 @@ def load_tokens(path: str | Path) -> np.ndarray:
     path = Path(path)
     if not path.exists():
         raise DataError(f"{path}: file not found; run `dvc repro tokenize`")
-    return np.load(path, mmap_mode="r")
+    try:
+        return np.load(path, mmap_mode="r")
+    except (OSError, ValueError, EOFError) as exc:  # truncated: shorter than its header says
+        raise damaged(path, "tokenize", exc) from None
 
 
 def random_blocks(

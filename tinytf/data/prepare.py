@@ -9,6 +9,7 @@ atomically, so bad input never leaves half-written outputs.
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -221,11 +222,14 @@ def run_prepare(
     report_dir: str | Path,
     key: TextKey | None = None,
     match_rule: str = "",
+    before_swap: Callable[[], None] | None = None,
 ):
     """Load both datasets, then write parquet splits, label names, stats JSON and the data card.
 
     `key` is the tokenizer's view of a text (see `rows.text_key`): repeats, overlaps and the
     in-domain held-out check compare texts through it; `match_rule` says so in the data card.
+    `before_swap` runs once everything is written aside and may raise to put nothing in place
+    (the stage checks that its params did not change meanwhile).
     """
     if key is None:
         key, match_rule = text_key(), describe_rule("bpe", True)
@@ -250,6 +254,12 @@ def run_prepare(
             write_parquet(staging / data.name / f"{split}.parquet", frame[kept])
         if data.classes:
             write_json(staging / data.name / "labels.json", {"classes": data.classes})
+    if before_swap is not None:
+        try:
+            before_swap()
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
     _replace_dir(staging, out_dir)
     write_json(report_dir / "data.json", stats)
     write_text(report_dir / "data.md", render_data_card(stats))

@@ -7,9 +7,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pandas as pd
-
 from tinytf.data.batching import PAD_ID, SentimentDataset
+from tinytf.data.made import read_frame
 from tinytf.data.splits import SPLITS
 from tinytf.data.tokenizer import CLS, encode, load_tokenizer
 from tinytf.errors import DataError
@@ -49,7 +48,7 @@ class SentimentData:
         prepared = Path(data_dir) / "prepared" / "sentiment"
         splits = {}
         for split in SPLITS:
-            texts = pd.read_parquet(prepared / f"{split}.parquet", columns=["text"])["text"].tolist()
+            texts = read_frame(prepared / f"{split}.parquet", "prepare", columns=["text"])["text"].tolist()
             labels = self.splits[split].labels
             if len(texts) != len(labels):
                 raise DataError(
@@ -71,5 +70,5 @@ def test_groups(data_dir: str | Path):
     test = Path(data_dir) / "prepared" / "sentiment" / "test.parquet"
     if not test.exists():
         return None
-    frame = pd.read_parquet(test)
+    frame = read_frame(test, "prepare")
     return frame["group"].to_numpy() if "group" in frame else None

@@ -26,8 +26,13 @@ HEAD_MERGES: tuple[str, ...] = typing.get_args(HeadMerge)
 POS_ENCODINGS: tuple[str, ...] = typing.get_args(PosEncoding)
 
 
-def _positive(default: int) -> Any:
-    return field(default=default, metadata={"ge": 1})
+# Upper bounds of the sizes: far above a model this project trains, low enough that a typo in
+# params.yaml or a damaged JSON is refused before it allocates (d_model 2^20 asked for terabytes)
+MAX_VOCAB, MAX_LENGTH, MAX_WIDTH, MAX_LAYERS, MAX_HEADS = 1_000_000, 32_768, 65_536, 1024, 1024
+
+
+def _positive(default: int, most: int) -> Any:
+    return field(default=default, metadata={"ge": 1, "le": most})
 
 
 @dataclass
@@ -35,12 +40,14 @@ class ModelConfig:
     """Saved as JSON next to each checkpoint. Shapes: D = d_model, H = n_head, V = vocab_size."""
 
     arch: Arch = "tinytf"
-    vocab_size: int = _positive(100)  # set from the tokenizer, never from params
-    block_size: int = field(default=128, metadata={"ge": 2})  # positional table size, longest input
-    n_layer: int = _positive(4)
-    n_head: int = _positive(4)
-    d_model: int = _positive(128)
-    d_ff: int = _positive(256)
+    vocab_size: int = _positive(100, MAX_VOCAB)  # set from the tokenizer, never from params
+    block_size: int = field(
+        default=128, metadata={"ge": 2, "le": MAX_LENGTH}
+    )  # positional table size, longest input
+    n_layer: int = _positive(4, MAX_LAYERS)
+    n_head: int = _positive(4, MAX_HEADS)
+    d_model: int = _positive(128, MAX_WIDTH // 4)
+    d_ff: int = _positive(256, MAX_WIDTH)
     dropout: float = field(default=0.1, metadata={"ge": 0, "lt": 1})
     pos_encoding: PosEncoding = "sinusoidal"
     head_merge: HeadMerge = "concat"
@@ -48,7 +55,7 @@ class ModelConfig:
     # tied, the LM softmax pushes every token absent from the corpus towards one vector, and
     # sentiment words unseen in PTB lose their identity
     tie_weights: bool = False
-    n_classes: int = _positive(2)
+    n_classes: int = _positive(2, MAX_VOCAB)
     pooling: Pooling = "last"  # last non-pad token (causal), mean over non-pad, or first (bidirectional)
     attn_impl: AttnImpl = "sdpa"
     bias: bool = True  # biases in every Linear and LayerNorm, heads included
@@ -60,14 +67,19 @@ class ModelConfig:
     seed: int = 1337  # seeds the per-layer head permutations of head_merge="shuffle"
 
     def __post_init__(self) -> None:
-        for name, hint in typing.get_type_hints(ModelConfig).items():
+        for name, hint in typing.get_type_hints(ModelConfig).items():  # a JSON can hold any type
             value = getattr(self, name)
             if typing.get_origin(hint) is Literal and value not in typing.get_args(hint):
                 raise ValueError(f"ModelConfig.{name}={value!r}; expected one of {typing.get_args(hint)}")
-        for name in ("vocab_size", "block_size", "n_layer", "n_head", "d_model", "d_ff", "n_classes"):
-            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+            if hint in (bool, int, float) and not _is(value, hint):
+                raise ValueError(f"ModelConfig.{name} must be {hint.__name__}, got {value!r}")
+        for f in dataclasses.fields(self):  # the sizes, before anything is allocated from them
+            value, most = getattr(self, f.name), f.metadata.get("le")
+            if most is None:
+                continue
+            if not isinstance(value, int) or isinstance(value, bool) or not f.metadata["ge"] <= value <= most:
                 raise ValueError(
-                    f"ModelConfig.{name} must be a positive integer, got {getattr(self, name)!r}"
+                    f"ModelConfig.{f.name} must be an integer from {f.metadata['ge']} to {most}, got {value!r}"
                 )
         if self.d_model % self.n_head:
             raise ValueError(f"ModelConfig: d_model={self.d_model} is not divisible by n_head={self.n_head}")
@@ -88,6 +100,13 @@ class ModelConfig:
         if unknown:
             raise ValueError(f"ModelConfig: unknown keys {sorted(unknown)}")
         return cls(**data)
+
+
+def _is(value: Any, hint: type) -> bool:
+    """`value` is of the JSON type `hint`: bool is no int here, and an int is a float."""
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return isinstance(value, hint) and (hint is bool or not isinstance(value, bool))
 
 
 # What `arch: torch_encoder` cannot change: nn.TransformerEncoder is the course lab's post-LN model.

@@ -22,6 +22,7 @@ with the same params and seed then gives a byte-identical file, and DVC sees no 
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import json
@@ -35,6 +36,7 @@ import torch
 from tinytf.errors import DataError
 from tinytf.io import sha256_file, write_bytes, write_json
 from tinytf.model import hf
+from tinytf.model.architecture import MAX_HEADS, MAX_LAYERS, MAX_LENGTH, MAX_VOCAB, MAX_WIDTH
 from tinytf.model.hf import HFClassifier
 from tinytf.model.transformer import ModelConfig, TinyTransformer
 
@@ -107,9 +109,69 @@ def read_config(path: str | Path) -> dict:
     if not meta.exists():
         raise DataError(f"{meta}: config file missing beside the checkpoint")
     try:
-        return json.loads(meta.read_text(encoding="utf-8"))
+        data = json.loads(meta.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise DataError(f"{meta}: damaged config beside the checkpoint ({exc})") from None
+    if not isinstance(data, dict):
+        raise DataError(f"{meta}: damaged config beside the checkpoint (not a JSON object)")
+    return data
+
+
+def config_of(meta: dict, path: str | Path) -> ModelConfig:
+    """The ModelConfig a model file's JSON records, its types and sizes checked (ModelConfig's own
+    bounds) before anything is allocated from it: a damaged or hand-edited JSON once asked for
+    terabytes, or failed as a traceback."""
+    meta_file = Path(path).with_suffix(".json")
+    if not isinstance(meta.get("model"), dict):
+        raise DataError(f"{meta_file}: damaged config beside the checkpoint (no `model` mapping)")
+    try:
+        return ModelConfig.from_dict(meta["model"])
+    except (TypeError, ValueError) as exc:
+        raise DataError(f"{meta_file}: damaged config beside the checkpoint ({exc})") from None
+
+
+# transformers' names for the sizes an external encoder's config.json sets, and their bounds (ours)
+HF_SIZES = {
+    **dict.fromkeys(("hidden_size", "d_model", "n_embd", "dim"), MAX_WIDTH // 4),
+    **dict.fromkeys(("num_hidden_layers", "num_layers", "n_layer", "n_layers"), MAX_LAYERS),
+    **dict.fromkeys(("num_attention_heads", "n_head", "n_heads"), MAX_HEADS),
+    **dict.fromkeys(("intermediate_size", "d_ff", "n_inner", "hidden_dim"), MAX_WIDTH),
+    **dict.fromkeys(("max_position_embeddings", "n_positions"), 4 * MAX_LENGTH),
+    "vocab_size": MAX_VOCAB,
+}
+
+
+def hf_meta_checked(meta: dict, path: str | Path) -> dict:
+    """An external encoder's JSON, its types and sizes checked before transformers builds from it."""
+    why = _hf_meta_fault(meta)
+    if why:
+        raise DataError(f"{Path(path).with_suffix('.json')}: damaged config beside the checkpoint ({why})")
+    return meta
+
+
+def _hf_meta_fault(meta: dict) -> str | None:
+    saved = meta.get("hf")
+    fields = {f.name for f in dataclasses.fields(hf.HFConfig)}
+    if not isinstance(saved, dict) or not isinstance(saved.get("hf_config"), dict):
+        return "no `hf` mapping with an `hf_config`"
+    if set(saved) - fields:
+        return f"unknown keys in `hf`: {sorted(set(saved) - fields)}"
+    if not isinstance(meta.get("tokenizer"), dict) or not isinstance(meta.get("pad_id"), int):
+        return "no `tokenizer` mapping or no integer `pad_id`"
+    if not (_within(saved.get("n_classes"), MAX_VOCAB) and _within(saved.get("max_length"), MAX_LENGTH)):
+        return f"n_classes and max_length must be integers up to {MAX_VOCAB} and {MAX_LENGTH}"
+    sizes = saved["hf_config"]
+    # a size left null (GPT-2's n_inner) takes transformers' default from the others
+    over = [
+        f"{k}={sizes[k]!r}"
+        for k, most in HF_SIZES.items()
+        if sizes.get(k) is not None and not _within(sizes[k], most)
+    ]
+    return f"hf_config sizes out of bounds: {', '.join(over)}" if over else None
+
+
+def _within(value, most: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= most
 
 
 def config_differences(saved: dict, expected: dict) -> list[str]:
@@ -131,16 +193,22 @@ def load_model(
     shapes or meaning, which there are none of) is refused with the fields named.
     """
     meta = read_config(path)
+    verify_weights(path, meta, rebuild)  # before anything is built from the JSON beside them
     if "hf" in meta:
-        model = hf.from_meta(meta)
+        try:
+            model = hf.from_meta(hf_meta_checked(meta, path))
+        except (KeyError, TypeError, ValueError) as exc:  # transformers' own refusal of its config
+            said = " ".join(str(exc).split())[:160]
+            raise DataError(
+                f"{Path(path).with_suffix('.json')}: damaged config beside the checkpoint ({said})"
+            ) from None
     else:
-        config = ModelConfig.from_dict(meta["model"])
+        config = config_of(meta, path)
         if expect is not None:
             diffs = config_differences(config.to_dict(), expect.to_dict())
             if diffs:
                 raise DataError(f"{path}: config does not match the model: " + "; ".join(diffs))
         model = TinyTransformer(config)
-    verify_weights(path, meta, rebuild)
     state = safe_load(path)
     try:
         model.load_state_dict(state)

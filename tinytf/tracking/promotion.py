@@ -175,20 +175,67 @@ def claim(name: str, version: str) -> None:
         client.delete_model_version_tag(name, version, EXPERIMENT_TAG)
 
 
+# the registered model's tag that holds a rollback's aliases before and after ({"from": {alias:
+# version or null}, "to": ...}) while its alias moves run: a kill between them leaves the tag, and
+# `tinytf champion` finishes the rollback from it
+ROLLBACK_TAG = "tinytf.rollback"
+
+
 def rollback(name: str) -> str:
-    """Swap @champion and @previous; what was done, in a line."""
+    """Swap @champion and @previous; what was done, in a line. The intent is recorded first (a tag
+    on the registered model), then the aliases move, then the tag goes: a kill in between leaves
+    a state `repair` names and finishes, never both aliases on one version with the other lost."""
+    said = repair(name)
+    if said:
+        return said  # the interrupted rollback was the one asked for
     held = aliases(name)
     if PREVIOUS not in held:
         raise DataError(f"{name}: no version is @{PREVIOUS}; there is nothing to roll back to")
     back, was = held[PREVIOUS], held.get(CHAMPION)
-    champion.set_alias(name, CHAMPION, back)
+    intent = {"from": {CHAMPION: was, PREVIOUS: back}, "to": {CHAMPION: back, PREVIOUS: was}}
+    mlflow.MlflowClient().set_registered_model_tag(name, ROLLBACK_TAG, json.dumps(intent))
+    _move(name, intent["to"])
     if was is None:
-        mlflow.MlflowClient().delete_registered_model_alias(name, PREVIOUS)
         return (
             f"{name}: @{CHAMPION} is version {back} (no version was @{CHAMPION}); no version is @{PREVIOUS}"
         )
-    champion.set_alias(name, PREVIOUS, was)
     return f"{name}: @{CHAMPION} is version {back} (was {was}); @{PREVIOUS} is version {was}"
+
+
+def _move(name: str, target: dict[str, str | None]) -> None:
+    """Point the aliases at `target` (None: no version), then drop the recorded intent."""
+    client = mlflow.MlflowClient()
+    champion.set_alias(name, CHAMPION, target[CHAMPION])
+    if target[PREVIOUS] is not None:
+        champion.set_alias(name, PREVIOUS, target[PREVIOUS])
+    elif PREVIOUS in aliases(name):
+        client.delete_registered_model_alias(name, PREVIOUS)
+    client.delete_registered_model_tag(name, ROLLBACK_TAG)
+
+
+def repair(name: str) -> str | None:
+    """Finish a rollback that a kill interrupted; what was done, or None when none was pending.
+    Aliases moved since by something else (evaluate promoting a version) win: the record is
+    dropped, not replayed over them."""
+    try:
+        tags = mlflow.MlflowClient().get_registered_model(name).tags or {}
+    except mlflow.exceptions.MlflowException as exc:
+        if exc.error_code == "RESOURCE_DOES_NOT_EXIST":
+            return None
+        raise
+    if ROLLBACK_TAG not in tags:
+        return None
+    intent, held = json.loads(tags[ROLLBACK_TAG]), aliases(name)
+    if any(held.get(a) not in (intent["from"][a], intent["to"][a]) for a in (CHAMPION, PREVIOUS)):
+        mlflow.MlflowClient().delete_registered_model_tag(name, ROLLBACK_TAG)
+        return f"{name}: dropped the record of an interrupted rollback: the aliases moved since"
+    _move(name, intent["to"])
+    target = intent["to"]
+    previous = f"version {target[PREVIOUS]}" if target[PREVIOUS] else "no version"
+    return (
+        f"{name}: finished a rollback that was interrupted: @{CHAMPION} is version {target[CHAMPION]}, "
+        f"@{PREVIOUS} is {previous}"
+    )
 
 
 def show(name: str, newest: int = 10) -> str:
@@ -211,7 +258,10 @@ def champion_command(action: str, name: str, store: str) -> None:
     """`tinytf champion show|rollback`, against the tracking `store`."""
     champion.connect(store)
     try:
-        said = rollback(name) if action == "rollback" else show(name)
+        if action == "rollback":
+            said = rollback(name)
+        else:  # show finishes an interrupted rollback first, and says so above the versions
+            said = "\n".join(filter(None, [repair(name), show(name)]))
     except mlflow.exceptions.MlflowException as exc:
         raise DataError(f"{name}: {champion.first_line(exc.message)}") from None
     print(said)

@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from tinytf.cli.urls import redacted
 from tinytf.io import sha256_file
 from tinytf.params.schema import flatten
 from tinytf.process import allocator, collector
@@ -119,7 +120,7 @@ class Tracker:
 
     def disable(self, reason: str) -> None:
         if self.failure is None:
-            self.failure = reason
+            self.failure = reason = redacted(reason)  # the store's URI may carry a password
             print(
                 f"warning: MLflow tracking off for this run ({reason}); outputs are still written",
                 file=sys.stderr,

@@ -5,7 +5,7 @@ import pytest
 
 from tests.helpers.paths import REPO
 from tinytf.data.prepare import load_corpus, load_sentiment, run_prepare
-from tinytf.errors import DataError
+from tinytf.errors import DataError, ParamsError
 from tinytf.params.config import load_params
 
 
@@ -216,3 +216,21 @@ def test_a_failed_prepare_leaves_the_previous_outputs_whole(tmp_path):
         run(p, tmp_path)
     after = {f: f.read_bytes() for f in sorted((tmp_path / "out").rglob("*")) if f.is_file()}
     assert after == before and (tmp_path / "reports" / "data.md").read_text() == card
+
+
+def test_a_failing_before_swap_check_puts_nothing_in_place(tmp_path):
+    """stages/prepare.py passes its params check (params.yaml edited while it ran) as before_swap."""
+    p = byo(tmp_path, [(f"review {i}", "pos" if i % 2 else "neg") for i in range(60)])
+    run(p, tmp_path)
+    before = {f: f.read_bytes() for f in sorted((tmp_path / "out").rglob("*")) if f.is_file()}
+    card = (tmp_path / "reports" / "data.md").read_text()
+    p = byo(tmp_path, [(f"another review {i}", "pos" if i % 2 else "neg") for i in range(80)])
+
+    def changed():
+        raise ParamsError("params.yaml changed while prepare ran; run again")
+
+    with pytest.raises(ParamsError, match="changed while prepare ran"):
+        run_prepare(p.prepare, p.base.seed, tmp_path / "out", tmp_path / "reports", before_swap=changed)
+    after = {f: f.read_bytes() for f in sorted((tmp_path / "out").rglob("*")) if f.is_file()}
+    assert after == before and (tmp_path / "reports" / "data.md").read_text() == card
+    assert [f.name for f in tmp_path.iterdir() if "staging" in f.name] == []

@@ -1,3 +1,6 @@
+import random
+import time
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -5,6 +8,7 @@ import pytest
 from tinytf.data.tokenizer import (
     CLS,
     EOS,
+    MAX_TRAINING_WORD,
     PAD,
     SPECIAL_TOKENS,
     UNK,
@@ -12,6 +16,7 @@ from tinytf.data.tokenizer import (
     encode_stream,
     run_tokenize,
     train_tokenizer,
+    training_texts,
 )
 from tinytf.errors import DataError
 from tinytf.params.config import TokenizeParams
@@ -52,6 +57,34 @@ def test_wordpiece_marks_unseen_characters_unknown():
 def test_training_is_deterministic():
     p = TokenizeParams(vocab_size=300, min_frequency=1)
     assert train_tokenizer(TEXTS, p).to_str() == train_tokenizer(TEXTS, p).to_str()
+
+
+def test_texts_without_an_over_long_word_reach_training_unchanged():
+    texts = [*TEXTS, "x" * MAX_TRAINING_WORD + " end", "\u4e00" * MAX_TRAINING_WORD]
+    trained = list(training_texts(texts))
+    assert trained == texts and all(a is b for a, b in zip(trained, texts, strict=True))
+
+
+def test_an_over_long_word_reaches_training_in_pieces_of_the_bound():
+    word = "ab" * MAX_TRAINING_WORD  # 2 x the bound, then a third piece of 1
+    assert list(training_texts([f"before  {word}c after"])) == [
+        "before  ",
+        word[:MAX_TRAINING_WORD],
+        word[MAX_TRAINING_WORD:],
+        "c",
+        " after",
+    ]
+
+
+def test_a_megabyte_text_without_spaces_trains_in_seconds():
+    # issue 72: a 10 MB text without spaces stalled `tokenize` for more than 400 s; whole, BPE took
+    # 4.5 s on 100 KB and 31 s on 300 KB of one word (the commit that bounded it)
+    rng = random.Random(0)
+    word = "".join(rng.choice("abcdefghij") for _ in range(1_000_000))
+    started = time.perf_counter()
+    tok = train_tokenizer([*TEXTS, word], TokenizeParams(vocab_size=400, min_frequency=2))
+    assert time.perf_counter() - started < 30
+    assert tok.decode(tok.encode(word[:5000], add_special_tokens=False).ids).strip() == word[:5000]
 
 
 def test_stream_equals_per_line_encoding_plus_eos():

@@ -233,7 +233,7 @@ def test_the_files_keys_are_listed_as_null_so_dvc_s_sets_them_and_null_is_the_de
 def test_the_optimizer_names_read_from_torchs_source_are_the_classes_it_defines():
     """The params check lists torch.optim's optimizers without importing torch; for the installed
     torch that list is the one the imported module gives."""
-    from tinytf.params.config import optimizer_classes, optimizer_names
+    from tinytf.params.names import optimizer_classes, optimizer_names
 
     assert sorted(optimizer_names()) == sorted(optimizer_classes()) and "AdamW" in optimizer_names()
 

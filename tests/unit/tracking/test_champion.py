@@ -77,7 +77,13 @@ def registered(tmp_path_factory):
     expected = SentimentPredictor.from_files(
         root / "model.pt", root / "tokenizer.json", root / "labels.json", 16
     )
-    return {"root": root, "store": store, "version": version, "expected": expected.predict(TEXTS)}
+    return {
+        "root": root,
+        "store": store,
+        "version": version,
+        "expected": expected.predict(TEXTS),
+        "vocab_size": tokenizer.get_vocab_size(),
+    }
 
 
 def test_the_registered_champion_loads_by_uri_and_predicts_raw_texts(registered):
@@ -194,6 +200,61 @@ def test_tinytf_predict_uses_the_same_model(registered):
     assert result.returncode == 0, result.stderr
     first = registered["expected"].iloc[0]
     assert first["label"] in result.stdout.splitlines()[1] and f"{first['p_good']:.3f}" in result.stdout
+
+
+def test_tinytf_predict_loads_a_model_folder_only_with_trust_model_code(registered, tmp_path):
+    """Loading an MLflow model runs its code: a folder from outside the store needs the flag."""
+    import mlflow
+
+    folder = mlflow.artifacts.download_artifacts(
+        "models:/tinytf-sentiment@champion", dst_path=str(tmp_path / "copy"), tracking_uri=registered["store"]
+    )
+    refused(
+        predict_cli(registered["store"], "--model", folder, TEXTS[0]),
+        f"--model {folder}: loading an MLflow model runs its code",
+        "add --trust-model-code",
+    )
+    result = predict_cli(registered["store"], "--model", folder, "--trust-model-code", TEXTS[0])
+    assert result.returncode == 0, result.stderr
+    assert registered["expected"].iloc[0]["label"] in result.stdout.decode().splitlines()[1]
+
+
+@pytest.mark.parametrize(
+    "damage, said",
+    [
+        ("labels.json", '"classes" must list at least two distinct names, got None'),
+        ("labels two", "labels.json: 2 class names, but"),
+        ("labels text", "labels.json: not a readable class list"),
+        ("tokenizer.json", "not the tokenizer it was trained with"),
+    ],
+)
+def test_tinytf_predict_checks_the_bundle_against_the_model_in_one_line(registered, tmp_path, damage, said):
+    """Issue 72: a damaged labels.json or another tokenizer in the registered model's files was a
+    traceback in predict (score checked its tokenizer, predict did not)."""
+    import mlflow
+
+    folder = Path(
+        mlflow.artifacts.download_artifacts(
+            "models:/tinytf-sentiment@champion",
+            dst_path=str(tmp_path / "copy"),
+            tracking_uri=registered["store"],
+        )
+    )
+    bundle = folder / "artifacts" / "bundle"
+    if damage == "labels.json":
+        (bundle / "labels.json").write_text('{"names": ["bad", "good"]}')
+    elif damage == "labels two":
+        (bundle / "labels.json").write_text('{"classes": ["bad", "good"]}')  # the model has 3 outputs
+    elif damage == "labels text":
+        (bundle / "labels.json").write_text("bad,mixed,good")
+    else:
+        words = [f"w{i}x{i * 7}" for i in range(400)]
+        other = train_tokenizer(
+            [" ".join(words[i : i + 9]) for i in range(390)] * 3, TokenizeParams(vocab_size=600)
+        )
+        assert other.get_vocab_size() > registered["vocab_size"]
+        other.save(str(bundle / "tokenizer.json"))
+    refused(predict_cli(registered["store"], "--model", str(folder), "--trust-model-code", TEXTS[0]), said)
 
 
 def test_tinytf_predict_without_a_registered_model_is_one_line_exit_2(tmp_path):

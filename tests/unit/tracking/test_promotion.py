@@ -170,6 +170,71 @@ def test_rollback_swaps_champion_and_previous_and_refuses_without_previous(files
     ]
 
 
+def two_versions(name: str, root: Path) -> tuple[str, str]:
+    """Versions 1 and 2 of `name` (no model files: aliases are all a rollback moves), 2 @champion."""
+    client = mlflow.MlflowClient()
+    client.create_registered_model(name)
+    old, new = (client.create_model_version(name, (root / "bad.pt").as_uri()).version for _ in range(2))
+    client.set_registered_model_alias(name, "previous", old)
+    client.set_registered_model_alias(name, "champion", new)
+    return str(old), str(new)
+
+
+class Killed(BaseException):
+    """A kill between two alias moves, as SIGKILL would leave it: nothing after it runs."""
+
+
+@pytest.mark.parametrize("moves_done", [0, 1, 2])  # 2: both aliases moved, the record not yet dropped
+@pytest.mark.parametrize("command", ["show", "rollback"])
+def test_a_rollback_killed_between_its_alias_moves_is_finished_by_tinytf_champion(
+    files, name, monkeypatch, capsys, moves_done, command
+):
+    old, new = two_versions(name, files["root"])
+    real, calls = promotion.champion.set_alias, []
+
+    def set_alias_then_die(*args):
+        if len(calls) == moves_done:
+            raise Killed
+        calls.append(args)
+        real(*args)
+
+    def die(*args):
+        raise Killed
+
+    with monkeypatch.context() as patch, pytest.raises(Killed):
+        patch.setattr(promotion.champion, "set_alias", set_alias_then_die)
+        patch.setattr(mlflow.MlflowClient, "delete_registered_model_tag", die)
+        promotion.rollback(name)
+    if moves_done == 1:  # the state that once could not be undone: both aliases on one version
+        assert promotion.aliases(name) == {"champion": old, "previous": old}
+    capsys.readouterr()
+    assert main(["champion", command, "--name", name]) == 0
+    said = capsys.readouterr().out.splitlines()
+    assert said[0] == (
+        f"{name}: finished a rollback that was interrupted: @champion is version {old}, @previous is version {new}"
+    )
+    assert promotion.aliases(name) == {"champion": old, "previous": new}
+    assert promotion.ROLLBACK_TAG not in mlflow.MlflowClient().get_registered_model(name).tags
+    assert main(["champion", "rollback", "--name", name]) == 0  # and a rollback after it swaps again
+    assert promotion.aliases(name) == {"champion": new, "previous": old}
+
+
+def test_aliases_moved_after_an_interrupted_rollback_win_over_its_record(files, name, monkeypatch, capsys):
+    old, new = two_versions(name, files["root"])
+    with monkeypatch.context() as patch, pytest.raises(Killed):
+        patch.setattr(promotion.champion, "set_alias", lambda *args: (_ for _ in ()).throw(Killed()))
+        promotion.rollback(name)
+    client = mlflow.MlflowClient()
+    newest = client.create_model_version(name, (files["root"] / "good.pt").as_uri()).version
+    client.set_registered_model_alias(name, "previous", new)  # evaluate promoting a third version
+    client.set_registered_model_alias(name, "champion", newest)
+    assert (
+        promotion.repair(name)
+        == f"{name}: dropped the record of an interrupted rollback: the aliases moved since"
+    )
+    assert promotion.aliases(name) == {"champion": str(newest), "previous": new}
+
+
 def test_requests_keep_within_the_models_limits():
     parts = list(promotion.requests(["a"] * (MAX_TEXTS + 1)))
     assert [len(p) for p in parts] == [MAX_TEXTS, 1]

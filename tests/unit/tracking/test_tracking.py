@@ -139,6 +139,15 @@ def test_unreachable_store_warns_once_and_the_stage_completes(store, monkeypatch
     assert capsys.readouterr().err.count("MLflow tracking off") == 1
 
 
+def test_a_password_in_the_stores_uri_is_in_no_warning(store, monkeypatch, capsys):
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"http://alice:s3cret-pw@127.0.0.1:{free_port()}")
+    with stage_run("prepare", {"a": 1}, "tinytf-test") as tracker:
+        tracker.log_metrics({"loss": 1.0}, step=0)
+    captured = capsys.readouterr()
+    assert "MLflow tracking off" in captured.err and "alice:***@127.0.0.1" in captured.err
+    assert "s3cret-pw" not in captured.err + captured.out and "s3cret-pw" not in tracker.failure
+
+
 def test_tracking_failure_mid_run_is_reported_once(capsys):
     class Broken:
         def log_metrics(self, *args, **kwargs):
