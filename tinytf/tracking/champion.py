@@ -96,16 +96,13 @@ def _log_bundle(bundle: Path, name: str, max_length: int, external: bool):
     """Log the bundle as the pyfunc model `classifier` of the active run and register it as `name`."""
     import tinytf
     from tinytf.analysis.predictor import SentimentPredictor
-    from tinytf.data.tokenizer import load_tokenizer
     from tinytf.tracking import champion_model
 
     example = pd.DataFrame({"text": EXAMPLE})
-    output = SentimentPredictor(
-        champion_model.load_classifier(bundle / "model.pt"),
-        load_tokenizer(bundle / "tokenizer.json"),
-        json.loads((bundle / "labels.json").read_text(encoding="utf-8"))["classes"],
-        max_length,
-    ).predict(EXAMPLE)
+    files = [bundle / name for name in ("model.pt", "tokenizer.json", "labels.json")]
+    output = SentimentPredictor.from_files(*files, max_length, load=champion_model.load_classifier).predict(
+        EXAMPLE
+    )
     # log_model checks the model by loading it back, with a progress bar over its artifacts:
     # a line of carriage returns in the stage's log (promotion's own loads say the same)
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")

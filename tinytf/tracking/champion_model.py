@@ -8,7 +8,6 @@ MLflow's loader reads, and makes this file a dep of the stage that logs it.
 from __future__ import annotations
 
 import hashlib
-import json
 import shutil
 from collections import OrderedDict
 from pathlib import Path
@@ -53,17 +52,23 @@ def write_bundle(checkpoint: Path, tokenizer: Path, labels: Path, into: Path, ma
 
 def load_classifier(checkpoint: Path, rebuild: str | None = None):
     """The model of a bundle: without an LM head where `write_bundle` dropped it (a version logged
-    before that loads whole)."""
-    from tinytf.model.architecture import ModelConfig
-    from tinytf.model.checkpoint import load_model, load_weights, read_config
+    before that loads whole), checked as `load_model` checks a checkpoint."""
+    from tinytf.errors import DataError
+    from tinytf.model.checkpoint import config_of, load_model, load_weights, read_config
     from tinytf.model.transformer import TinyTransformer
 
     meta = read_config(checkpoint)
     if not meta.get(NO_LM_HEAD):
         return load_model(checkpoint, rebuild=rebuild)
-    model = TinyTransformer(ModelConfig.from_dict(meta["model"]))
+    weights = load_weights(checkpoint, rebuild)  # its sha256 checked before anything is built
+    model = TinyTransformer(config_of(meta, checkpoint))
     model.lm_head = None  # no weights for it, and forward_cls never reads it
-    model.load_state_dict(load_weights(checkpoint, rebuild))
+    try:
+        model.load_state_dict(weights)
+    except RuntimeError as exc:
+        raise DataError(
+            f"{checkpoint}: weights do not fit config {checkpoint.with_suffix('.json')}: {exc}"
+        ) from None
     return model
 
 
@@ -72,16 +77,17 @@ class SentimentModel(mlflow.pyfunc.PythonModel):
 
     def load_context(self, context) -> None:
         from tinytf.analysis.predictor import SentimentPredictor
-        from tinytf.data.tokenizer import load_tokenizer
 
         bundle = Path(context.artifacts[BUNDLE])
-        # the bundle is a copy in the tracking store: evaluate logs and registers it again
-        model = load_classifier(
-            bundle / "model.pt", "register the model again with `dvc repro -f -s evaluate`"
+        self.predictor = SentimentPredictor.from_files(
+            bundle / "model.pt",
+            bundle / "tokenizer.json",
+            bundle / "labels.json",
+            context.model_config["max_length"],
+            # the bundle is a copy in the tracking store: evaluate logs and registers it again
+            rebuild="register the model again with `dvc repro -f -s evaluate`",
+            load=load_classifier,
         )
-        classes = json.loads((bundle / "labels.json").read_text(encoding="utf-8"))["classes"]
-        tokenizer = load_tokenizer(bundle / "tokenizer.json")
-        self.predictor = SentimentPredictor(model, tokenizer, classes, context.model_config["max_length"])
 
     def check(self, texts: list, names: list[str]) -> None:
         """Refuse a request the model cannot answer truly, or that is too large to answer within
