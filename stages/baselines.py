@@ -12,10 +12,11 @@ import pandas as pd
 
 from tinytf.analysis.baselines import baseline_curve
 from tinytf.data.splits import SPLITS
-from tinytf.data.subsets import check_counts, count_name
+from tinytf.data.subsets import ALL, check_counts, count_name
 from tinytf.errors import DataError
 from tinytf.io import write_json, write_parquet
 from tinytf.tracking.runs import stage_run
+from tinytf.tracking.study import BEST_CHILD, NOTE, NOTES
 
 
 def read_split(path: Path) -> tuple[list[str], object]:
@@ -41,6 +42,7 @@ def main() -> None:
     staged = common.staged_outputs(args, "baselines", into=("reports",), whole=("predictions",))
     with stage_run("baselines", params.as_dict()) as tracker, staged:
         plan = finetune.curve_plan()
+        best: list[tuple[float, str]] = []  # the fit with the best validation accuracy, and its run
 
         def progress(count, seed, fit):
             print(
@@ -51,17 +53,20 @@ def main() -> None:
             # each fit a child run, beside the finetune runs of the same label count and seed
             tags = {"start": "tfidf_lr", "labels": count_name(count), "seed": seed, "c": fit.tfidf_lr_c}
             name = f"baselines-{tags['labels']}-seed{seed}"
+            best[:] = [max(best + [(fit.tfidf_lr_validation, name)], key=lambda b: b[0])]
             with stage_run("baselines", {"baselines": tags}, run_name=name, nested=True) as run:
                 # start "final" as the finetune runs of the final model: one filter shows the curve
                 run.set_tags(
                     {f"tinytf.{key}": str(value) for key, value in {**tags, "snapshot": "final"}.items()}
                 )
+                train = len(splits["train"][1])
                 run.log_metrics(
                     {
                         "test_accuracy": fit.tfidf_lr,
                         "validation_accuracy": fit.tfidf_lr_validation,
                         "majority_test_accuracy": fit.majority,
-                    }
+                    },
+                    step=train if count == ALL else min(count, train),  # the label count, as finetune's
                 )
 
         curve, predictions = baseline_curve(
@@ -69,14 +74,18 @@ def main() -> None:
         )
         write_json(Path(args.reports) / "summary.json", {"label_curve": curve})
         write_parquet(args.predictions, predictions)
-        for labels, entry in curve.items():
+        for entry in curve.values():  # at step = the label count: a chart's x axis, as finetune's
             tracker.log_metrics(
                 {
-                    f"majority_{labels}_labels_test_accuracy": entry["majority"]["mean"],
-                    f"tfidf_lr_{labels}_labels_test_accuracy": entry["tfidf_lr"]["mean"],
-                }
+                    "majority_test_accuracy": entry["majority"]["mean"],
+                    "tfidf_lr_test_accuracy": entry["tfidf_lr"]["mean"],
+                },
+                step=entry["n_train"],
             )
         tracker.log_artifact(Path(args.reports) / "summary.json")
+        tracker.set_tags({NOTE: NOTES["baselines"]} | ({BEST_CHILD: best[0][1]} if best else {}))
+        if best:
+            tracker.log_metrics({"best_validation_accuracy": best[0][0]})
 
 
 if __name__ == "__main__":

@@ -224,6 +224,10 @@ def register_champion(checkpoint: Path, data_dir: Path, max_length: int, name: s
     experiment = os.environ.get("DVC_EXP_NAME", "")
     tags = {"tinytf.experiment": experiment} if experiment else {}
     version = log_champion(checkpoint, data_dir / "tokenizer.json", labels, max_length, name, None, tags)
+    if not experiment:  # the same weights an experiment registered before are the workspace's now
+        from tinytf.tracking.promotion import claim
+
+        claim(name, version)
     print(f"registered {name} version {version}", file=sys.stderr)
     return version
 

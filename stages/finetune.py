@@ -9,7 +9,6 @@ Runs go side by side in worker processes, one per CPU core and one thread per ru
 (`TINYTF_WORKERS` sets their number; the numbers do not depend on it: tinytf.train.workers).
 """
 
-import contextlib
 import json
 import sys
 from pathlib import Path
@@ -24,7 +23,8 @@ from tinytf.data.sentiment import test_groups
 from tinytf.data.subsets import count_name
 from tinytf.errors import DataError
 from tinytf.io import write_json, write_parquet, write_text
-from tinytf.tracking.runs import TrackerCallback, stage_run
+from tinytf.tracking.finetune_runs import FinetuneChildren
+from tinytf.tracking.runs import stage_run
 from tinytf.train.finetune import FinetuneResult, check_label_counts, run_finetune
 from tinytf.train.recipes import find_bodies
 from tinytf.train.run_store import RunStore
@@ -123,17 +123,8 @@ def main() -> None:
     baseline_predictions = pd.read_parquet(args.baseline_predictions)
     staged = common.staged_outputs(args, "finetune", into=("reports",), whole=("predictions",))
     with stage_run("finetune", params.as_dict(), system_metrics=True) as tracker, staged:
-
-        @contextlib.contextmanager
-        def child_run(tags: dict):
-            # every run of the study, so the MLflow UI can filter and chart the label curve
-            name = f"finetune-{tags['start']}-{tags['labels']}-seed{tags['seed']}" + (
-                "" if tags["snapshot"] == "final" else f"-{tags['snapshot']}"
-            )
-            with stage_run("finetune", {"finetune": tags}, run_name=name, nested=True) as run:
-                run.set_tags({f"tinytf.{key}": str(value) for key, value in tags.items()})
-                yield [TrackerCallback(run)]
-
+        # every run of the study a child run, logged once the search has chosen (its role and name)
+        children = FinetuneChildren()
         finetune_params = params.finetune
         hf_params = params.hf if "hf" in finetune_params.starts else None
         result = run_finetune(
@@ -142,11 +133,12 @@ def main() -> None:
             bodies,
             args.data,
             (),
-            child_run,
+            children,
             hf_params,
             args.state,
         )
         runtime = result.runtime
+        children.log(result.runs, tracker)
         items = ItemSource(
             chosen_predictions(result.predictions, result.runs),
             baseline_predictions,
@@ -167,12 +159,11 @@ def main() -> None:
         write_text(reports / "timings.csv", result.timings.to_csv(index=False))
         write_json(reports / "summary.json", summary)
         write_parquet(args.predictions, result.predictions)
+        n_train = result.runs.groupby("labels")["n_train"].first()  # the curve's x, as MLflow's step
         for labels, entry in summary["label_curve"].items():
             tracker.log_metrics(
-                {
-                    f"{start}_{labels}_labels_test_accuracy": entry[start]["mean"]
-                    for start in finetune_params.starts
-                }
+                {f"{start}_test_accuracy": entry[start]["mean"] for start in finetune_params.starts},
+                step=int(n_train[labels]),
             )
             line = ", ".join(f"{start} {entry[start]['mean']:.4f}" for start in finetune_params.starts)
             print(f"finetune {labels} labels: {line}", file=sys.stderr)

@@ -12,7 +12,8 @@ import common
 from tinytf.analysis.grid import cell_key, cells, write_cell
 from tinytf.params.config import load_params as validated_params
 from tinytf.params.schema import parse_overrides
-from tinytf.tracking.runs import TrackerCallback, params_hash, stage_run
+from tinytf.tracking.runs import TrackerCallback, params_hash, project_root, stage_run
+from tinytf.tracking.study import report_best
 from tinytf.train.grid import logged_params, train_cell
 from tinytf.train.progress import matrix_line
 
@@ -36,7 +37,14 @@ def main() -> None:
     group = params_hash(params.as_dict())  # one MLflow parent run per matrix and its params
     staged = common.staged_outputs(args, f"grid-{key}", whole=("out",))
     with (
-        stage_run("grid", logged, run_name=f"grid-{key}", group_key=group, system_metrics=True) as tracker,
+        stage_run(
+            "grid",
+            logged,
+            run_name=f"grid-{key}",
+            group_key=group,
+            system_metrics=True,
+            group_params=params.as_dict(),
+        ) as tracker,
         staged,
     ):
         common.log_token_inputs(tracker, args.data, "sentiment", ("train", "validation"))
@@ -48,6 +56,8 @@ def main() -> None:
         )
         write_cell(args.out, key, run.model, run.result)
         accuracy = run.result["final"]["validation_accuracy"]
+        # the run's one number to compare, and its parent's best (tinytf.tracking.study)
+        tracker.call("report_best", report_best, project_root(), "validation_accuracy", accuracy)
         line, order = f"grid {key}: validation accuracy {accuracy:.4f}", cells(whole_grid(args))
         if cell in order:  # DVC runs the matrix's cells in this order, one stage each (a cell by hand: not)
             line += "; grid cells " + matrix_line(

@@ -12,7 +12,8 @@ import common
 from tinytf.analysis.grid import cell_at_rank, cell_key, finalist_key, write_cell
 from tinytf.params.config import load_params as validated_params
 from tinytf.params.schema import parse_overrides
-from tinytf.tracking.runs import TrackerCallback, params_hash, stage_run
+from tinytf.tracking.runs import TrackerCallback, params_hash, project_root, stage_run
+from tinytf.tracking.study import report_best
 from tinytf.train.grid import logged_params, train_cell
 from tinytf.train.progress import matrix_line
 
@@ -35,8 +36,16 @@ def main() -> None:
     group = params_hash(params.as_dict())  # one MLflow parent run per matrix and its params
     name = f"grid_finalists-{finalist_key(args.rank, args.seed)}"
     staged = common.staged_outputs(args, name, whole=("out",))
+    run_name = f"grid_finalists-{key}-seed{args.seed}"  # the cell, not only its rank, in the UI
     with (
-        stage_run("grid_finalists", logged, run_name=name, group_key=group, system_metrics=True) as tracker,
+        stage_run(
+            "grid_finalists",
+            logged,
+            run_name=run_name,
+            group_key=group,
+            system_metrics=True,
+            group_params=params.as_dict(),
+        ) as tracker,
         staged,
     ):
         common.log_token_inputs(tracker, args.data, "sentiment", ("train", "validation"))
@@ -49,6 +58,8 @@ def main() -> None:
         )
         write_cell(args.out, finalist_key(args.rank, args.seed), run.model, run.result, rank=args.rank)
         accuracy = run.result["final"]["validation_accuracy"]
+        # the run's one number to compare, and its parent's best (tinytf.tracking.study)
+        tracker.call("report_best", report_best, project_root(), "validation_accuracy", accuracy)
         # for the progress line alone, the lists from the whole params: a finalist reads only its
         # own rank and seed (a new seed reruns only its own runs)
         whole = validated_params(args.params, parse_overrides(args.overrides)).grid

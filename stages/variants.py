@@ -10,7 +10,8 @@ import common
 
 from tinytf.analysis.variants import cell_key, write_cell
 from tinytf.params.schema import to_dict
-from tinytf.tracking.runs import TrackerCallback, params_hash, stage_run
+from tinytf.tracking.runs import TrackerCallback, params_hash, project_root, stage_run
+from tinytf.tracking.study import report_best
 from tinytf.train.pretrain import pretrain
 from tinytf.train.variants import cell_params
 
@@ -31,7 +32,12 @@ def main() -> None:
     logged = {"base": {"seed": args.seed}, "model": to_dict(model), "pretrain": to_dict(pretrain_params)}
     group = params_hash(params.as_dict())  # one MLflow parent run per matrix and its params
     staged = common.staged_outputs(args, f"variants-{key}", whole=("out",))
-    with stage_run("variants", logged, run_name=f"variants-{key}", group_key=group) as tracker, staged:
+    with (
+        stage_run(
+            "variants", logged, run_name=f"variants-{key}", group_key=group, group_params=params.as_dict()
+        ) as tracker,
+        staged,
+    ):
         tracker.set_tags({"tinytf.cell": key})
         result = pretrain(
             model,
@@ -52,6 +58,8 @@ def main() -> None:
         tracker.log_metrics(
             {f"sample_{k}_perplexity": v["perplexity"] for k, v in metrics["samples"].items()}
         )
+        perplexity = metrics["validation_perplexity"]  # its parent's best is the lowest
+        tracker.call("report_best", report_best, project_root(), "validation_perplexity", perplexity, False)
         print(
             f"variants {key}: validation perplexity {metrics['validation_perplexity']:.1f}", file=sys.stderr
         )

@@ -71,6 +71,8 @@ EDGE = {
     "tinytf.tracking.promotion",
     "tinytf.cli.serve",  # MLflow's scoring app behind tinytf's request checks
     "tinytf.tracking.store",
+    "tinytf.tracking.study",
+    "tinytf.tracking.finetune_runs",
 }  # the modules that import mlflow
 
 

@@ -102,11 +102,19 @@ def test_the_champion_is_a_pyfunc_model_that_classifies_raw_texts(workspace):
     import mlflow
     import pandas as pd
 
-    # an applied experiment becomes the champion when evaluate runs in the workspace
+    # an applied experiment becomes the champion when evaluate runs in the workspace: its weights
+    # are the experiment's, so its version is reused, and is the workspace's now
     dvc(workspace, "repro", "--force", "--single-item", "evaluate")
     mlflow.set_tracking_uri(f"sqlite:///{workspace / 'mlflow.db'}")
-    champion = mlflow.MlflowClient().get_model_version_by_alias("tinytf-sentiment", "champion")
-    assert int(champion.version) == 2 and "tinytf.experiment" not in champion.tags
+    client = mlflow.MlflowClient()
+    champion = client.get_model_version_by_alias("tinytf-sentiment", "champion")
+    assert int(champion.version) == 1 and "tinytf.experiment" not in champion.tags
+    # a second evaluate with unchanged weights adds no version either, and keeps the champion
+    dvc(workspace, "repro", "--force", "--single-item", "evaluate")
+    assert len(client.search_model_versions("name='tinytf-sentiment'")) == 1
+    assert client.get_registered_model("tinytf-sentiment").aliases == {"champion": 1}
+    metrics = json.loads((workspace / "data/reports/metrics.json").read_text())
+    assert metrics["promotion"]["reason"] == "kept: version 1 is @champion (the same weights)"
     model = mlflow.pyfunc.load_model("models:/tinytf-sentiment@champion")
     predicted = model.predict(pd.DataFrame({"text": ["a fine, moving film", "a dull mess"]}))
     classes = json.loads((workspace / "data/tokens/sentiment/labels.json").read_text())["classes"]
@@ -173,3 +181,85 @@ def test_predict_right_after_the_tiny_preset_names_the_command_that_works(worksp
     words = shlex.split(command.group(0).replace('"your text"', '"a gripping film"'))
     answered = predict(*words[2:])
     assert answered.returncode == 0 and "a gripping film" in answered.stdout, answered.stderr
+
+
+def test_the_ui_link_lands_on_every_stage_filters_the_curve_and_shows_the_card(workspace, tmp_path):
+    """What issue 73 asks of a browsing user's first minutes, in headless Chromium: `tinytf ui`'s link
+    opens the runs, every stage on the first page; the role filter returns exactly the curve's
+    runs; no two runs share a name; the champion's version page shows its card."""
+    import mlflow
+    import pandas as pd
+
+    from tests.helpers.mlflow_ui import browser_available, chromium, tinytf_ui, wait_for
+
+    store = workspace / "mlflow.db"
+    mlflow.set_tracking_uri(f"sqlite:///{store}")
+    experiment = mlflow.get_experiment_by_name("tinytf")
+    runs = mlflow.search_runs([experiment.experiment_id])
+    names = runs["tags.mlflow.runName"]
+    assert not names.duplicated().any(), sorted(names[names.duplicated()])
+    study = pd.read_csv(workspace / "reports/finetune/runs.csv")
+    on_curve = study[study["chosen"] & (study["snapshot"] == "final")]
+    curve = runs[runs["tags.tinytf.role"] == "curve"]
+    assert len(curve) == len(on_curve) and set(curve["tags.tinytf.chosen"]) == {"true"}
+    others = runs[runs["tags.tinytf.role"].isin(["recipe_search", "snapshot"])]
+    assert len(curve) + len(others) == len(study)  # every fine-tuning child has a role
+    # the curve at step = label count, for a chart's x axis: each curve run, and the stages' means
+    client = mlflow.MlflowClient()
+    steps = sorted(set(on_curve["n_train"]))
+    for stage, key in (("finetune", "scratch_test_accuracy"), ("baselines", "tfidf_lr_test_accuracy")):
+        [run_id] = runs[(runs["tags.tinytf.stage"] == stage) & runs["tags.mlflow.parentRunId"].isna()][
+            "run_id"
+        ]
+        assert sorted(m.step for m in client.get_metric_history(run_id, key)) == steps, stage
+    one = curve.iloc[0]
+    [point] = client.get_metric_history(one["run_id"], "test_accuracy")
+    assert point.step in steps and str(point.step) == one["params.finetune.labels"].replace(
+        "all", str(max(steps))
+    )
+    # every parent says what its children are, names its best, and carries the commit and params
+    assert runs["tags.tinytf.study"].nunique() == 1 and runs["tags.tinytf.study"].notna().all()
+    for stage in ("finetune", "baselines", "grid (parent)", "grid_finalists (parent)", "variants (parent)"):
+        [parent] = runs[
+            (runs["tags.tinytf.stage"] == stage) & runs["tags.mlflow.parentRunId"].isna()
+        ].to_dict("records")
+        assert parent["tags.mlflow.note.content"] and parent["tags.tinytf.best_child"] in set(names), stage
+        held = [k for k, v in parent.items() if k.startswith("params.") and isinstance(v, str)]
+        assert parent["tags.mlflow.source.git.commit"] and held, stage
+    top = sorted(runs[runs["tags.mlflow.parentRunId"].isna()]["tags.mlflow.runName"])
+    [version] = mlflow.MlflowClient().search_model_versions("name='tinytf-sentiment'")
+    card = next(line.lstrip("# ").strip() for line in version.description.splitlines() if line.strip())
+    if not browser_available():
+        pytest.skip("chromium / chromedriver / selenium not installed (.ci/run installs them)")
+    from selenium.webdriver.common.by import By
+
+    def text(d):
+        return d.find_element(By.TAG_NAME, "body").text
+
+    with tinytf_ui(store) as (url, link), chromium(tmp_path / "profile") as driver:
+        driver.set_window_size(1400, 3000)  # every row drawn: the table draws only what is in view
+        assert link == f"{url}/#/experiments/{experiment.experiment_id}/runs?workflowType=machine_learning"
+        driver.get(link)
+        wait_for(driver, lambda d: all(name in text(d) for name in top), what=f"every stage's run: {top}")
+        assert "Load more" not in text(driver)
+        driver.save_screenshot(str(workspace / "mlflow-landing.png"))
+        wanted, unwanted = set(curve["tags.mlflow.runName"]), set(others["tags.mlflow.runName"])
+        driver.find_element(By.CSS_SELECTOR, "input[data-testid='search-box']").send_keys(
+            "tags.tinytf.role = 'curve'\n"
+        )
+        # the matches and their parent, the finetune stage's run, collapsed: opened as a user does
+        wait_for(driver, lambda d: f"{len(wanted) + 1} matching runs" in text(d), what="the filter's count")
+        expand = "button[data-component-id*='runnamecellrenderer']"
+        wait_for(driver, lambda d: d.find_elements(By.CSS_SELECTOR, expand), what="the parent's expander")
+        [opener] = driver.find_elements(By.CSS_SELECTOR, expand)  # one parent: the finetune run
+        opener.click()
+
+        def filtered(d):
+            shown = {n for n in wanted | unwanted if n in text(d)}
+            return shown == wanted
+
+        wait_for(driver, filtered, what=f"the {len(wanted)} curve runs and no other fine-tuning run")
+        driver.save_screenshot(str(workspace / "mlflow-curve.png"))
+        driver.get(f"{url}/#/models/tinytf-sentiment/versions/{version.version}")
+        wait_for(driver, lambda d: card in text(d), what=f"the model card ({card!r}) on the version page")
+        driver.save_screenshot(str(workspace / "mlflow-version.png"))

@@ -53,3 +53,22 @@ def test_dvc_compares_a_few_metrics_and_draws_every_plot_in_chromium(workspace, 
         errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
         driver.save_screenshot(str(workspace / "dvc-plots.png"))
     assert not errors, errors
+
+
+def test_dvc_plots_diff_of_two_tiny_experiments_draws_the_label_curve_of_both(workspace, tmp_path):
+    """`dvc plots diff A B` overlays two experiments' label curves offline (the pull-request
+    report posts this): both revisions' rows are in the plot's data and in the page."""
+    import json
+
+    listed = dvc(workspace, "exp", "ls", "--name-only").stdout.splitlines()
+    [first] = [line.strip() for line in listed if line.strip() and not line.endswith(":")]
+    # the second: other baseline C candidates, so the curve's tfidf_lr line may move
+    dvc(workspace, "exp", "run", "--name", "tiny-c1", "-S", "baselines.cs=[1]")
+    shown = json.loads(dvc(workspace, "plots", "diff", first, "tiny-c1", "--json").stdout)
+    [curve] = shown["data"]["label_curve"]
+    rows = curve["content"]["data"]["values"]
+    assert {row["rev"] for row in rows} == {first, "tiny-c1"}
+    dvc(workspace, "plots", "diff", first, "tiny-c1", "-o", str(tmp_path / "diff"))
+    page = (tmp_path / "diff" / "index.html").read_text()
+    # one page that draws offline (.dvc/config's template holds Vega), both experiments in it
+    assert first in page and "tiny-c1" in page and "<script src=" not in page

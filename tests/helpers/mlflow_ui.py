@@ -33,13 +33,16 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def loopback_server(command: list[str], ready_path: str, timeout: float = 90.0, env: dict | None = None):
+def loopback_server(
+    command: list[str], ready_path: str, timeout: float = 90.0, env: dict | None = None, log=None
+):
     """Start `command` with {port} filled in by a free loopback port, wait until GET `ready_path`
-    answers 200, yield the base URL, and stop the process on the way out."""
+    answers 200, yield the base URL, and stop the process on the way out. `log`: a file (w+) for its
+    output, for the caller to read."""
     port = free_port()
     # its log goes to a file, never a pipe: a server logs a line per request, and once a pipe nobody
     # reads holds 64 KB the server blocks on its next write and stops answering
-    log = tempfile.TemporaryFile(mode="w+")
+    log = log or tempfile.TemporaryFile(mode="w+")
     process = subprocess.Popen(
         [part.format(port=port) for part in command],
         env=env,
@@ -87,6 +90,26 @@ def mlflow_server(store: Path, timeout: float = 90.0):
         "1",
     ]
     return loopback_server(command, "/health", timeout)
+
+
+@contextlib.contextmanager
+def tinytf_ui(store: Path, timeout: float = 90.0):
+    """`tinytf ui` (what `make ui` runs) over a SQLite store on a free loopback port; yields the
+    base URL and the runs page's link it printed."""
+    import os
+    import re
+
+    command = [sys.executable, "-m", "tinytf.cli", "ui", "--backend-store-uri", f"sqlite:///{store}"]
+    command += ["--host", "127.0.0.1", "--port", "{port}"]
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    with (
+        tempfile.TemporaryFile(mode="w+") as log,
+        loopback_server(command, "/health", timeout, env, log) as url,
+    ):
+        log.seek(0)
+        printed = re.search(r"the runs of experiment '[^']+': (\S+)", log.read())
+        assert printed, "tinytf ui printed no runs page"
+        yield url, printed.group(1)
 
 
 @contextlib.contextmanager

@@ -47,13 +47,15 @@ class SentimentPredictor:
         labels: str | Path,
         max_length: int,
         rebuild: str | None = None,
+        load=load_model,
     ):
         """`rebuild`: what a damaged file's message tells to do (tinytf.model.checkpoint). Each file
         is checked against the model, in one line naming it, as `tinytf score` checks its own: the
-        class names one per output, the tokenizer's ids within the model's embedding."""
+        class names one per output, the tokenizer's ids within the model's embedding. `load(checkpoint,
+        rebuild=...)` builds the model (the served bundle's has no LM head: tinytf.tracking.champion_model)."""
         fix = rebuild or "rebuild it with the stage that wrote it"
         classes = read_classes(labels, fix)
-        model = load_model(checkpoint, rebuild=rebuild)
+        model = load(checkpoint, rebuild=rebuild)
         if model.config.n_classes != len(classes):
             raise DataError(
                 f"{labels}: {len(classes)} class names, but {checkpoint} has {model.config.n_classes} outputs; {fix}"

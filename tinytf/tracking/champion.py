@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -48,44 +48,75 @@ def log_champion(
     tags: dict[str, str] | None = None,
 ) -> str:
     """Log the model to the active run, register it under `name` with `tags` and point `alias` at
-    it (None: register only); returns the version."""
-    import tinytf
-    from tinytf.analysis.predictor import SentimentPredictor
+    it (None: register only); returns the version. A version of `name` that serves the same
+    weights (with the same tokenizer, classes and max_length: one sha256 of them all) is reused as
+    it is (its tags kept), not registered again: a rerun adds no version, and its run logs no model."""
     from tinytf.tracking import champion_model  # the file MLflow logs and runs to load the model
 
     with tempfile.TemporaryDirectory(prefix="tinytf-champion-") as tmp:
         bundle = Path(tmp) / champion_model.BUNDLE
         bundle.mkdir()
-        shutil.copy2(checkpoint, bundle / "model.pt")
-        shutil.copy2(checkpoint.with_suffix(".json"), bundle / "model.json")
-        shutil.copy2(tokenizer, bundle / "tokenizer.json")
-        shutil.copy2(labels, bundle / "labels.json")
-        example = pd.DataFrame({"text": EXAMPLE})
-        output = SentimentPredictor.from_files(
-            bundle / "model.pt", bundle / "tokenizer.json", bundle / "labels.json", max_length
-        ).predict(EXAMPLE)
-        # log_model checks the model by loading it back, with a progress bar over its artifacts:
-        # a line of carriage returns in the stage's log (promotion's own loads say the same)
-        os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
-        info = mlflow.pyfunc.log_model(
-            name="model",
-            python_model=champion_model.__file__,
-            artifacts={champion_model.BUNDLE: str(bundle)},
-            model_config={"max_length": max_length},
-            code_paths=[str(Path(tinytf.__file__).parent)],
-            signature=mlflow.models.infer_signature(example, output),
-            input_example=example,
-            pip_requirements=requirements("hf" in json.loads(checkpoint.with_suffix(".json").read_text())),
-            registered_model_name=name,
-        )
-    version = str(info.registered_model_version)
+        served = champion_model.write_bundle(checkpoint, tokenizer, labels, bundle, max_length)
+        version = version_serving(name, served)
+        if version is None:
+            hf = "hf" in json.loads(checkpoint.with_suffix(".json").read_text())
+            version = str(_log_bundle(bundle, name, max_length, hf).registered_model_version)
+            tags = {SERVED_TAG: served, **(tags or {})}
+        else:
+            tags = {}
+            print(
+                f"{name} version {version} serves these weights (sha256 {served[:12]}): reused",
+                file=sys.stderr,
+            )
     client = mlflow.MlflowClient()
     for key, value in (tags or {}).items():
         client.set_model_version_tag(name, version, key, value)
     if alias:
         client.set_registered_model_alias(name, alias, version)
-    mlflow.set_tag("tinytf.classes", json.dumps(json.loads(labels.read_text())["classes"]))
+    classes = json.dumps(json.loads(labels.read_text())["classes"])
+    # the version this run registered or reused: a run that reused one logged no model
+    mlflow.set_tags({"tinytf.classes": classes, "tinytf.registered_version": version})
     return version
+
+
+SERVED_TAG = "tinytf.served_sha256"  # what a version serves (champion_model.write_bundle's digest)
+
+
+def version_serving(name: str, served: str) -> str | None:
+    """The newest version of `name` whose bundle has the digest `served`, or None."""
+    try:
+        versions = mlflow.MlflowClient().search_model_versions(f"name = '{name}'")
+    except mlflow.exceptions.MlflowException:  # nothing registered under `name` yet
+        return None
+    same = [int(v.version) for v in versions if (v.tags or {}).get(SERVED_TAG) == served]
+    return str(max(same)) if same else None
+
+
+def _log_bundle(bundle: Path, name: str, max_length: int, external: bool):
+    """Log the bundle as the pyfunc model `classifier` of the active run and register it as `name`."""
+    import tinytf
+    from tinytf.analysis.predictor import SentimentPredictor
+    from tinytf.tracking import champion_model
+
+    example = pd.DataFrame({"text": EXAMPLE})
+    files = [bundle / name for name in ("model.pt", "tokenizer.json", "labels.json")]
+    output = SentimentPredictor.from_files(*files, max_length, load=champion_model.load_classifier).predict(
+        EXAMPLE
+    )
+    # log_model checks the model by loading it back, with a progress bar over its artifacts:
+    # a line of carriage returns in the stage's log (promotion's own loads say the same)
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    return mlflow.pyfunc.log_model(
+        name="classifier",  # what it is: the served sentiment classifier (no LM head)
+        python_model=champion_model.__file__,
+        artifacts={champion_model.BUNDLE: str(bundle)},
+        model_config={"max_length": max_length},
+        code_paths=[str(Path(tinytf.__file__).parent)],
+        signature=mlflow.models.infer_signature(example, output),
+        input_example=example,
+        pip_requirements=requirements(external),
+        registered_model_name=name,
+    )
 
 
 def set_alias(name: str, alias: str, version: str) -> None:

@@ -7,6 +7,9 @@ MLflow's loader reads, and makes this file a dep of the stage that logs it.
 
 from __future__ import annotations
 
+import hashlib
+import shutil
+from collections import OrderedDict
 from pathlib import Path
 
 import mlflow
@@ -14,6 +17,59 @@ import pandas as pd
 from mlflow.exceptions import MlflowException
 
 BUNDLE = "bundle"  # the artifact folder: model.pt, model.json, tokenizer.json, labels.json
+# in the bundle's model.json: its weights are the classifier's, the LM head's left out
+NO_LM_HEAD = "lm_head_dropped"
+
+
+def write_bundle(checkpoint: Path, tokenizer: Path, labels: Path, into: Path, max_length: int) -> str:
+    """The files the served model loads, written into `into`; returns their digest: the sha256 of
+    the weights', the tokenizer's and the class names' sha256 and `max_length`, what it answers
+    with (the same weights read with another tokenizer are another model). The weights are the checkpoint's without the LM head, which classifying never reads (about 40 %
+    of the default model's): dropped here, when the model is packaged, so that training and every
+    checkpoint DVC tracks stay as they are. An external encoder (`hf`) has no LM head to drop."""
+    from tinytf.io import sha256_file, write_bytes, write_json
+    from tinytf.model.checkpoint import load_weights, read_config, serialize
+
+    meta, state = read_config(checkpoint), load_weights(checkpoint)
+    if "hf" not in meta:
+        kept = OrderedDict((k, v) for k, v in state.items() if not k.startswith("lm_head."))
+        kept._metadata = getattr(state, "_metadata", None)  # the modules' versions, as torch saved them
+        state, meta = kept, {**meta, NO_LM_HEAD: True}
+    data = serialize(state)
+    weights = hashlib.sha256(data).hexdigest()
+    write_bytes(into / "model.pt", data)
+    write_json(into / "model.json", {**meta, "sha256": weights})
+    shutil.copy2(tokenizer, into / "tokenizer.json")
+    shutil.copy2(labels, into / "labels.json")
+    served = [
+        weights,
+        sha256_file(into / "tokenizer.json"),
+        sha256_file(into / "labels.json"),
+        str(max_length),
+    ]
+    return hashlib.sha256(" ".join(served).encode()).hexdigest()
+
+
+def load_classifier(checkpoint: Path, rebuild: str | None = None):
+    """The model of a bundle: without an LM head where `write_bundle` dropped it (a version logged
+    before that loads whole), checked as `load_model` checks a checkpoint."""
+    from tinytf.errors import DataError
+    from tinytf.model.checkpoint import config_of, load_model, load_weights, read_config
+    from tinytf.model.transformer import TinyTransformer
+
+    meta = read_config(checkpoint)
+    if not meta.get(NO_LM_HEAD):
+        return load_model(checkpoint, rebuild=rebuild)
+    weights = load_weights(checkpoint, rebuild)  # its sha256 checked before anything is built
+    model = TinyTransformer(config_of(meta, checkpoint))
+    model.lm_head = None  # no weights for it, and forward_cls never reads it
+    try:
+        model.load_state_dict(weights)
+    except RuntimeError as exc:
+        raise DataError(
+            f"{checkpoint}: weights do not fit config {checkpoint.with_suffix('.json')}: {exc}"
+        ) from None
+    return model
 
 
 class SentimentModel(mlflow.pyfunc.PythonModel):
@@ -30,6 +86,7 @@ class SentimentModel(mlflow.pyfunc.PythonModel):
             context.model_config["max_length"],
             # the bundle is a copy in the tracking store: evaluate logs and registers it again
             rebuild="register the model again with `dvc repro -f -s evaluate`",
+            load=load_classifier,
         )
 
     def check(self, texts: list, names: list[str]) -> None:

@@ -67,6 +67,8 @@ def decide(
     current = aliases(name).get(CHAMPION)
     if current is None:
         return Decision(True, "promoted: no version was @champion", None, candidate)
+    if current == candidate:  # a rerun with the champion's weights reused its version
+        return Decision(True, f"kept: version {current} is @champion (the same weights)", current, candidate)
     with _own_sys_path(), tempfile.TemporaryDirectory(prefix="tinytf-gate-") as tmp:
         ours = _load(name, candidate, Path(tmp) / "candidate")
         try:
@@ -155,11 +157,22 @@ def settle(name: str, decision: Decision) -> None:
     both on the old champion) and tag the candidate with the decision."""
     version = decision.candidate_version
     if decision.promoted:
-        if decision.champion_version:
+        if decision.champion_version and decision.champion_version != version:
             champion.set_alias(name, PREVIOUS, decision.champion_version)
         champion.set_alias(name, CHAMPION, version)
     mlflow.MlflowClient().set_model_version_tag(name, version, PROMOTION_TAG, decision.reason)
     print(f"{name} version {version}: {decision.reason}", file=sys.stderr)
+
+
+EXPERIMENT_TAG = "tinytf.experiment"  # a version a temporary or queued experiment registered
+
+
+def claim(name: str, version: str) -> None:
+    """The workspace's run serves `version`: where an experiment registered these weights first,
+    the version is the workspace's now, and no longer names the experiment."""
+    client = mlflow.MlflowClient()
+    if EXPERIMENT_TAG in (client.get_model_version(name, version).tags or {}):
+        client.delete_model_version_tag(name, version, EXPERIMENT_TAG)
 
 
 # the registered model's tag that holds a rollback's aliases before and after ({"from": {alias:

@@ -27,6 +27,7 @@ from tinytf.io import sha256_file
 from tinytf.params.schema import flatten
 from tinytf.process import allocator, collector
 from tinytf.process.cpu import cpu_kind
+from tinytf.tracking import study
 
 DEFAULT_STORE = "mlflow.db"
 DEFAULT_EXPERIMENT = "tinytf"
@@ -251,8 +252,9 @@ def _connect(experiment: str):
         if own_store:
             artifacts = (project_root() / ARTIFACT_DIR / experiment).as_uri()
         try:
-            # "custom_model_development" makes the MLflow 3 UI open the experiment in its
-            # model-training view (runs table, metric charts) instead of the GenAI overview
+            # kept for the MLflow 3 UIs before the sidebar's GenAI / Model training switch (we allow
+            # >=3.1); from the switch on (3.17's bundle never reads the tag) the switch decides, and
+            # `tinytf ui`'s link sets it (tinytf.tracking.store.runs_page)
             mlflow.create_experiment(
                 experiment,
                 artifact_location=artifacts,
@@ -305,16 +307,20 @@ def _open_run(
     params: dict,
     run_name: str,
     nested: bool,
-    group_key: str | None,
+    group: tuple[str, dict] | None,
     resume: bool,
-    system_metrics: bool = False,
+    system_metrics: bool,
+    shared: dict[str, str],
 ):
     """Connects, then starts the run `stage_run` describes (or resumes the one left RUNNING) and
-    marks any other left-behind run of the same stage, name and params KILLED."""
+    marks any other left-behind run of the same stage, name and params KILLED. `group`: the key and
+    params of the matrix's parent run, which gets the `shared` tags (commit, study) too."""
     mlflow = retry_locked(_connect, experiment)
     tags = {}
-    if group_key is not None:
-        tags["mlflow.parentRunId"] = retry_locked(_group_parent, mlflow, experiment, stage, group_key)
+    if group is not None:
+        with study.parent_lock(project_root()):
+            parent = retry_locked(study.group_parent, mlflow, experiment, stage, group[0], shared, group[1])
+        tags["mlflow.parentRunId"] = parent
     left = retry_locked(_left_behind, mlflow, experiment, stage, params_hash(params), run_name)
     # None leaves it to MLFLOW_ENABLE_SYSTEM_METRICS_LOGGING
     system = {"log_system_metrics": True if system_metrics else None}
@@ -325,33 +331,6 @@ def _open_run(
     for run_id in left:
         retry_locked(mlflow.MlflowClient().set_terminated, run_id, "KILLED")
     return mlflow
-
-
-def _group_parent(mlflow, experiment: str, group: str, group_key: str) -> str:
-    """Find or create the parent run that groups the cells of one DVC matrix.
-
-    Cells run as separate processes (and, under `dvc queue start -j N`, at the same time), so
-    the lookup and creation happen under a file lock beside the store.
-    """
-    import fcntl
-
-    lock_path = project_root() / ".mlflow-parent.lock"
-    with open(lock_path, "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        exp = mlflow.get_experiment_by_name(experiment)
-        found = mlflow.search_runs(
-            [exp.experiment_id],
-            filter_string=f"tags.`tinytf.group` = '{group}' and tags.`tinytf.group_key` = '{group_key}'",
-            max_results=1,
-            output_format="list",
-        )
-        if found:
-            return found[0].info.run_id
-        client = mlflow.MlflowClient()
-        tags = {"tinytf.group": group, "tinytf.group_key": group_key, "tinytf.stage": f"{group} (parent)"}
-        run = client.create_run(exp.experiment_id, run_name=group, tags=tags)
-        client.set_terminated(run.info.run_id, "FINISHED")
-        return run.info.run_id
 
 
 def _left_behind(mlflow, experiment: str, stage: str, params_key: str, run_name: str) -> list[str]:
@@ -394,11 +373,14 @@ def stage_run(
     group_key: str | None = None,
     resume: bool = False,
     system_metrics: bool = False,
+    group_params: dict | None = None,
 ) -> Iterator[Tracker]:
     """One MLflow run around a stage (or a nested child run); FAILED if the block raises.
 
     `group_key` makes the run a child of the parent run of that group (one per DVC matrix
-    and its params), so the cells of a grid appear together in the UI. The experiment is
+    and its params, in one study), so the cells of a grid appear together in the UI; the parent
+    records `group_params`, the params the matrix shares. Every run is tagged with its commit and
+    `tinytf.study` (tinytf.tracking.study), the same for one repro. The experiment is
     `MLFLOW_EXPERIMENT_NAME` (MLflow's own variable) unless given, else "tinytf": where runs are
     filed is not a param, since it changes no output.
 
@@ -415,9 +397,12 @@ def stage_run(
     if os.environ.get("RANK", "0") != "0":  # under torchrun, rank 0 alone logs
         yield Tracker(None)
         return
+    commit = git_commit(project_root())
+    shared = {"mlflow.source.git.commit": commit, study.STUDY: study.study_id(commit)}
+    group = None if group_key is None else (group_key, group_params or {})
     try:
         mlflow = _open_run(
-            experiment, stage, params, run_name or stage, nested, group_key, resume, system_metrics
+            experiment, stage, params, run_name or stage, nested, group, resume, system_metrics, shared
         )
     except Exception as exc:
         tracker = Tracker(None)
@@ -425,11 +410,10 @@ def stage_run(
         yield tracker
         return
     tracker = Tracker(mlflow)
-    root = project_root()
     tags = {
+        **shared,
         "tinytf.stage": stage,
         "tinytf.params_hash": params_hash(params),
-        "mlflow.source.git.commit": git_commit(root),
         "tinytf.host": socket.gethostname(),
         "tinytf.pid": str(os.getpid()),
         "tinytf.cpu": cpu_kind(),

@@ -351,11 +351,11 @@ def test_predict_without_the_alias_names_the_newest_version_and_the_commands(tmp
     tokenizer = train_tokenizer([f"review {i} film" for i in range(100)], TokenizeParams(vocab_size=200))
     tokenizer.save(str(tmp_path / "tokenizer.json"))
     config = ModelConfig(vocab_size=tokenizer.get_vocab_size(), d_model=16, n_head=2, d_ff=32, n_layer=1)
-    save_model(tmp_path / "model.pt", TinyTransformer(config).eval())
     (tmp_path / "labels.json").write_text(json.dumps({"classes": ["bad", "good"]}))
     assert way_out("models:/tinytf-sentiment@champion") == "run the pipeline (evaluate registers it)"
     files = (tmp_path / "model.pt", tmp_path / "tokenizer.json", tmp_path / "labels.json", 16)
     for experiment in ("first-exp", "second-exp"):  # two temporary experiments, neither the champion
+        save_model(tmp_path / "model.pt", TinyTransformer(config).eval())  # each its own weights
         with mlflow.start_run():
             log_champion(*files, "tinytf-sentiment", None, {"tinytf.experiment": experiment})
     said = way_out("models:/tinytf-sentiment@champion")

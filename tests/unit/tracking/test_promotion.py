@@ -48,6 +48,7 @@ def files(tmp_path_factory):
     vocab = json.loads((root / "tokenizer.json").read_text())["model"]["vocab"]
     constant_model(root / "bad.pt", len(vocab), 0)
     constant_model(root / "good.pt", len(vocab), 1)
+    constant_model(root / "bad_too.pt", len(vocab), 0)  # answers as bad.pt does, with other weights
     constant_model(root / "three.pt", len(vocab), 0, classes=3)
     (root / "labels.json").write_text(json.dumps({"classes": ["bad", "good"]}))
     (root / "three.json.labels").write_text(json.dumps({"classes": ["bad", "mixed", "good"]}))
@@ -112,7 +113,7 @@ def test_a_model_within_the_tolerance_is_promoted_and_one_beyond_it_is_not(files
 
 def test_an_equal_model_is_promoted(files, name):
     old = champion_of(files, name, "bad.pt")
-    new = register(files, name, "bad.pt")
+    new = register(files, name, "bad_too.pt")
     decision = promotion.decide(name, new, TEXTS, LABELS)
     assert (
         decision.promoted
@@ -265,3 +266,64 @@ def test_the_test_predictions_are_a_table_of_the_run(files, name, tmp_path):
     table = json.loads(Path(path).read_text(encoding="utf-8"))
     assert table["columns"] == ["text", "label", "prediction", "probability"]
     assert table["data"] == [["a fine film", "good", "good", 0.75], ["dull", "bad", "good", 0.5]]
+
+
+def test_the_same_weights_again_reuse_their_version_and_stay_champion(files, name, capsys):
+    old = champion_of(files, name, "bad.pt")
+    worse = register(files, name, "good.pt")
+    promotion.settle(name, promotion.decide(name, worse, TEXTS, LABELS))  # not promoted
+    client = mlflow.MlflowClient()
+    client.set_model_version_tag(name, old, promotion.EXPERIMENT_TAG, "lucky-exp")
+    capsys.readouterr()
+    again = register(files, name, "bad.pt")  # a rerun whose served weights did not change
+    assert again == old and "reused" in capsys.readouterr().err
+    [rerun] = mlflow.search_runs(order_by=["attributes.start_time DESC"], max_results=1, output_format="list")
+    assert rerun.data.tags["tinytf.registered_version"] == old  # the run says which version it reused
+    assert len(client.search_model_versions(f"name = '{name}'")) == 2  # no version added
+    decision = promotion.decide(name, again, TEXTS, LABELS)
+    assert decision == promotion.Decision(
+        True, f"kept: version {old} is @champion (the same weights)", old, old
+    )
+    promotion.settle(name, decision)
+    assert promotion.aliases(name) == {"champion": old}  # @previous is not the champion itself
+    # the workspace's run claims a version an experiment registered first
+    promotion.claim(name, again)
+    assert promotion.EXPERIMENT_TAG not in client.get_model_version(name, old).tags
+    # the same weights read with another tokenizer are another model
+    other = register(files, name, "bad.pt", tokenizer="other.json")
+    assert other not in (old, worse)
+
+
+def test_the_served_model_is_the_classifier_without_the_lm_head_and_answers_as_before(files, name):
+    import numpy as np
+    import pandas as pd
+
+    from tinytf.analysis.predictor import SentimentPredictor
+    from tinytf.model.checkpoint import load_model
+    from tinytf.model.param_count import classifier_parameters
+
+    root = files["root"]
+    version = register(files, name, "bad_too.pt")
+    served = mlflow.pyfunc.load_model(f"models:/{name}/{version}")
+    model = served.unwrap_python_model().predictor.model
+    trained = load_model(root / "bad_too.pt")
+    assert model.lm_head is None and not any(k.startswith("lm_head.") for k in model.state_dict())
+    # what the model card counts (evaluate's card_facts) is what is served, all of it
+    assert sum(p.numel() for p in model.parameters()) == classifier_parameters(trained)
+    assert classifier_parameters(trained) < sum(p.numel() for p in trained.parameters())
+    texts = ["a gripping film", "dull, dull, dull", "a film"]
+    before = SentimentPredictor.from_files(
+        root / "bad_too.pt", root / "tokenizer.json", root / "labels.json", 16
+    )
+    answered = served.predict(pd.DataFrame({"text": texts}))
+    pd.testing.assert_frame_equal(answered, before.predict(texts))
+    assert np.array_equal(answered["p_bad"].to_numpy(), before.predict(texts)["p_bad"].to_numpy())
+    # the logged model is named for what it is
+    [logged] = mlflow.search_logged_models(
+        filter_string=f"source_run_id = '{client_run(name, version)}'", output_format="list"
+    )
+    assert logged.name == "classifier"
+
+
+def client_run(name: str, version: str) -> str:
+    return mlflow.MlflowClient().get_model_version(name, version).run_id
