@@ -90,7 +90,10 @@ def test_every_tag_the_docs_name_is_one_a_run_of_the_tiny_preset_carries(workspa
     runs = mlflow.search_runs(experiment_names=["tinytf"])
     set_by_runs = {c.removeprefix("tags.") for c in runs.columns if c.startswith("tags.")}
     versions = mlflow.MlflowClient().search_model_versions("name='tinytf-sentiment'")
-    assert named - set_by_runs - {t for v in versions for t in v.tags} == set()
+    # a registered model's tag that lives only while a rollback is under way (test_promotion.py
+    # kills rollbacks midway and sees it)
+    transient = {"tinytf.rollback"}
+    assert named - set_by_runs - {t for v in versions for t in v.tags} - transient == set()
     # baseline fits sit beside the final model's finetune runs under one filter, tinytf.snapshot = final
     baselines = runs[(runs["tags.tinytf.stage"] == "baselines") & runs["tags.tinytf.start"].notna()]
     assert len(baselines) and set(baselines["tags.tinytf.snapshot"]) == {"final"}
