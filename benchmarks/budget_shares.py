@@ -28,7 +28,7 @@ from tinytf.errors import TinyTFError
 from tinytf.model.architecture import model_config
 from tinytf.model.transformer import TinyTransformer
 from tinytf.params.config import load_params
-from tinytf.train.finetune import schedule
+from tinytf.train.finetune_trainer import schedule
 
 
 @dataclass

@@ -33,7 +33,7 @@ from pathlib import Path
 from timing import record, vocabulary
 
 import tinytf.train.classify as classify
-import tinytf.train.finetune as finetune
+import tinytf.train.finetune_trainer as finetune
 from tinytf.model.architecture import model_config
 from tinytf.model.checkpoint import save_model
 from tinytf.model.transformer import TinyTransformer

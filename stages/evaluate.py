@@ -29,7 +29,8 @@ from tinytf.io import write_json, write_parquet, write_text
 from tinytf.model.checkpoint import read_config
 from tinytf.model.param_count import classifier_parameters
 from tinytf.report.model_card import CardFacts, model_card
-from tinytf.tracking.runs import in_temporary_copy, stage_run
+from tinytf.tracking.connect import in_temporary_copy
+from tinytf.tracking.runs import stage_run
 from tinytf.train.classify import classifier_runtime, evaluate_test_split
 from tinytf.train.starts import build_start
 

@@ -12,7 +12,8 @@ import common
 from tinytf.analysis.grid import cell_key, cells, write_cell
 from tinytf.params.config import load_params as validated_params
 from tinytf.params.schema import parse_overrides
-from tinytf.tracking.runs import TrackerCallback, params_hash, project_root, stage_run
+from tinytf.tracking.connect import project_root
+from tinytf.tracking.runs import TrackerCallback, params_hash, stage_run
 from tinytf.tracking.study import report_best
 from tinytf.train.grid import logged_params, train_cell
 from tinytf.train.progress import matrix_line

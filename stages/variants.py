@@ -10,7 +10,8 @@ import common
 
 from tinytf.analysis.variants import cell_key, write_cell
 from tinytf.params.schema import to_dict
-from tinytf.tracking.runs import TrackerCallback, params_hash, project_root, stage_run
+from tinytf.tracking.connect import project_root
+from tinytf.tracking.runs import TrackerCallback, params_hash, stage_run
 from tinytf.tracking.study import report_best
 from tinytf.train.pretrain import pretrain
 from tinytf.train.variants import cell_params

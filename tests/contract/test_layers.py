@@ -66,6 +66,7 @@ def test_layers_import_only_downwards():
 
 EDGE = {
     "tinytf.tracking.runs",
+    "tinytf.tracking.connect",
     "tinytf.tracking.champion",
     "tinytf.tracking.champion_model",
     "tinytf.tracking.promotion",

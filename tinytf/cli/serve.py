@@ -233,7 +233,7 @@ def serve_command(args) -> None:
     if not 0 <= args.port <= 65535:
         raise DataError(f"--port {args.port}: expected 0 to 65535")
     from tinytf.cli.urls import redacted
-    from tinytf.tracking.runs import tracking_uri
+    from tinytf.tracking.connect import tracking_uri
     from tinytf.tracking.server import refuse_silent_server
 
     store = tracking_uri()

@@ -24,7 +24,7 @@ import sqlalchemy.exc
 
 from tinytf.data.texts import shown
 from tinytf.errors import DataError
-from tinytf.tracking.runs import bound_http
+from tinytf.tracking.connect import bound_http
 
 EXAMPLE = ["a gripping, beautifully acted film", "a dull and lifeless mess"]
 

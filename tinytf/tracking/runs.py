@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import logging
 import os
 import socket
 import subprocess
@@ -25,40 +24,15 @@ from typing import Any
 from tinytf.cli.urls import redacted
 from tinytf.io import sha256_file
 from tinytf.params.schema import flatten
-from tinytf.process import allocator, collector
+from tinytf.process import allocator
 from tinytf.process.cpu import cpu_kind
 from tinytf.tracking import study
-
-DEFAULT_STORE = "mlflow.db"
-DEFAULT_EXPERIMENT = "tinytf"
-ARTIFACT_DIR = "mlartifacts"
-
-
-def project_root() -> Path:
-    """The repository whose mlflow.db records this run.
-
-    `dvc exp run --queue` runs each experiment in a temporary copy under
-    `<repo>/.dvc/tmp/exps/`; its runs belong in the store of <repo>, not of the copy that
-    DVC deletes afterwards.
-    """
-    root = Path(os.environ.get("DVC_ROOT") or os.getcwd()).resolve()
-    marker = f"{os.sep}.dvc{os.sep}tmp{os.sep}exps{os.sep}"
-    text = str(root)
-    if marker in text:
-        return Path(text.split(marker, 1)[0])
-    return root
-
-
-def in_temporary_copy() -> bool:
-    """True inside the copy DVC makes for `dvc exp run --temp` or `--queue`: not the workspace's
-    own run, whatever it scores."""
-    # DVC points DVC_ROOT at the workspace from the copy, whose path is the cwd of its stages
-    return Path.cwd().resolve() != project_root()
-
-
-def tracking_uri() -> str:
-    """`MLFLOW_TRACKING_URI` if set, else the SQLite store MLflow 3 uses, at the repo root."""
-    return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{project_root() / DEFAULT_STORE}"
+from tinytf.tracking.connect import (
+    DEFAULT_EXPERIMENT,
+    connect,
+    project_root,
+    tracking_uri,
+)
 
 
 def git_commit(root: Path) -> str:
@@ -208,66 +182,6 @@ def _dataset_warnings_silenced() -> Iterator[None]:
         yield
 
 
-def _quiet_mlflow_logs() -> None:
-    for name in ("alembic", "mlflow", "mlflow.store.db.utils"):
-        logging.getLogger(name).setLevel(logging.WARNING)
-
-
-def bound_http() -> None:
-    """A tracking server that does not answer is said within seconds, not after MLflow's default
-    retries with backoff (minutes: `tinytf predict` once printed nothing for 247 s). The stages and
-    `tinytf predict` share these; a user's own settings win."""
-    os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
-    os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "10")
-
-
-def _new_store() -> None:
-    """Make the repository's store, its `Default` experiment's artifacts beside it: MLflow would
-    put them in the cwd's ./mlruns, which in a fresh clone's first run (a temporary experiment,
-    `tinytf preset tiny`) is a copy DVC deletes."""
-    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
-
-    SqlAlchemyStore(tracking_uri(), (project_root() / ARTIFACT_DIR).as_uri())
-
-
-def _connect(experiment: str):
-    bound_http()
-    # MLflow's modules and its SQL store (slow to build: built on the first lookup and cached) live as
-    # long as the process: built once, without the garbage collector walking them (collector.py)
-    first = "mlflow" not in sys.modules
-    # read before set_tracking_uri, which exports MLFLOW_TRACKING_URI for subprocesses
-    own_store = not os.environ.get("MLFLOW_TRACKING_URI")
-    with collector.paused() if first else contextlib.nullcontext():
-        import mlflow
-
-        _quiet_mlflow_logs()  # after the import: importing mlflow sets its loggers to INFO
-        mlflow.set_tracking_uri(tracking_uri())
-        if own_store and not (project_root() / DEFAULT_STORE).exists():
-            _new_store()
-        missing = mlflow.get_experiment_by_name(experiment) is None
-    if missing:
-        artifacts = None
-        # beside the store at the repository root, never in the cwd's ./mlruns: a temporary or
-        # queued experiment runs in a copy that DVC deletes
-        if own_store:
-            artifacts = (project_root() / ARTIFACT_DIR / experiment).as_uri()
-        try:
-            # kept for the MLflow 3 UIs before the sidebar's GenAI / Model training switch (we allow
-            # >=3.1); from the switch on (3.17's bundle never reads the tag) the switch decides, and
-            # `tinytf ui`'s link sets it (tinytf.tracking.store.runs_page)
-            mlflow.create_experiment(
-                experiment,
-                artifact_location=artifacts,
-                tags={"mlflow.experimentKind": "custom_model_development"},
-            )
-        except Exception:
-            # a concurrent stage may have created it between our check and our create
-            if mlflow.get_experiment_by_name(experiment) is None:
-                raise
-    mlflow.set_experiment(experiment)
-    return mlflow
-
-
 class TrackerCallback:
     """Training events -> MLflow: per-step metrics at their step, per-epoch metrics at their epoch
     (a `tinytf.train.loop.Callback` by shape: this module does not import torch)."""
@@ -315,7 +229,7 @@ def _open_run(
     """Connects, then starts the run `stage_run` describes (or resumes the one left RUNNING) and
     marks any other left-behind run of the same stage, name and params KILLED. `group`: the key and
     params of the matrix's parent run, which gets the `shared` tags (commit, study) too."""
-    mlflow = retry_locked(_connect, experiment)
+    mlflow = retry_locked(connect, experiment)
     tags = {}
     if group is not None:
         with study.parent_lock(project_root()):

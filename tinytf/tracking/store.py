@@ -27,9 +27,9 @@ LIGHT = {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false", "MLFLOW_DISABLE_TELEMETR
 def _client(store: str):
     from mlflow import MlflowClient
 
-    from tinytf.tracking.runs import _quiet_mlflow_logs
+    from tinytf.tracking.connect import quiet_mlflow_logs
 
-    _quiet_mlflow_logs()  # a new SQLite store's migrations log a line each at INFO
+    quiet_mlflow_logs()  # a new SQLite store's migrations log a line each at INFO
     return MlflowClient(tracking_uri=store)
 
 

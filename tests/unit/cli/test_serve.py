@@ -9,7 +9,7 @@ import json
 import pytest
 
 from tests.unit.tracking.test_champion import registered  # noqa: F401 (the fixture)
-from tinytf.cli.main import build_parser
+from tinytf.cli.parser import build_parser
 from tinytf.cli.serve import DEFAULT_MAX_BYTES, Bounded, build_app
 
 JSON = {"Content-Type": "application/json"}

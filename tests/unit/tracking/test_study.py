@@ -3,7 +3,8 @@ params, note, best child) and the fine-tuning runs' roles and names."""
 
 import pytest
 
-from tinytf.tracking.runs import project_root, stage_run
+from tinytf.tracking.connect import project_root
+from tinytf.tracking.runs import stage_run
 from tinytf.tracking.study import NOTES, report_best, study_id
 
 

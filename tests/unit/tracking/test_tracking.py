@@ -230,7 +230,7 @@ def test_a_temporary_experiments_artifacts_land_beside_the_repositorys_store(sto
 
 
 def test_a_stage_knows_it_runs_in_a_temporary_copy(store, monkeypatch):
-    from tinytf.tracking.runs import in_temporary_copy
+    from tinytf.tracking.connect import in_temporary_copy
 
     monkeypatch.chdir(store)
     monkeypatch.setenv("DVC_ROOT", str(store))

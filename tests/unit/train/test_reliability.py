@@ -18,6 +18,7 @@ import torch
 from tests.helpers.lm_fixtures import make_corpus_dir
 from tests.helpers.paths import REPO
 from tinytf.tracking import runs as tracking
+from tinytf.tracking.connect import project_root
 from tinytf.tracking.runs import stage_run
 
 
@@ -142,6 +143,6 @@ def test_queue_workspace_runs_log_into_the_main_store(tmp_path, monkeypatch):
     inner = tmp_path / ".dvc" / "tmp" / "exps" / "tmpabc123"
     inner.mkdir(parents=True)
     monkeypatch.setenv("DVC_ROOT", str(inner))
-    assert tracking.project_root() == tmp_path.resolve()
+    assert project_root() == tmp_path.resolve()
     monkeypatch.setenv("DVC_ROOT", str(tmp_path))
-    assert tracking.project_root() == tmp_path.resolve()
+    assert project_root() == tmp_path.resolve()

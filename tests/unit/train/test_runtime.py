@@ -10,7 +10,7 @@ from tinytf.model.transformer import TinyTransformer
 from tinytf.params.config import FinetuneParams
 from tinytf.train import runtime as rt
 from tinytf.train.classify import classifier_runtime
-from tinytf.train.finetune import finetune_runtime
+from tinytf.train.finetune_trainer import finetune_runtime
 from tinytf.train.pretrain import lm_step_loss
 from tinytf.train.runtime import (
     CLASSIFIER_COMPILE_MIN_STEPS,

@@ -27,7 +27,8 @@ from tinytf.data.subsets import ALL, check_counts, label_order, label_subset
 from tinytf.errors import ParamsError
 from tinytf.params.config import FinetuneParams, load_params
 from tinytf.report.phrases import paired_text
-from tinytf.train.finetune import run_finetune, schedule
+from tinytf.train.finetune import run_finetune
+from tinytf.train.finetune_trainer import schedule
 from tinytf.train.loop import Callback
 from tinytf.train.recipes import chosen_recipe
 
