@@ -146,74 +146,90 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 128 + signal.SIGPIPE
 
 
+def _deps(args: argparse.Namespace, _: list[str]) -> None:
+    from tinytf.cli.deps import deps_command
+
+    deps_command(args.write)
+
+
+def _dag(args: argparse.Namespace, _: list[str]) -> None:
+    from tinytf.cli.dag import dag_command
+
+    dag_command(args.write_readme)
+
+
+def _count_params(args: argparse.Namespace, _: list[str]) -> None:
+    from tinytf.cli.tools import count_params_command
+
+    count_params_command(args.params, args.vocab_size, args.course_lab)
+
+
+def _serve(args: argparse.Namespace, _: list[str]) -> int | None:
+    from tinytf.cli.serve import serve_command
+
+    return serve_command(args)
+
+
+def _data(args: argparse.Namespace, _: list[str]) -> int | None:
+    from tinytf.cli.data import add_command, remove_command
+
+    return (remove_command if args.data_command == "remove" else add_command)(args)
+
+
+def _compare(args: argparse.Namespace, dvc_args: list[str]) -> int | None:
+    from tinytf.cli.compare import compare_command
+
+    return compare_command(dvc_args, args.wide)
+
+
+def _exp(args: argparse.Namespace, dvc_args: list[str]) -> int | None:
+    from tinytf.cli.experiments import run_experiment
+
+    return run_experiment(dvc_args, args.params)
+
+
+def _preset(args: argparse.Namespace, dvc_args: list[str]) -> int | None:
+    from tinytf.cli import presets
+
+    if args.print:
+        print(*presets.set_args(args.name, args.params, args.presets_dir)[1::2], sep="\n")
+    elif args.export:
+        print(presets.export_report(args.name, args.params, args.presets_dir, study=args.study))
+    else:
+        return presets.run_preset(args.name, dvc_args, args.params, args.presets_dir, args.workspace)
+    return None
+
+
+# each command's handler, called with its args and the arguments it passes on to dvc
+HANDLERS: dict[str, Callable[[argparse.Namespace, list[str]], int | None]] = {
+    "run": lambda args, _: run_stage(args.stage, args.overrides),
+    "check": lambda args, _: check_command(args.params),
+    "deps": _deps,
+    "dag": _dag,
+    "count-params": _count_params,
+    "score": lambda args, _: score(args),
+    "predict": lambda args, _: predict(args),
+    "champion": lambda args, _: champion(args),
+    "serve": _serve,
+    "data": _data,
+    "ui": lambda args, _: ui(args),
+    "store": lambda args, _: store(args),
+    "compare": _compare,
+    "exp": _exp,
+    "preset": _preset,
+}
+PASS_ON = ("preset", "compare", "exp")  # what they do not know goes on to dvc; the rest refuse it
+
+
 def dispatch(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    # `preset` and `compare` pass what they do not know on to dvc; every other command refuses it
     args, dvc_args = parser.parse_known_args(argv)
-    if dvc_args and args.command not in ("preset", "compare", "exp"):
+    if dvc_args and args.command not in PASS_ON:
         parser.error(f"unrecognized arguments: {' '.join(dvc_args)}")
-    if args.command == "run":
-        return guarded(lambda: run_stage(args.stage, args.overrides))
-    if args.command == "check":
-        return guarded(lambda: check_command(args.params))
-    if args.command == "deps":
-        from tinytf.cli.deps import deps_command
-
-        return guarded(lambda: deps_command(args.write))
-    if args.command == "dag":
-        from tinytf.cli.dag import dag_command
-
-        return guarded(lambda: dag_command(args.write_readme))
-    if args.command == "count-params":
-        from tinytf.cli.tools import count_params_command
-
-        return guarded(lambda: count_params_command(args.params, args.vocab_size, args.course_lab))
-    if args.command == "score":
-        return guarded(lambda: score(args))
-    if args.command == "predict":
-        return guarded(lambda: predict(args))
-    if args.command == "champion":
-        return guarded(lambda: champion(args))
-    if args.command == "serve":
-        from tinytf.cli.serve import serve_command
-
-        return guarded(lambda: serve_command(args))
-    if args.command == "data":
-        from tinytf.cli.data import add_command, remove_command
-
-        command = remove_command if args.data_command == "remove" else add_command
-        return guarded(lambda: command(args))
-    if args.command == "ui":
-        return guarded(lambda: ui(args))
-    if args.command == "store":
-        return guarded(lambda: store(args))
-    if args.command == "compare":
-        from tinytf.cli.compare import compare_command
-
-        return guarded(lambda: compare_command(dvc_args, args.wide))
-    if args.command == "exp":
-        from tinytf.cli.experiments import run_experiment
-
-        return guarded(lambda: run_experiment(dvc_args, args.params))
-    if args.command == "preset":
-        from tinytf.cli import presets
-
-        if args.print:
-            return guarded(
-                lambda: print(*presets.set_args(args.name, args.params, args.presets_dir)[1::2], sep="\n")
-            )
-        if args.study and not args.export:
-            parser.error("preset: --from FOLDER goes with --export")
-        if args.export:
-            return guarded(
-                lambda: print(
-                    presets.export_report(args.name, args.params, args.presets_dir, study=args.study)
-                )
-            )
-        return guarded(
-            lambda: presets.run_preset(args.name, dvc_args, args.params, args.presets_dir, args.workspace)
-        )
-    raise AssertionError(f"unhandled command {args.command}")
+    if args.command == "preset" and not args.print and args.study and not args.export:
+        parser.error("preset: --from FOLDER goes with --export")
+    handler = HANDLERS[args.command]
+    return guarded(lambda: handler(args, dvc_args))
 
 
 if __name__ == "__main__":
