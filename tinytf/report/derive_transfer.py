@@ -15,6 +15,11 @@ PUBLISHED = (
     ("CNN-rand, Kim 2014", 0.837),
 )
 
+# a miss over a degenerate comparison says "too few texts to tell" (a tiny run): both starts
+# within ON_MAJORITY of the majority class, or an interval wider than WIDE (accuracy, not points)
+ON_MAJORITY = 0.005
+WIDE = 0.2
+
 # the keys of a test dict the phrasing filters read (tinytf.report.phrases)
 TEST_KEYS = ("mean_difference", "t", "p_value", "p_holm", "test", "sign_test_p", "n")
 ITEM_KEYS = ("n_items", "p_value", "mean_difference")
@@ -68,7 +73,7 @@ def transfer(f) -> dict | None:
         "protocol": protocol(s.get("protocol")),
         "vs_tfidf": [e for c in counts if (e := against_tfidf(c, s["label_curve"][c]))],
         "vs_scratch": [
-            vs_scratch(c, s["label_curve"][c], len(s["label_curve"]))
+            vs_scratch(c, s["label_curve"][c], len(s["label_curve"]), majority(f, c))
             for c in counts
             if s["label_curve"][c].get("pretrained_vs_scratch")
         ],
@@ -130,12 +135,25 @@ def against_tfidf(labels: str, entry: dict) -> dict | None:
     }
 
 
-def vs_scratch(labels: str, entry: dict, family: int) -> dict:
+def too_few(test: dict, pretrained: float, scratch: float, majority: float | None) -> str | None:
+    """Why a miss says nothing at all (a tiny run): 'majority' where both starts sit on the
+    majority class, 'wide' where the interval spans more than WIDE; else None."""
+    if majority is not None and max(abs(pretrained - majority), abs(scratch - majority)) < ON_MAJORITY:
+        return "majority"
+    low, high = (test.get("multiboot") or {}).get("ci95", (0.0, 0.0))
+    return "wide" if high - low > WIDE else None
+
+
+def vs_scratch(labels: str, entry: dict, family: int, majority: float | None = None) -> dict:
     """Pretrained − scratch at one label count, analysis's verdict (the template words it); `why`
-    says which clause qualifies a miss."""
+    says which clause qualifies a miss; `majority` is the majority class's accuracy there."""
     test = entry["pretrained_vs_scratch"]
     said, why = verdict_of(test), None
-    if said == "no detectable difference" and "multiboot" not in test:
+    pretrained, scratch = entry["pretrained"]["mean"], entry["scratch"]["mean"]
+    degenerate = too_few(test, pretrained, scratch, majority) if said == "no detectable difference" else None
+    if degenerate:
+        why = f"too_few_{degenerate}"
+    elif said == "no detectable difference" and "multiboot" not in test:
         if no_spread(test):
             why = "no_spread"
         elif test.get("p_value") is not None and test["p_value"] < ALPHA:
@@ -147,10 +165,17 @@ def vs_scratch(labels: str, entry: dict, family: int) -> dict:
         "said": said,
         "why": why,
         "family": family,
-        "pretrained": entry["pretrained"]["mean"],
-        "scratch": entry["scratch"]["mean"],
+        "pretrained": pretrained,
+        "scratch": scratch,
+        "majority": majority,
         "test": paired_view(test),
     }
+
+
+def majority(f, count: str) -> float | None:
+    """The majority class's test accuracy at one label count, where the baselines ran."""
+    entry = ((f.baselines or {}).get("label_curve") or {}).get(count) or {}
+    return (entry.get("majority") or {}).get("mean")
 
 
 def trend(t: dict | None) -> dict | None:

@@ -137,3 +137,39 @@ def test_the_report_words_the_verdict_analysis_decided(said, words):
     assert point["said"] == said  # the view keeps analysis's word; only the template chooses others
     [line] = section_lines("transfer", vs_scratch=[point])
     assert line.startswith(f"- 250 labels: {words}")
+
+
+@pytest.mark.parametrize(
+    ("scratch", "ci95", "majority", "reason"),
+    [
+        (0.5781, [-0.01, 0.01], 0.578, "both starts sit on the majority class (57.8%"),
+        (0.70, [-0.15, 0.12], 0.578, "the interval spans 27 points"),
+    ],
+)
+def test_a_degenerate_miss_says_too_few_texts_to_tell(scratch, ci95, majority, reason):
+    from tinytf.report.derive_transfer import vs_scratch
+
+    boot = {"ci95": ci95, "sources": ["seed"], "p_value": 0.9}
+    test = {
+        "mean_difference": 0.0,
+        "p_value": 0.9,
+        "n": 2,
+        "verdict": "no detectable difference",
+        "multiboot": boot,
+    }
+    entry = {"pretrained_vs_scratch": test, "pretrained": _side(0.578), "scratch": _side(scratch)}
+    [line] = section_lines("transfer", vs_scratch=[vs_scratch("60", entry, 2, majority)])
+    assert (
+        line.startswith("- 60 labels: too few texts to tell whether pretraining helps: ") and reason in line
+    )
+    assert "no detectable difference" not in line and "tie" not in line
+
+
+def test_a_miss_over_a_narrow_interval_off_the_majority_class_keeps_its_words():
+    from tinytf.report.derive_transfer import vs_scratch
+
+    boot = {"ci95": [-0.02, 0.03], "sources": ["seed"], "p_value": 0.6}
+    test = {"mean_difference": 0.005, "n": 5, "verdict": "no detectable difference", "multiboot": boot}
+    entry = {"pretrained_vs_scratch": test, "pretrained": _side(0.72), "scratch": _side(0.715)}
+    [line] = section_lines("transfer", vs_scratch=[vs_scratch("250", entry, 2, 0.578)])
+    assert line.startswith("- 250 labels: pretraining made no detectable difference")
