@@ -77,15 +77,26 @@ EDGE = {
 }  # the modules that import mlflow
 
 
+# the command line's entry: it reaches the edge's commands (lazily, or `serve`'s parser) but never
+# imports mlflow itself
+CLI_ENTRY = {"tinytf.cli.main", "tinytf.cli.parser"}
+
+
 def test_only_the_edge_imports_mlflow_and_no_core_module_imports_the_edge():
     for name, path in MODULES.items():
         imported = imports_of(path)
-        if name not in EDGE | {"tinytf.cli.main"}:
+        if name not in EDGE | CLI_ENTRY:
             assert not any(m == "mlflow" or m.startswith("mlflow.") for m in imported), name
             assert not imported & EDGE, name
-        elif name == "tinytf.cli.main":
+        elif name in CLI_ENTRY:
             assert not any(m == "mlflow" or m.startswith("mlflow.") for m in imported), name
-        assert not any(m == "dvc" or m.startswith("dvc.") for m in imported), name
+        if name != DVC_EDGE:
+            assert not any(m == "dvc" or m.startswith("dvc.") for m in imported), name
+
+
+# the one module that runs DVC in this process (`tinytf exp`/`preset`, to drop one warning): the
+# rest of tinytf starts DVC as a command, so it imports and runs without DVC installed
+DVC_EDGE = "tinytf.cli.dvc_quiet"
 
 
 def test_no_import_circle():
@@ -110,7 +121,9 @@ def test_no_import_circle():
 
 
 def test_core_imports_without_mlflow_or_dvc():
-    core = [m for m in MODULES if m not in EDGE and not m.endswith(".__main__")]  # __main__ runs the CLI
+    core = [
+        m for m in MODULES if m not in EDGE | {DVC_EDGE} and not m.endswith(".__main__")
+    ]  # __main__ runs the CLI
     code = (
         "import sys\n"
         "sys.modules['mlflow'] = None\n"  # makes `import mlflow` raise ImportError

@@ -256,7 +256,7 @@ def pick(rows: list[dict], names: list[str]) -> list[dict]:
 
 
 def compare_command(extra: list[str], wide: bool = False) -> None:
-    from tinytf.cli.experiments import dvc_executable
+    from tinytf.cli.dvc_quiet import dvc_executable
 
     names, extra = split_names(extra)
     if names and len(names) != 2:

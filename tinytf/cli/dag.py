@@ -74,7 +74,7 @@ def mermaid(order: list[str], edges: set[tuple[str, str]], cells: dict[str, int]
 
 def pipeline_dag(root: Path) -> str:
     """The README's block for the repository at `root`: `dvc dag` read, reduced and labelled."""
-    from tinytf.cli.experiments import dvc_executable
+    from tinytf.cli.dvc_quiet import dvc_executable
 
     result = subprocess.run(
         [dvc_executable(), "dag", "--mermaid", "--collapse-foreach-matrix"],

@@ -134,7 +134,7 @@ def run(argv: list[str]) -> None:
 
 def track(path: Path, with_dvc: bool) -> str:
     """git add `path`, or dvc add it and git add what DVC wrote; returns what was staged."""
-    from tinytf.cli.experiments import dvc_executable
+    from tinytf.cli.dvc_quiet import dvc_executable
 
     if with_dvc:
         run([dvc_executable(), "add", "--quiet", str(path)])
@@ -189,7 +189,7 @@ def add_command(args) -> None:
     write_params(params_file, values, staged)
     print(f"{params_file}: " + ", ".join(f"{k}={v}" for k, v in values.items()))
     if args.repro:
-        from tinytf.cli.experiments import dvc_executable
+        from tinytf.cli.dvc_quiet import dvc_executable
 
         if subprocess.call([dvc_executable(), "repro", "prepare"]):
             raise TinyTFError("dvc repro prepare failed (its message is above)")
@@ -241,7 +241,7 @@ def write_reverted(params_file: Path, values: dict[str, object]) -> None:
 def untrack(target: Path) -> str:
     """Take `target` out of git's index (or DVC's, and its .dvc out of git's) and off the disk;
     returns what was done."""
-    from tinytf.cli.experiments import dvc_executable
+    from tinytf.cli.dvc_quiet import dvc_executable
 
     dvc_file = Path(f"{target}.dvc")
     if dvc_file.exists():

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+import shutil
 import sys
+from pathlib import Path
 
 MESSAGE = "No file hash info found for "
 LOGGERS = ("dvc_data.index.checkout", "dvc_data.hashfile.checkout")
@@ -23,10 +25,13 @@ def available() -> bool:
     return importlib.util.find_spec("dvc") is not None
 
 
+def dvc_executable() -> str:
+    """The `dvc` beside this Python (its venv) when it is not on PATH."""
+    return shutil.which("dvc") or str(Path(sys.executable).parent / "dvc")
+
+
 def command() -> list[str]:
     """The command line that runs DVC: this module where DVC is importable here, else `dvc`."""
-    from tinytf.cli.experiments import dvc_executable
-
     return [sys.executable, "-m", __name__] if available() else [dvc_executable()]
 
 

@@ -16,7 +16,6 @@ later as "file not found".
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, fields
@@ -42,11 +41,6 @@ class Setting:
     given: str  # as typed, for messages
     file: str  # the params file it edits
     override: str  # KEY=VALUE, +KEY=VALUE, ~KEY: Hydra's override grammar, which DVC reads it with
-
-
-def dvc_executable() -> str:
-    """The `dvc` beside this Python (its venv) when it is not on PATH."""
-    return shutil.which("dvc") or str(Path(sys.executable).parent / "dvc")
 
 
 def _set_spans(dvc_args: list[str]) -> list[tuple[int, int, str]]:

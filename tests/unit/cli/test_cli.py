@@ -186,7 +186,7 @@ def test_preset_is_dvc_exp_run_arguments_checked_first_and_never_edits_params(tm
     presets = ["--params", str(target), "--presets-dir", str(REPO / "presets")]
     assert main(["preset", "tiny", "--print", *presets]) == 0
     printed = capsys.readouterr().out.splitlines()
-    assert "model.d_model=32" in printed and 'variants.head_merges=["concat", "reweight"]' in printed
+    assert "model.d_model=32" in printed and 'variants.head_merges=["concat"]' in printed
     assert target.read_text() == before
     assert main(["preset", "nope", *presets]) == 2
     bad = tmp_path / "presets"
@@ -489,7 +489,7 @@ def test_compare_shows_the_one_grid_key_two_experiments_differ_in():
 
 
 def test_compare_a_b_puts_two_experiments_side_by_side(monkeypatch, capsys):
-    from tinytf.cli import compare, experiments
+    from tinytf.cli import compare, dvc_quiet
 
     show = _tiny_experiments([("grid.batch_sizes", [8]), ("grid.lrs", [0.003])])
     calls = []
@@ -499,7 +499,7 @@ def test_compare_a_b_puts_two_experiments_side_by_side(monkeypatch, capsys):
         return subprocess.CompletedProcess(command, 0, stdout=json.dumps(show), stderr="")
 
     monkeypatch.setattr(compare.subprocess, "run", run)
-    monkeypatch.setattr(experiments, "dvc_executable", lambda: "dvc")
+    monkeypatch.setattr(dvc_quiet, "dvc_executable", lambda: "dvc")
     monkeypatch.setattr(compare, "is_stale", lambda rev, reader: False)
     assert main(["compare", "tiny-0", "--rev", "HEAD", "1111"]) == 0
     assert calls == [["dvc", "exp", "show", "--json", "--rev", "HEAD"]]
