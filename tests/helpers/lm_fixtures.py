@@ -48,6 +48,7 @@ def make_sentiment_dir(root: Path, dropout: float = 0.1) -> Path:
         frame.to_parquet(root / "tokens" / "sentiment" / f"{split}.parquet")
     (root / "tokens" / "sentiment" / "labels.json").write_text(json.dumps({"classes": ["neg", "pos"]}))
     config = ModelConfig(
+        pooling="last",
         vocab_size=tokenizer.get_vocab_size(),
         d_model=32,
         n_layer=2,
@@ -64,11 +65,12 @@ def make_sentiment_dir(root: Path, dropout: float = 0.1) -> Path:
 
 
 def tiny_model() -> ModelParams:
-    return ModelParams(d_model=32, n_layer=2, n_head=2, d_ff=64, block_size=16, dropout=0.1)
+    return ModelParams(d_model=32, n_layer=2, n_head=2, d_ff=64, block_size=16, dropout=0.1, pooling="last")
 
 
 def tiny_pretrain(**overrides) -> PretrainParams:
     base = dict(
+        seeds=[1],
         batch_size=8,
         epochs=2,
         steps_per_epoch=6,

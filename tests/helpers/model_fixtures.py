@@ -18,6 +18,7 @@ def small(**kw) -> ModelConfig:
         dropout=0.0,
         norm_first=False,
         activation="relu",
+        pooling="last",
     )  # the course lab's post-LN choices
     return ModelConfig(**{**base, **kw})
 

@@ -105,13 +105,16 @@ def make_upstream(root: Path) -> Params:
     params = Params(
         model=tiny_model(),
         grid=GRID,
-        variants=VariantsParams(seeds=[1, 2], steps=40),
-        pretrain=PretrainParams(samples=SAMPLES),
+        variants=VariantsParams(
+            head_merges=["concat", "shuffle", "shift", "reweight"], seeds=[1, 2], steps=40
+        ),
+        pretrain=PretrainParams(seeds=[1], samples=SAMPLES),  # the one body written below
     )
     (root / "data").mkdir(parents=True, exist_ok=True)
     make_corpus_dir(root / "data")  # data/tokenizer.json (+ token ids the report never reads)
     vocab = load_tokenizer(root / "data/tokenizer.json").get_vocab_size()
     cfg = ModelConfig(
+        pooling="last",
         vocab_size=vocab,
         block_size=64,
         n_layer=2,

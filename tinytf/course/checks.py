@@ -93,6 +93,7 @@ def _tiny(**kw) -> ModelConfig:
         dropout=0.0,
         norm_first=True,
         activation="relu",
+        pooling="last",
     )
     return ModelConfig(**{**base, **kw})
 

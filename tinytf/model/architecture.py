@@ -3,7 +3,7 @@ defaults and allowed values.
 
 `tinytf.params.config.ModelParams` (the `model:` section of params.yaml) is generated from the fields
 listed in `PARAM_FIELDS`, with the same types, defaults and limits, so the two cannot disagree.
-The defaults are the pipeline's CPU-sized model; the course lab's model is
+The defaults are params.yaml's CPU-sized model (tests/unit/params compares them); the course lab's model is
 `tinytf.model.param_count.course_lab_config`. This module imports no torch, so validating
 params stays cheap.
 """
@@ -48,7 +48,7 @@ class ModelConfig:
     n_head: int = _positive(4, MAX_HEADS)
     d_model: int = _positive(128, MAX_WIDTH // 4)
     d_ff: int = _positive(256, MAX_WIDTH)
-    dropout: float = field(default=0.1, metadata={"ge": 0, "lt": 1})
+    dropout: float = field(default=0.0, metadata={"ge": 0, "lt": 1})
     pos_encoding: PosEncoding = "sinusoidal"
     head_merge: HeadMerge = "concat"
     causal: bool = True  # False = bidirectional attention, for masked-LM pretraining
@@ -56,7 +56,7 @@ class ModelConfig:
     # sentiment words unseen in PTB lose their identity
     tie_weights: bool = False
     n_classes: int = _positive(2, MAX_VOCAB)
-    pooling: Pooling = "last"  # last non-pad token (causal), mean over non-pad, or first (bidirectional)
+    pooling: Pooling = "mean"  # mean over non-pad, last non-pad token (causal), or first (bidirectional)
     attn_impl: AttnImpl = "sdpa"
     bias: bool = True  # biases in every Linear and LayerNorm, heads included
     pad_id: int = 0  # recorded with the checkpoint; the model never infers a mask from it implicitly

@@ -121,6 +121,7 @@ def course_lab_config(vocab_size: int, n_classes: int = 2) -> ModelConfig:
         block_size=512,
         norm_first=False,
         activation="relu",
+        pooling="last",  # the lab classified from the last token
     )
 
 

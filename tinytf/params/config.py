@@ -17,7 +17,6 @@ from typing import Any, Literal
 
 from tinytf.errors import ParamsError
 from tinytf.model.architecture import (
-    HEAD_MERGES,
     MAX_HEADS,
     MAX_LENGTH,
     MAX_VOCAB,
@@ -97,26 +96,43 @@ class SampleText:
     text: str
 
 
+# course report 004's sentences: normal, weird, and a long one from Saramago's Blindness
+COURSE_SAMPLES = (
+    ("normal", "Thank you so much Liwei and Taylor for all your help with this!"),
+    ("weird", "After learning language models model natural language."),
+    (
+        "long",
+        "On offering to help the blind man, the man who then stole his car, had not, at that "
+        "precise moment, had any evil intention, quite the contrary, what he did was nothing "
+        "more than obey those feelings of generosity and altruism which, as everyone knows, are "
+        "the two best traits of human nature and to be found in much more hardened criminals "
+        "than this one, a simple car-thief without any hope of advancing in his profession, "
+        "exploited by the real owners of this enterprise, for it is they who take advantage of "
+        "the needs of the poor.",
+    ),
+)
+
+
 @dataclass
 class PretrainParams:
     objective: Literal["causal", "masked"] = "causal"
     # one pretraining run per seed (a DVC matrix): the curve fine-tunes from every body, so its
     # intervals count the run-to-run spread of pretraining too; the first body serves the grid
-    seeds: list[int] = bounded([1], ge=0, le=SEED)
+    seeds: list[int] = bounded([1, 2, 3], ge=0, le=SEED)
     batch_size: int = bounded(32, ge=1, le=BATCH)
     grad_accum: int = bounded(1, ge=1, le=BATCH)
     # an epoch is one pass over the train tokens unless steps_per_epoch > 0 caps it
-    epochs: int = bounded(1, ge=1, le=EPOCHS)
-    steps_per_epoch: int = bounded(0, ge=0, le=STEPS)
-    lr: float = bounded(1e-3, gt=0)
+    epochs: int = bounded(4, ge=1, le=EPOCHS)
+    steps_per_epoch: int = bounded(325, ge=0, le=STEPS)
+    lr: float = bounded(4e-3, gt=0)
     weight_decay: float = bounded(0.1, ge=0)
-    warmup_steps: int = bounded(100, ge=0, le=STEPS)
+    warmup_steps: int = bounded(50, ge=0, le=STEPS)
     min_lr_ratio: float = bounded(0.1, ge=0, le=1)
     grad_clip: float = bounded(1.0, ge=0)
     mask_prob: float = bounded(0.15, gt=0, lt=1)
     eval_batches: int = bounded(0, ge=0, le=STEPS)  # 0: whole split; >0 caps batches per split (tiny runs)
     log_every: int = bounded(10, ge=1)
-    checkpoint_every: int = bounded(200, ge=1)
+    checkpoint_every: int = bounded(100, ge=1)
     resume: bool = True
     device: str = "auto"  # auto | cpu | cuda | cuda:N
     precision: Literal["auto", "fp32", "bf16"] = "auto"
@@ -125,8 +141,8 @@ class PretrainParams:
     # a param, not an environment variable, because with dropout it changes the numbers. A list
     # from an allowed set, never shell text (tinytf.params.launcher says why)
     launcher: Any = bounded([])
-    # sentences scored after training (course report 004: normal / weird / long); params.yaml lists them
-    samples: list[SampleText] = bounded([])
+    # sentences scored after training (course report 004: normal / weird / long)
+    samples: list[SampleText] = field(default_factory=lambda: [SampleText(*s) for s in COURSE_SAMPLES])
 
     def validate(self, key: str, file: str) -> None:
         self.launcher = check_launcher(self.launcher, f"{key}.launcher", file)
@@ -138,13 +154,13 @@ class VariantsParams:
     """Course report 004's grid: every positional encoding x head merge x seed, one short pretraining each."""
 
     pos_encodings: list[PosEncoding] = bounded(["learned", "sinusoidal"])
-    head_merges: list[HeadMerge] = bounded(list(HEAD_MERGES))
+    head_merges: list[HeadMerge] = bounded(["concat", "reweight"])
     seeds: list[int] = bounded([1, 2], ge=0, le=SEED)
-    steps: int = bounded(60, ge=1, le=STEPS)  # the same optimizer-step budget for every cell
+    steps: int = bounded(30, ge=1, le=STEPS)  # the same optimizer-step budget for every cell
     # its own lr, not pretrain.lr: the best lr for a long run is not the best for a short one
     lr: float = bounded(2e-3, gt=0)
     batch_size: int = bounded(16, ge=1, le=BATCH)
-    eval_batches: int = bounded(20, ge=0, le=STEPS)  # batches per split for the table; 0 = whole splits
+    eval_batches: int = bounded(4, ge=0, le=STEPS)  # batches per split for the table; 0 = whole splits
 
     def validate(self, key: str, file: str) -> None:
         for name in ("pos_encodings", "head_merges", "seeds"):
@@ -295,7 +311,7 @@ class GridParams:
     optimizers: list[str] = bounded(["AdamW", "SGD", "Adagrad"])
     lrs: list[float] = bounded([1e-3, 1e-2], gt=0)
     batch_sizes: list[int] = bounded([32, 64], ge=1, le=BATCH)
-    epochs: list[int] = bounded([2], ge=1, le=EPOCHS)
+    epochs: list[int] = bounded([1], ge=1, le=EPOCHS)
     start: GridStart = field(default="pretrained", metadata={"was": "init"})
     seed: int = bounded(1, ge=0, le=SEED)  # round one: every cell on this seed
     # round two (stage grid_finalists): the cells ranked 1..K in round one, each on these seeds too.

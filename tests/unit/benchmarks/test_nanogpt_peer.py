@@ -19,7 +19,9 @@ from nanogpt_peer import NanoGPT, matmul_parameters, nanogpt_step  # noqa: E402
 from tinytf.model.architecture import ModelConfig  # noqa: E402
 from tinytf.train.runtime import Runtime  # noqa: E402
 
-CONFIG = ModelConfig(vocab_size=50, block_size=8, n_layer=2, n_head=2, d_model=16, d_ff=24, dropout=0.0)
+CONFIG = ModelConfig(
+    pooling="last", vocab_size=50, block_size=8, n_layer=2, n_head=2, d_model=16, d_ff=24, dropout=0.0
+)
 
 
 def batches(vocab: int = 50, length: int = 8):

@@ -68,6 +68,7 @@ def test_grouped_evaluation_predictions_come_back_in_file_order():
     torch.manual_seed(0)
     model = TinyTransformer(
         ModelConfig(
+            pooling="last",
             vocab_size=50,
             d_model=16,
             n_layer=1,

@@ -113,7 +113,9 @@ def test_the_hf_start_fine_tunes_beats_scratch_and_its_saved_model_serves_the_sa
     from tinytf.train.starts import build_start
 
     vocab = load_tokenizer(sst2_dir / "tokenizer.json").get_vocab_size()
-    config = ModelConfig(vocab_size=vocab, d_model=32, n_layer=2, n_head=2, d_ff=64, block_size=64)
+    config = ModelConfig(
+        dropout=0.1, pooling="last", vocab_size=vocab, d_model=32, n_layer=2, n_head=2, d_ff=64, block_size=64
+    )
     save_model(sst2_dir / "pretrained.pt", TinyTransformer(config))
     params = FinetuneParams(
         starts=["pretrained", "scratch", "hf"],

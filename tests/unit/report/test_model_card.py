@@ -12,7 +12,11 @@ def facts(**changed) -> CardFacts:
         for s, n in (("train", 1000), ("validation", 200), ("test", 201))
     }
     values = dict(
-        meta={"model": ModelConfig(n_layer=2, d_model=32, n_head=2, d_ff=64, vocab_size=500).to_dict()},
+        meta={
+            "model": ModelConfig(
+                dropout=0.1, pooling="last", n_layer=2, d_model=32, n_head=2, d_ff=64, vocab_size=500
+            ).to_dict()
+        },
         parameters=51234,
         start="pretrained",
         max_length=64,

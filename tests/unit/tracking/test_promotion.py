@@ -27,7 +27,16 @@ LABELS = ["bad", "bad", "bad", "good"]
 
 def constant_model(path, vocab_size: int, answer: int, classes: int = 2) -> None:
     """A classifier that gives class `answer` whatever the text: zero head weights, a bias for it."""
-    config = ModelConfig(vocab_size=vocab_size, d_model=16, n_head=2, d_ff=32, n_layer=1, n_classes=classes)
+    config = ModelConfig(
+        dropout=0.1,
+        pooling="last",
+        vocab_size=vocab_size,
+        d_model=16,
+        n_head=2,
+        d_ff=32,
+        n_layer=1,
+        n_classes=classes,
+    )
     model = TinyTransformer(config).eval()
     with torch.no_grad():
         model.cls_head.weight.zero_()

@@ -107,7 +107,9 @@ def test_a_model_error_inside_a_compiled_step_is_not_swallowed():
 @pytest.mark.slow
 def test_compiled_step_matches_the_eager_step():
     torch.manual_seed(0)
-    config = ModelConfig(vocab_size=97, d_model=32, n_head=2, d_ff=64, n_layer=2, block_size=16, dropout=0.0)
+    config = ModelConfig(
+        pooling="last", vocab_size=97, d_model=32, n_head=2, d_ff=64, n_layer=2, block_size=16, dropout=0.0
+    )
     eager, compiled = TinyTransformer(config), TinyTransformer(config)
     compiled.load_state_dict(eager.state_dict())
     x, y = torch.randint(5, 97, (4, 16)), torch.randint(5, 97, (4, 16))
@@ -133,7 +135,15 @@ def test_a_classifier_step_with_dropout_compiles_instead_of_falling_back(capsys)
 
     torch.manual_seed(0)
     config = ModelConfig(
-        vocab_size=97, d_model=32, n_head=2, d_ff=64, n_layer=2, block_size=16, dropout=0.1, n_classes=2
+        pooling="last",
+        vocab_size=97,
+        d_model=32,
+        n_head=2,
+        d_ff=64,
+        n_layer=2,
+        block_size=16,
+        dropout=0.1,
+        n_classes=2,
     )
     model = TinyTransformer(config).train()
     runtime = Runtime(torch.device("cpu"), "fp32", True)
