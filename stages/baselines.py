@@ -17,6 +17,7 @@ from tinytf.errors import DataError
 from tinytf.io import write_json, write_parquet
 from tinytf.tracking.runs import stage_run
 from tinytf.tracking.study import BEST_CHILD, NOTE, NOTES
+from tinytf.train.protocol import curve_plan
 
 
 def read_split(path: Path) -> tuple[list[str], object]:
@@ -41,7 +42,7 @@ def main() -> None:
     check_counts(finetune.label_counts, len(splits["train"][1]), str(Path(args.data) / "train.parquet"))
     staged = common.staged_outputs(args, "baselines", into=("reports",), whole=("predictions",))
     with stage_run("baselines", params.as_dict()) as tracker, staged:
-        plan = finetune.curve_plan()
+        plan = curve_plan(finetune)
         best: list[tuple[float, str]] = []  # the fit with the best validation accuracy, and its run
 
         def progress(count, seed, fit):

@@ -26,6 +26,7 @@ from tinytf.io import write_json, write_parquet, write_text
 from tinytf.tracking.finetune_runs import FinetuneChildren
 from tinytf.tracking.runs import stage_run
 from tinytf.train.finetune import FinetuneResult, check_label_counts, run_finetune
+from tinytf.train.protocol import curve_plan, search_counts
 from tinytf.train.recipes import find_bodies
 from tinytf.train.run_store import RunStore
 
@@ -54,11 +55,11 @@ def summarize(
         # fixed before the results: the report prints it first
         protocol={
             "seeds": list(f.seeds),
-            "label_counts": [count_name(c) for c, _ in f.curve_plan()],
+            "label_counts": [count_name(c) for c, _ in curve_plan(f)],
             "lrs": list(f.lrs),
             "hf_lrs": list(hf.lrs) if hf else None,
             "dropouts": list(f.dropouts),
-            "search_labels": [count_name(c) for c in f.search_counts()],
+            "search_labels": [count_name(c) for c in search_counts(f)],
             "search_seeds": result.search_seeds,
             "search": "successive halving over search_seeds",
             "patience": f.patience,

@@ -17,6 +17,7 @@ from tests.helpers.paths import REPO
 from tinytf.cli.deps import MARKER, closure, differences, is_code, write
 from tinytf.params.config import load_params, narrow_params
 from tinytf.params.schema import UndeclaredParam
+from tinytf.train.protocol import curve_plan
 
 STAGES = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
 
@@ -113,15 +114,15 @@ def test_declared_view_refuses_an_undeclared_key():
     assert view.as_dict() == {"model": view.as_dict()["model"], "tokenize": {"max_length": 64}}
 
 
-def test_a_method_of_the_params_reads_through_the_declared_view():
+def test_the_protocol_reads_the_params_through_the_declared_view():
     params = load_params(REPO / "params.yaml")
     keys = [f"finetune.{k}" for k in ("label_counts", "seeds")]
-    assert narrow_params(params, keys, "stage 'x'", "params.yaml").finetune.curve_plan() == (
-        params.finetune.curve_plan()
+    assert curve_plan(narrow_params(params, keys, "stage 'x'", "params.yaml").finetune) == (
+        curve_plan(params.finetune)
     )
     narrower = narrow_params(params, keys[:1], "stage 'x'", "params.yaml")
     with pytest.raises(UndeclaredParam, match="'finetune.seeds'"):
-        narrower.finetune.curve_plan()
+        curve_plan(narrower.finetune)
 
 
 def test_a_stage_reading_an_undeclared_key_stops_naming_it(tmp_path):

@@ -29,6 +29,7 @@ from tinytf.model.architecture import (
 from tinytf.params.launcher import check_launcher
 from tinytf.params.names import check_optimizers, check_registry_name
 from tinytf.params.prepare import PrepareParams
+from tinytf.params.samples import COURSE_SAMPLES, SampleText
 from tinytf.params.schema import DeclaredParams, bounded, parse_section, read_yaml, set_dotted
 from tinytf.params.starts import CURVE_STARTS, GRID_STARTS
 
@@ -88,29 +89,6 @@ def _model_params() -> type:
 
 
 ModelParams = _model_params()
-
-
-@dataclass
-class SampleText:
-    name: str
-    text: str
-
-
-# course report 004's sentences: normal, weird, and a long one from Saramago's Blindness
-COURSE_SAMPLES = (
-    ("normal", "Thank you so much Liwei and Taylor for all your help with this!"),
-    ("weird", "After learning language models model natural language."),
-    (
-        "long",
-        "On offering to help the blind man, the man who then stole his car, had not, at that "
-        "precise moment, had any evil intention, quite the contrary, what he did was nothing "
-        "more than obey those feelings of generosity and altruism which, as everyone knows, are "
-        "the two best traits of human nature and to be found in much more hardened criminals "
-        "than this one, a simple car-thief without any hope of advancing in his profession, "
-        "exploited by the real owners of this enterprise, for it is they who take advantage of "
-        "the needs of the poor.",
-    ),
-)
 
 
 @dataclass
@@ -176,11 +154,6 @@ GridStart = Literal[GRID_STARTS]
 RENAMED_STARTS = {"frozen": ("probe", "the curve's linear probe; `frozen` is the grid's trained head")}
 
 
-def curve_order(count: int) -> float:
-    """Sort key of a label count on the curve: increasing, 0 (all labels) last."""
-    return float("inf") if count == 0 else count
-
-
 @dataclass
 class FinetuneParams:
     """The labelled-data curve: pretrained vs scratch vs probe (linear probe) on nested subsets of
@@ -223,28 +196,6 @@ class FinetuneParams:
     # for all, so that two runs whose bodies were pretrained differently fine-tune alike
     attention: Literal["pretraining", "causal", "bidirectional"] = "pretraining"
 
-    def curve_plan(self) -> list[tuple[int, list[int]]]:
-        """[(label count, seeds)] in increasing label count (0 = all labels, last), every count
-        with every seed: a protocol fixed before the results gives no point fewer seeds."""
-        return [(count, list(self.seeds)) for count in sorted(self.label_counts, key=curve_order)]
-
-    def search_counts(self) -> list[int]:
-        """The label counts a recipe is chosen at, in curve order (0 = all labels, last)."""
-        listed = self.search_labels if isinstance(self.search_labels, list) else [self.search_labels]
-        return sorted(listed, key=curve_order)
-
-    def recipe_count(self, count: int) -> int:
-        """The searched label count whose recipe `count` runs with: itself when searched, else the
-        nearest searched count below it, else the smallest searched."""
-        order = [c for c, _ in self.curve_plan()]
-        searched = self.search_counts()
-        below = [c for c in searched if order.index(c) <= order.index(count)] if count in order else []
-        return below[-1] if below else searched[0]
-
-    def recipes(self, lrs: list[float] | None = None) -> list[tuple[float, float]]:
-        """The (lr, dropout) candidates a trained start chooses from; `lrs` for the hf start."""
-        return [(lr, dropout) for lr in (lrs or self.lrs) for dropout in self.dropouts]
-
     def validate(self, key: str, file: str) -> None:
         check_optimizers([self.optimizer], f"{key}.optimizer", file)
         for name in ("starts", "label_counts", "seeds", "lrs", "dropouts", "probe_cs"):
@@ -255,8 +206,9 @@ class FinetuneParams:
             raise ParamsError(
                 f"{file}: {key}.label_counts: must include 0 (all labels), got {self.label_counts}"
             )
+        searched = self.search_labels if isinstance(self.search_labels, list) else [self.search_labels]
         for name, counts in (
-            ("search_labels", self.search_counts()),
+            ("search_labels", searched),
             ("snapshot_labels", [self.snapshot_labels]),
         ):
             for count in counts:
@@ -264,7 +216,7 @@ class FinetuneParams:
                     raise ParamsError(
                         f"{file}: {key}.{name}: {count} is not one of label_counts {self.label_counts}"
                     )
-        _check_distinct(self.search_counts(), f"{key}.search_labels", file)
+        _check_distinct(searched, f"{key}.search_labels", file)
         if len(self.seeds) < 2:
             raise ParamsError(f"{file}: {key}.seeds: a paired test needs at least 2 seeds, got {self.seeds}")
 

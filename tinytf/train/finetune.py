@@ -39,6 +39,7 @@ from tinytf.data.subsets import check_counts, count_name
 from tinytf.model.checkpoint import read_config
 from tinytf.model.param_count import classifier_parameters
 from tinytf.params.config import FinetuneParams, HFParams
+from tinytf.train import protocol
 from tinytf.train.finetune_trainer import Trainer, finetune_runtime, subset
 from tinytf.train.linear_probe import ProbeFit, fit_probe, layer_features
 from tinytf.train.loop import Callback
@@ -218,7 +219,7 @@ def run_finetune(
     check_label_counts(params, data_dir)
     runtime = finetune_runtime(params, SentimentData.load(data_dir))
     bodies = pretrained if isinstance(pretrained, list) else [_one_body(Path(pretrained), snapshots)]
-    plan = params.curve_plan()
+    plan = protocol.curve_plan(params)
     search_seeds = list(params.seeds[: params.search_seeds])  # its runs are curve runs too
     trained_starts = [a for a in params.starts if a != "probe"]  # the probe chooses its C in every run
     data_files = sorted(SentimentData.folder(data_dir).glob("*"))
@@ -229,8 +230,8 @@ def run_finetune(
     with Workers(runtime.device, Trainer, (params, data_dir, max_length, hf), "finetune runs") as workers:
         run = Runner(params, data_dir, max_length, callbacks_for, workers, hf, store)
         candidates = {
-            (start, count): params.recipes(hf.lrs if start == "hf" else None)
-            for count in params.search_counts()
+            (start, count): protocol.recipes(params, hf.lrs if start == "hf" else None)
+            for count in protocol.search_counts(params)
             for start in trained_starts
         }
         total = planned_runs(params, candidates, len(bodies[0].snapshots))
@@ -253,11 +254,11 @@ def run_finetune(
                 )
                 for start in trained_starts
             }
-            for count in params.search_counts()
+            for count in protocol.search_counts(params)
         }
 
         def spec(start, count, seed, snapshot="final"):
-            recipe = recipes[count_name(params.recipe_count(count))].get(start, {})
+            recipe = recipes[count_name(protocol.recipe_count(params, count))].get(start, {})
             return run_spec(start, count, seed, recipe.get("lr"), recipe.get("dropout"), snapshot)
 
         specs = [

@@ -12,6 +12,7 @@ import numpy as np
 
 from tinytf.data.subsets import count_name
 from tinytf.errors import DataError
+from tinytf.train import protocol
 
 
 @dataclass(frozen=True)
@@ -145,9 +146,9 @@ def planned_runs(params, candidates: dict[tuple, list[tuple]], snapshots: int) -
     search_seeds = list(params.seeds[: params.search_seeds])
     search = sum(halving_runs(len(recipes), len(search_seeds)) for recipes in candidates.values())
     trained = len([start for start in params.starts if start != "probe"])
-    searched = params.search_counts()
+    searched = protocol.search_counts(params)
     curve = sum(
         trained * sum(1 for seed in seeds if count not in searched or seed not in search_seeds)
-        for count, seeds in params.curve_plan()
+        for count, seeds in protocol.curve_plan(params)
     )
     return search + curve + (snapshots * len(params.seeds) if "pretrained" in params.starts else 0)

@@ -30,6 +30,7 @@ from tinytf.report.phrases import paired_text
 from tinytf.train.finetune import run_finetune
 from tinytf.train.finetune_trainer import schedule
 from tinytf.train.loop import Callback
+from tinytf.train.protocol import curve_plan, recipe_count, recipes, search_counts
 from tinytf.train.recipes import chosen_recipe
 
 from .test_classify import CPU
@@ -48,14 +49,14 @@ def test_label_subsets_are_nested_class_balanced_and_seeded():
 
 
 def test_every_label_count_runs_every_seed_in_increasing_order():
-    plan = FinetuneParams(label_counts=[0, 3000, 250, 1000], seeds=[1, 2, 3, 4, 5]).curve_plan()
+    plan = curve_plan(FinetuneParams(label_counts=[0, 3000, 250, 1000], seeds=[1, 2, 3, 4, 5]))
     assert plan == [(count, [1, 2, 3, 4, 5]) for count in (250, 1000, 3000, 0)]
 
 
 def test_every_trained_start_chooses_from_the_same_lr_x_dropout_candidates():
     params = FinetuneParams(lrs=[1e-3, 3e-3], dropouts=[0.0, 0.1])
-    assert params.recipes() == [(1e-3, 0.0), (1e-3, 0.1), (3e-3, 0.0), (3e-3, 0.1)]
-    assert params.recipes([2e-5]) == [(2e-5, 0.0), (2e-5, 0.1)]  # hf: its own lr scale, the same dropouts
+    assert recipes(params) == [(1e-3, 0.0), (1e-3, 0.1), (3e-3, 0.0), (3e-3, 0.1)]
+    assert recipes(params, [2e-5]) == [(2e-5, 0.0), (2e-5, 0.1)]  # hf: its own lr scale, the same dropouts
     with pytest.raises(ParamsError, match=r"finetune.dropouts"):
         load_params(REPO / "params.yaml", {"finetune.dropouts": [0.1, 0.1]})
     for gone in ("many_label_seeds", "lr_search_labels", "dropout"):  # the old, asymmetric protocol
@@ -83,13 +84,13 @@ def test_params_need_all_labels_and_known_search_counts():
 
 def test_each_label_count_takes_its_own_recipe_or_the_nearest_searched_below():
     each = FinetuneParams(label_counts=[250, 1000, 3000, 0], search_labels=[0, 250, 1000, 3000])
-    assert each.search_counts() == [250, 1000, 3000, 0]
-    assert [each.recipe_count(c) for c in (250, 1000, 3000, 0)] == [250, 1000, 3000, 0]
+    assert search_counts(each) == [250, 1000, 3000, 0]
+    assert [recipe_count(each, c) for c in (250, 1000, 3000, 0)] == [250, 1000, 3000, 0]
     once = FinetuneParams(label_counts=[250, 1000, 3000, 0], search_labels=1000)  # one search for all
-    assert once.search_counts() == [1000] and {once.recipe_count(c) for c in (250, 1000, 3000, 0)} == {1000}
+    assert search_counts(once) == [1000] and {recipe_count(once, c) for c in (250, 1000, 3000, 0)} == {1000}
     some = FinetuneParams(label_counts=[250, 1000, 3000, 0], search_labels=[1000, 0])
-    assert [some.recipe_count(c) for c in (250, 1000, 3000, 0)] == [1000, 1000, 1000, 0]
-    assert load_params(REPO / "params.yaml").finetune.search_counts() == [250, 1000, 3000, 0]
+    assert [recipe_count(some, c) for c in (250, 1000, 3000, 0)] == [1000, 1000, 1000, 0]
+    assert search_counts(load_params(REPO / "params.yaml").finetune) == [250, 1000, 3000, 0]
 
 
 def test_a_label_count_as_large_as_the_train_split_is_refused_naming_the_key_and_file():
