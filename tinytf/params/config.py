@@ -150,8 +150,6 @@ class VariantsParams:
 # body's features; the grid's `frozen` trains a head on the frozen body by the grid's optimizer
 CurveStart = Literal[CURVE_STARTS]  # tinytf.params.starts: the one table of starts
 GridStart = Literal[GRID_STARTS]
-# the words an earlier params.yaml used: refused with the new one named (tinytf.params.schema)
-RENAMED_STARTS = {"frozen": ("probe", "the curve's linear probe; `frozen` is the grid's trained head")}
 
 
 @dataclass
@@ -161,10 +159,7 @@ class FinetuneParams:
     here before any result: every trained start chooses its recipe (lr x dropout) from the same
     candidates on validation, and every label count runs every seed."""
 
-    starts: list[CurveStart] = field(
-        default_factory=lambda: ["pretrained", "scratch", "probe"],
-        metadata={"was": "arms", "renamed": RENAMED_STARTS},
-    )
+    starts: list[CurveStart] = bounded(["pretrained", "scratch", "probe"])
     label_counts: list[int] = bounded([250, 1000, 3000, 0], ge=0, le=ROWS)  # 0 = every train label
     seeds: list[int] = bounded([1, 2, 3, 4, 5], ge=0, le=SEED)  # every label count runs all of them
     epochs: int = bounded(4, ge=1, le=EPOCHS)  # at least; small subsets run more epochs to reach min_steps
@@ -264,7 +259,7 @@ class GridParams:
     lrs: list[float] = bounded([1e-3, 1e-2], gt=0)
     batch_sizes: list[int] = bounded([32, 64], ge=1, le=BATCH)
     epochs: list[int] = bounded([1], ge=1, le=EPOCHS)
-    start: GridStart = field(default="pretrained", metadata={"was": "init"})
+    start: GridStart = "pretrained"
     seed: int = bounded(1, ge=0, le=SEED)  # round one: every cell on this seed
     # round two (stage grid_finalists): the cells ranked 1..K in round one, each on these seeds too.
     # Lists, not a count, because a DVC matrix iterates a list

