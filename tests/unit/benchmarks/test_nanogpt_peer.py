@@ -16,12 +16,12 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from nanogpt_peer import NanoGPT, matmul_parameters, nanogpt_step  # noqa: E402
 
-from tinytf.model.architecture import ModelConfig  # noqa: E402
+from tests.helpers.model_fixtures import small  # noqa: E402
 from tinytf.train.runtime import Runtime  # noqa: E402
 
-CONFIG = ModelConfig(
-    pooling="last", vocab_size=50, block_size=8, n_layer=2, n_head=2, d_model=16, d_ff=24, dropout=0.0
-)
+CONFIG = small(
+    vocab_size=50, block_size=8, n_head=2, norm_first=True, activation="gelu"
+)  # pre-LN, as nanoGPT
 
 
 def batches(vocab: int = 50, length: int = 8):

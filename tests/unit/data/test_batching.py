@@ -61,25 +61,13 @@ def test_length_grouped_batches_cover_every_text_once_with_little_padding():
 
 
 def test_grouped_evaluation_predictions_come_back_in_file_order():
-    from tinytf.model.transformer import ModelConfig, TinyTransformer
+    from tests.helpers.model_fixtures import small
+    from tinytf.model.transformer import TinyTransformer
     from tinytf.train.classify import predict
     from tinytf.train.runtime import Runtime
 
     torch.manual_seed(0)
-    model = TinyTransformer(
-        ModelConfig(
-            pooling="last",
-            vocab_size=50,
-            d_model=16,
-            n_layer=1,
-            n_head=2,
-            d_ff=16,
-            block_size=40,
-            dropout=0.2,
-            norm_first=False,
-            activation="relu",
-        )
-    )
+    model = TinyTransformer(small(vocab_size=50, n_layer=1, n_head=2, d_ff=16, block_size=40, dropout=0.2))
     ids = [[5 + (i % 7)] * (1 + (i * 13) % 30) for i in range(64)]
     data = SentimentDataset(ids, [i % 2 for i in range(64)])
     preds, labels, _, probabilities = predict(
