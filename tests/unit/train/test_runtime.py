@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tinytf.model.architecture import ModelConfig
+from tests.helpers.model_fixtures import small
 from tinytf.model.transformer import TinyTransformer
 from tinytf.params.config import FinetuneParams
 from tinytf.train import runtime as rt
@@ -19,6 +19,9 @@ from tinytf.train.runtime import (
     maybe_compile,
     resolve_runtime,
 )
+
+# a pre-LN GELU model, as the pipeline trains: what compiling must reproduce
+PRE_LN = dict(vocab_size=97, d_model=32, n_head=2, d_ff=64, block_size=16, norm_first=True, activation="gelu")
 
 
 @pytest.mark.parametrize("native", [True, False])
@@ -107,9 +110,7 @@ def test_a_model_error_inside_a_compiled_step_is_not_swallowed():
 @pytest.mark.slow
 def test_compiled_step_matches_the_eager_step():
     torch.manual_seed(0)
-    config = ModelConfig(
-        pooling="last", vocab_size=97, d_model=32, n_head=2, d_ff=64, n_layer=2, block_size=16, dropout=0.0
-    )
+    config = small(**PRE_LN)
     eager, compiled = TinyTransformer(config), TinyTransformer(config)
     compiled.load_state_dict(eager.state_dict())
     x, y = torch.randint(5, 97, (4, 16)), torch.randint(5, 97, (4, 16))
@@ -134,17 +135,7 @@ def test_a_classifier_step_with_dropout_compiles_instead_of_falling_back(capsys)
     from tinytf.train.classify import classifier_step_loss
 
     torch.manual_seed(0)
-    config = ModelConfig(
-        pooling="last",
-        vocab_size=97,
-        d_model=32,
-        n_head=2,
-        d_ff=64,
-        n_layer=2,
-        block_size=16,
-        dropout=0.1,
-        n_classes=2,
-    )
+    config = small(**PRE_LN, dropout=0.1)
     model = TinyTransformer(config).train()
     runtime = Runtime(torch.device("cpu"), "fp32", True)
     step = classifier_step_loss(model, runtime)
