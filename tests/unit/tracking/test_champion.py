@@ -351,7 +351,15 @@ def test_predict_without_the_alias_names_the_newest_version_and_the_commands(tmp
     mlflow.set_experiment("no-alias")
     tokenizer = train_tokenizer([f"review {i} film" for i in range(100)], TokenizeParams(vocab_size=200))
     tokenizer.save(str(tmp_path / "tokenizer.json"))
-    config = ModelConfig(dropout=0.1, pooling="last", vocab_size=tokenizer.get_vocab_size(), d_model=16, n_head=2, d_ff=32, n_layer=1)
+    config = ModelConfig(
+        dropout=0.1,
+        pooling="last",
+        vocab_size=tokenizer.get_vocab_size(),
+        d_model=16,
+        n_head=2,
+        d_ff=32,
+        n_layer=1,
+    )
     (tmp_path / "labels.json").write_text(json.dumps({"classes": ["bad", "good"]}))
     assert way_out("models:/tinytf-sentiment@champion") == "run the pipeline (evaluate registers it)"
     files = (tmp_path / "model.pt", tmp_path / "tokenizer.json", tmp_path / "labels.json", 16)
