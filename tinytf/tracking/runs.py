@@ -53,6 +53,13 @@ def params_hash(params: dict) -> str:
 LOCK_RETRIES = 20
 
 
+def _backoff(attempt: int) -> float:
+    return min(0.2 * 2**attempt, 5.0)
+
+
+LOCK_WAIT_S = sum(_backoff(a) for a in range(LOCK_RETRIES - 1))  # the retries' sleeps, SQLite's waits aside
+
+
 def retry_locked(fn, *args, **kwargs):
     """Call fn, retrying while SQLite says "database is locked".
 
@@ -66,7 +73,14 @@ def retry_locked(fn, *args, **kwargs):
         except Exception as exc:
             if "database is locked" not in str(exc) or attempt == LOCK_RETRIES - 1:
                 raise
-            time.sleep(min(0.2 * 2**attempt, 5.0))
+            if attempt == 0:  # a wait the user can see, and its bound
+                print(
+                    f"tinytf: the MLflow store is locked by another writer; retrying for up to "
+                    f"{LOCK_WAIT_S:.0f} s",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            time.sleep(_backoff(attempt))
 
 
 class Tracker:

@@ -241,3 +241,23 @@ def test_a_stage_knows_it_runs_in_a_temporary_copy(store, monkeypatch):
     assert in_temporary_copy()  # dvc exp run --temp / --queue: DVC_ROOT names the workspace
     monkeypatch.delenv("DVC_ROOT")
     assert in_temporary_copy()  # a stage run by hand inside the copy
+
+
+def test_a_locked_store_says_once_how_long_it_will_wait(monkeypatch, capsys):
+    from tinytf.tracking import runs
+
+    calls, slept = [], []
+    monkeypatch.setattr(runs.time, "sleep", slept.append)
+
+    def locked_twice():
+        calls.append(1)
+        if len(calls) < 3:
+            raise RuntimeError("(sqlite3.OperationalError) database is locked")
+        return "logged"
+
+    assert runs.retry_locked(locked_twice) == "logged"
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        f"tinytf: the MLflow store is locked by another writer; retrying for up to {runs.LOCK_WAIT_S:.0f} s"
+    ]
+    assert len(slept) == 2 and runs.LOCK_WAIT_S == sum(runs._backoff(a) for a in range(runs.LOCK_RETRIES - 1))
