@@ -52,7 +52,13 @@ def add_parser(sub) -> None:
     serve.add_argument(
         "--model",
         default="models:/tinytf-sentiment@champion",
-        help="an MLflow model URI (default: %(default)s)",
+        help="an MLflow model URI (default: %(default)s); a folder or any URI outside the tracking "
+        "store (not models:/ or runs:/) needs --trust-model-code",
+    )
+    serve.add_argument(
+        "--trust-model-code",
+        action="store_true",
+        help="serve a --model from outside the tracking store: loading an MLflow model runs its code",
     )
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
     serve.add_argument("--port", type=int, default=5001, help="port (default: %(default)s)")
@@ -232,8 +238,11 @@ def serve_command(args) -> None:
         raise DataError(f"--max-bytes {args.max_bytes}: expected 1 to {LARGEST_MAX_BYTES:,} bytes")
     if not 0 <= args.port <= 65535:
         raise DataError(f"--port {args.port}: expected 0 to 65535")
+    from tinytf.cli.inputs import refuse_untrusted_model
     from tinytf.cli.urls import redacted
     from tinytf.tracking.connect import tracking_uri
+
+    refuse_untrusted_model(args.model, args.trust_model_code)
     from tinytf.tracking.server import refuse_silent_server
 
     store = tracking_uri()

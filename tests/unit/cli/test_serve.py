@@ -195,3 +195,11 @@ def test_the_limit_is_in_the_help_and_checked():
     help_text = build_parser()._subparsers._group_actions[0].choices["serve"].format_help()
     assert f"(default: {DEFAULT_MAX_BYTES:,};" in " ".join(help_text.split())
     assert main(["serve", "--max-bytes", "0"]) == 2
+
+
+def test_a_model_from_outside_the_store_is_served_only_when_trusted(tmp_path, capsys):
+    from tinytf.cli.main import main
+
+    assert main(["serve", "--model", str(tmp_path)]) == 2  # refused before anything loads it
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "runs its code" in err[0] and "--trust-model-code" in err[0]
