@@ -95,8 +95,8 @@ def version_serving(name: str, served: str) -> str | None:
 def _log_bundle(bundle: Path, name: str, max_length: int, external: bool):
     """Log the bundle as the pyfunc model `classifier` of the active run and register it as `name`."""
     import tinytf
+    from tinytf.analysis.predictor import SentimentPredictor
     from tinytf.tracking import champion_model
-    from tinytf.tracking.predictor import SentimentPredictor
 
     example = pd.DataFrame({"text": EXAMPLE})
     files = [bundle / name for name in ("model.pt", "tokenizer.json", "labels.json")]

@@ -14,12 +14,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tinytf.analysis.predictor import SentimentPredictor
 from tinytf.data.tokenizer import train_tokenizer
 from tinytf.model.architecture import ModelConfig
 from tinytf.model.checkpoint import save_model
 from tinytf.model.transformer import TinyTransformer
 from tinytf.params.config import TokenizeParams
-from tinytf.tracking.predictor import SentimentPredictor
 
 TEXTS = ["a gripping film", "dull, dull, dull", "an empty one:", "!"]
 # each refused by the model with a message naming the row
