@@ -97,6 +97,22 @@ def refuse_no_store(model_uri: str, store_uri: str) -> None:
         )
 
 
+def add_model_arguments(parser, verb: str) -> None:
+    """`--model` (the champion by default) and `--trust-model-code`, as predict and serve take them;
+    `refuse_untrusted_model` reads both."""
+    parser.add_argument(
+        "--model",
+        default="models:/tinytf-sentiment@champion",
+        help="an MLflow model URI (default: %(default)s); a folder or any URI outside the tracking "
+        "store (not models:/ or runs:/) needs --trust-model-code",
+    )
+    parser.add_argument(
+        "--trust-model-code",
+        action="store_true",
+        help=f"{verb} a --model from outside the tracking store: loading an MLflow model runs its code",
+    )
+
+
 def refuse_untrusted_model(model_uri: str, trusted: bool) -> None:
     """Loading an MLflow model runs its code (its python_model and code_paths): a model from outside
     the tracking store (a folder, file:, s3:, http:) is loaded only when the user says so."""

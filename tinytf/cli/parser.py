@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 
+from tinytf.cli import inputs
+
 FILE_HELP = "a UTF-8 file whose whole content is one more text (- reads stdin); may be repeated"
 
 
@@ -140,17 +142,7 @@ def _add_text_tools(sub) -> None:
     )
     predict.add_argument("text", nargs="*", help="one or more texts to classify")
     predict.add_argument("--file", action="append", default=[], metavar="PATH", help=FILE_HELP)
-    predict.add_argument(
-        "--model",
-        default="models:/tinytf-sentiment@champion",
-        help="an MLflow model URI (default: %(default)s); a folder or any URI outside the tracking "
-        "store (not models:/ or runs:/) needs --trust-model-code",
-    )
-    predict.add_argument(
-        "--trust-model-code",
-        action="store_true",
-        help="load a --model from outside the tracking store: loading an MLflow model runs its code",
-    )
+    inputs.add_model_arguments(predict, "load")
 
 
 def _add_champion(sub) -> None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import sys
 
+from tinytf.cli.inputs import add_model_arguments, refuse_untrusted_model
 from tinytf.errors import DataError
 
 # The model takes at most 1,000,000 bytes of text a request (tinytf.data.texts.MAX_REQUEST_BYTES);
@@ -49,17 +50,7 @@ def add_parser(sub) -> None:
         "is blank or only invisible characters a 400 naming it. Loading a model runs its code: serve only "
         "models from a registry you trust.",
     )
-    serve.add_argument(
-        "--model",
-        default="models:/tinytf-sentiment@champion",
-        help="an MLflow model URI (default: %(default)s); a folder or any URI outside the tracking "
-        "store (not models:/ or runs:/) needs --trust-model-code",
-    )
-    serve.add_argument(
-        "--trust-model-code",
-        action="store_true",
-        help="serve a --model from outside the tracking store: loading an MLflow model runs its code",
-    )
+    add_model_arguments(serve, "serve")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
     serve.add_argument("--port", type=int, default=5001, help="port (default: %(default)s)")
     serve.add_argument(
@@ -238,7 +229,6 @@ def serve_command(args) -> None:
         raise DataError(f"--max-bytes {args.max_bytes}: expected 1 to {LARGEST_MAX_BYTES:,} bytes")
     if not 0 <= args.port <= 65535:
         raise DataError(f"--port {args.port}: expected 0 to 65535")
-    from tinytf.cli.inputs import refuse_untrusted_model
     from tinytf.cli.urls import redacted
     from tinytf.tracking.connect import tracking_uri
 
