@@ -17,8 +17,7 @@ import urllib.request
 import pytest
 
 from tests.helpers.paths import REPO
-from tests.helpers.quickstart import first_change, newcomer_env, noise, quickstart
-from tests.helpers.repo import COMMAND_TIMEOUT_S
+from tests.helpers.quickstart import first_change, newcomer_env, noise, quickstart, run_lines
 
 pytestmark = pytest.mark.slow
 
@@ -28,16 +27,7 @@ def test_the_first_change_reruns_only_what_it_touches(workspace):
     committed (the tiny run not applied) beside the run cache the tiny run filled."""
     subprocess.run(["git", "checkout", "-q", "HEAD", "--", "."], cwd=workspace, check=True)
     (workspace / "dvc.lock").unlink()  # the applied run's: the clone has none
-    (workspace / ".venv").symlink_to(REPO / ".venv")
-    shell = ["set -euo pipefail", "source .venv/bin/activate", *first_change()]
-    walked = subprocess.run(
-        ["bash", "-c", "\n".join(shell)],
-        cwd=workspace,
-        env=newcomer_env(),
-        capture_output=True,
-        text=True,
-        timeout=COMMAND_TIMEOUT_S,
-    )
+    walked = run_lines(workspace, ["source .venv/bin/activate", *first_change()])
     output = walked.stdout + walked.stderr
     assert walked.returncode == 0, output[-3000:]
     assert noise(output) == []

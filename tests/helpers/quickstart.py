@@ -54,11 +54,15 @@ def walk(root: Path) -> subprocess.CompletedProcess:
     """Every command of the block but the last (`make ui`, which serves until stopped), in `root`
     with `.venv` linked to the repository's; `make -q setup` instead of `make setup`: exit 0 only
     when setup has nothing left to do (a second setup would reinstall the shared venv)."""
+    return run_lines(root, ["make -q setup", *quickstart()[1:-1]])
+
+
+def run_lines(root: Path, lines: list[str]) -> subprocess.CompletedProcess:
+    """`lines` in one bash shell in `root` (stopping at the first failure), as a newcomer runs them,
+    with `.venv` linked to the repository's."""
     (root / ".venv").symlink_to(REPO / ".venv")
-    commands = quickstart()
-    shell = ["set -euo pipefail", "make -q setup", *commands[1:-1]]
     return subprocess.run(
-        ["bash", "-c", "\n".join(shell)],
+        ["bash", "-c", "\n".join(["set -euo pipefail", *lines])],
         cwd=root,
         env=newcomer_env(),
         capture_output=True,
