@@ -21,8 +21,9 @@ from pathlib import Path
 import common
 import pandas as pd
 
-from tinytf.analysis.evaluation import classification_report, headline_metrics
+from tinytf.analysis.evaluation import classification_report
 from tinytf.analysis.grid import BEST_COLUMNS, grid_selection, load_cells, read_results
+from tinytf.analysis.headline import headline_metrics
 from tinytf.data.predictions import prediction_rows
 from tinytf.data.sentiment import SentimentData
 from tinytf.io import write_json, write_parquet, write_text

@@ -105,9 +105,14 @@ def test_the_tiny_preset_runs_as_a_dvc_experiment_and_writes_every_output(worksp
     for table in ("disagreements", "champion_mistakes"):
         assert f"tables/{table}.md" in readme and (workspace / f"reports/tables/{table}.md").exists()
     headline = json.loads((workspace / "reports/headline.json").read_text())
-    for key in ("pretrained_minus_scratch", "pretrained_minus_tfidf"):  # a Holm p for every p
-        assert {"p_value", "p_holm", "verdict", "items_p_value"} <= set(headline[key])
-        assert set(headline[key]["all_sources"]) == {"ci95", "p_holm"}  # the multi-bootstrap decides
+    for key in ("pretrained_minus_scratch", "pretrained_minus_tfidf"):  # one block per comparison
+        block = headline[key]
+        assert set(block) == {"estimate", "ci95_low", "ci95_high", "p_value", "p_holm", "sources", "verdict"}
+        assert block["sources"].startswith("pretraining run, seed")  # the multi-bootstrap decides
+        assert block["ci95_low"] <= block["ci95_high"]
+    every = final["label_curve"]["all"]
+    for key in ("pretrained_vs_scratch", "pretrained_vs_tfidf"):  # diagnostics named for what they fix
+        assert {"seeds_only", "texts_only"} <= set(every[key]) and every[key]["sources"]
     assert "## Where pretraining helps" in readme
     # the run card opens the report, from every stage's record (a matrix's cells summed)
     records = sorted(p.stem for p in (workspace / "data/runs").glob("*.json"))

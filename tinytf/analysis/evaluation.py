@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tinytf.params.starts import ordered, present
+from tinytf.params.starts import ordered
 
 if TYPE_CHECKING:  # the item tests are the finetune stage's: the report reads their results only
     from tinytf.analysis.items import ItemSource
@@ -205,53 +205,6 @@ def gap_trend(curve: dict, start: str = "pretrained", against: str = "scratch") 
         "model": f"{start} - {against} ~ log10(labels), one OLS slope per seed; one-sample t over the "
         f"{len(slopes)} seeds' slopes",
     }
-
-
-def headline_metrics(report: dict, best: dict, finetune: dict, baselines: dict) -> dict:
-    """reports/metrics.json: the best cell's test figures, the cell itself, each start's
-    fine-tuning accuracy with all labels and the paired test of pretrained against scratch, the
-    baselines with all labels, and along the labelled-data curve every start and TF-IDF + LR with
-    the tests of pretrained against scratch and against TF-IDF + LR (raw p, Holm p, verdict)."""
-    metrics = {
-        "test_accuracy": report["accuracy"],
-        "test_accuracy_ci95": report["accuracy_ci95"],
-        "test_macro_f1": report["macro_f1"],
-        "best": best,
-        "pretrained_vs_scratch": {
-            start: {"mean": v["test_accuracy_mean"], "std": v["test_accuracy_std"]}
-            for start, v in finetune["starts"].items()
-        },
-    }
-    if "pretrained_vs_scratch" in finetune:
-        metrics["pretrained_vs_scratch"]["paired_test"] = finetune["pretrained_vs_scratch"]
-    every = baselines["label_curve"]["all"]
-    metrics["baselines"] = {name: {"test_accuracy": every[name]["mean"]} for name in ("majority", "tfidf_lr")}
-    metrics["label_curve"] = {
-        labels: {
-            **{start: {"mean": entry[start]["mean"]} for start in present(entry)},
-            "tfidf_lr": {"mean": baselines["label_curve"][labels]["tfidf_lr"]["mean"]},
-            **{key: brief_test(entry[key]) for key in HEADLINE_TESTS if key in entry},
-        }
-        for labels, entry in finetune.get("label_curve", {}).items()
-        if labels in baselines["label_curve"]
-    }
-    return metrics
-
-
-HEADLINE_TESTS = ("pretrained_vs_scratch", "pretrained_vs_tfidf")
-
-
-def brief_test(test: dict) -> dict:
-    """A test as the headline files carry it: the difference, the raw p beside the Holm p and the
-    verdict they give, and the p over test texts where there is one."""
-    brief = {k: test.get(k) for k in ("mean_difference", "p_value", "p_holm")}
-    brief["verdict"] = verdict_of(test)
-    if "items" in test:
-        brief["items_p_value"] = test["items"]["p_value"]
-    if "multiboot" in test:  # every source of noise at once, what the verdict rests on; two keys, as
-        # dvc exp show makes a column of each (summary.json holds the whole block)
-        brief["all_sources"] = {k: test["multiboot"].get(k) for k in ("ci95", "p_holm")}
-    return brief
 
 
 def start_summary(

@@ -22,17 +22,22 @@ from tinytf.params.schema import flatten
 # (column, key path in reports/headline.json, what it is): the answers to the study's question
 HEADLINE = (
     ("test_acc", ("test", "accuracy"), "the served model's test accuracy"),
-    ("gain", ("pretrained_minus_scratch", "mean"), "pretrained - scratch accuracy, all labels"),
-    ("p_holm", ("pretrained_minus_scratch", "p_holm"), "its paired t over seeds, Holm across label counts"),
+    ("gain", ("pretrained_minus_scratch", "estimate"), "pretrained - scratch accuracy, all labels"),
+    (
+        "p_holm",
+        ("pretrained_minus_scratch", "p_holm"),
+        "its p over every resampled source, Holm across counts",
+    ),
     ("tfidf_lr", ("label_curve", "all", "tfidf_lr"), "TF-IDF + logistic regression, all labels"),
     ("lm_ppl", ("lm", "validation_perplexity"), "the LM's validation perplexity per token"),
 )
-# only with --wide: the raw p and the verdict, the test over texts, each start's accuracy, all labels
+# only with --wide: the interval, raw p and verdict, each start's accuracy, all labels
 WIDE_HEADLINE = (
-    ("p", ("pretrained_minus_scratch", "p_value"), "the same test's raw p"),
-    ("verdict", ("pretrained_minus_scratch", "verdict"), "what the Holm p says"),
-    ("p_items", ("pretrained_minus_scratch", "items_p_value"), "the same comparison over test texts"),
-    ("vs_tfidf", ("pretrained_minus_tfidf", "mean"), "pretrained - TF-IDF + LR, all labels"),
+    ("ci_low", ("pretrained_minus_scratch", "ci95_low"), "the gain's 95 % interval, low end"),
+    ("ci_high", ("pretrained_minus_scratch", "ci95_high"), "the gain's 95 % interval, high end"),
+    ("p", ("pretrained_minus_scratch", "p_value"), "the same comparison's raw p"),
+    ("verdict", ("pretrained_minus_scratch", "verdict"), "what the Holm p and the interval say"),
+    ("vs_tfidf", ("pretrained_minus_tfidf", "estimate"), "pretrained - TF-IDF + LR, all labels"),
     ("pretrained", ("label_curve", "all", "pretrained"), "pretrained start, all labels"),
     ("scratch", ("label_curve", "all", "scratch"), "scratch start, all labels"),
 )

@@ -3,9 +3,9 @@
 `dvc exp show` makes a column of every number in a declared metrics file, so the pipeline
 declares one: `reports/headline.json`, the scalar summaries a person compares between runs
 (test accuracy and its interval, pretrained − scratch and pretrained − TF-IDF with all labels,
-each with its raw p, Holm p, verdict and p over test texts, the labelled-data curve, the LM's
-perplexities), about 35 of them. The data card, tokenizer statistics and
-per-seed summaries stay reports. DVC's plot templates draw one line per y column and cannot
+each as one block: estimate, 95 % interval, p, Holm p, the sources of noise it resampled and
+its verdict; the labelled-data curve, the LM's perplexities), at most 30 of them. The data card,
+tokenizer statistics and per-seed summaries stay reports. DVC's plot templates draw one line per y column and cannot
 group rows, so the fine-tuning curves become one column per start (mean over seeds), and the
 confusion matrix becomes one (actual, predicted) row per test text for the `confusion` template.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from tinytf.analysis.evaluation import brief_test
+from tinytf.analysis.headline import brief_test
 from tinytf.params.starts import present
 from tinytf.report.facts import Facts
 
@@ -31,11 +31,10 @@ def headline(f: Facts) -> dict:
             "macro_f1": f.metrics["test_macro_f1"],
         }
     every = ((f.finetune or {}).get("label_curve") or {}).get("all", {})
-    for against in ("scratch", "tfidf"):  # all labels: the raw p beside the Holm p and the verdict
+    for against in ("scratch", "tfidf"):  # all labels: the one block each verdict rests on
         test = every.get(f"pretrained_vs_{against}")
         if test:
-            brief = brief_test(test)
-            out[f"pretrained_minus_{against}"] = {"mean": brief.pop("mean_difference"), **brief}
+            out[f"pretrained_minus_{against}"] = brief_test(test, diagnostics=False)
     if f.label_curve is not None:
         starts = [*present(f.label_curve.columns.str.removesuffix(" mean")), "tfidf_lr"]
         out["label_curve"] = {

@@ -74,7 +74,7 @@ def card_view(f: CardFacts) -> dict:
 
 def _starts(each: dict) -> list:
     """[start, {mean, std}] in the starts table's order (metrics.json keeps its keys sorted)."""
-    return [[s, each[s]] for s in ordered(k for k in each if k != "paired_test")]
+    return [[s, each[s]] for s in ordered(k for k in each if k != "comparison")]
 
 
 def _what(meta: dict) -> str:

@@ -345,13 +345,15 @@ def _show_entry(rev, name, params, accuracy):
     metrics = {
         "test": {"accuracy": accuracy},
         "pretrained_minus_scratch": {
-            "mean": 0.02,
+            "estimate": 0.02,
+            "ci95_low": -0.01,
+            "ci95_high": 0.05,
             "p_value": 0.0412,
             "p_holm": 0.128,
+            "sources": "pretraining run, seed, movie",
             "verdict": "no detectable difference",
-            "items_p_value": 0.09,
         },
-        "pretrained_minus_tfidf": {"mean": -0.03, "p_value": 0.001, "p_holm": 0.004, "verdict": "lower"},
+        "pretrained_minus_tfidf": {"estimate": -0.03, "p_value": 0.001, "p_holm": 0.004, "verdict": "lower"},
         "label_curve": {"all": {"pretrained": 0.7, "scratch": 0.68, "tfidf_lr": 0.71}},
         "lm": {"validation_perplexity": 123.4},
     }
@@ -408,7 +410,7 @@ def test_compare_fits_120_characters_with_the_headline_and_the_params_that_diffe
     assert {"grid.lrs", "prepare.corpus.max_rows"} <= set(headers)
     wide, none_left, _ = table(rows, stale=set(), wide=True)
     assert none_left == [] and {"pretrained", "scratch", *left_out} <= {c[0] for c in wide}
-    assert {"p", "verdict", "p_items", "vs_tfidf"} <= {c[0] for c in wide}
+    assert {"ci_low", "ci_high", "p", "verdict", "vs_tfidf"} <= {c[0] for c in wide}
 
 
 def test_compare_cuts_a_long_name_and_value_but_not_with_wide():
@@ -507,7 +509,9 @@ def test_compare_a_b_puts_two_experiments_side_by_side(monkeypatch, capsys):
     assert lines[0].split() == ["tiny-0", "tiny-1"]
     assert lines[1].split() == ["test_acc", "0.6", "0.61"]
     params = {
-        line.split()[0]: line.split()[1:] for line in lines[12:] if not line.startswith(("metrics", " "))
+        line.split()[0]: line.split()[1:]
+        for line in lines[1 + len(compare.HEADLINE) + len(compare.WIDE_HEADLINE) :]
+        if not line.startswith(("metrics", " "))
     }
     assert params == {"grid.lrs": ["[0.01]", "[0.003]"], "grid.batch_sizes": ["[8]", "[16]"]}
     assert main(["compare", "tiny-0", "nothing-such"]) == 2

@@ -9,7 +9,7 @@ import pytest
 
 import tinytf.params.starts as starts
 from tests.helpers.report_text import section_lines
-from tinytf.analysis.evaluation import headline_metrics
+from tinytf.analysis.headline import headline_metrics
 from tinytf.params.starts import Start
 from tinytf.report.dvc_views import headline, label_curve_points
 from tinytf.report.facts import Facts
