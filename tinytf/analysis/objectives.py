@@ -40,19 +40,32 @@ def objective_comparison(causal_runs: pd.DataFrame, masked_runs: pd.DataFrame) -
             "masked_vs_causal": paired_comparison(
                 [m["pretrained"]["by_seed"][s] for s in seeds], [c["pretrained"]["by_seed"][s] for s in seeds]
             ),
+            "did": paired_comparison(*(_gains(run, seeds) for run in (m, c))),
             "causal_vs_scratch": c["pretrained_vs_scratch"],
             "masked_vs_scratch": m["pretrained_vs_scratch"],
         }
-    tests = [entry["masked_vs_causal"] for entry in curve.values()]
-    for test in tests:  # the 95 % interval of the mean paired difference, half-width
-        n = test["n"]
-        test["ci95"] = float(stats.t.ppf(0.975, n - 1) * test["std_difference"] / n**0.5) if n > 1 else None
-    for test, adjusted in zip(tests, holm([t["p_value"] for t in tests]), strict=True):
-        test["p_holm"] = adjusted
+    for family in FAMILIES:
+        tests = [entry[family] for entry in curve.values()]
+        for test in tests:  # the 95 % interval of the mean paired difference, half-width
+            n = test["n"]
+            test["ci95"] = (
+                float(stats.t.ppf(0.975, n - 1) * test["std_difference"] / n**0.5) if n > 1 else None
+            )
+        for test, adjusted in zip(tests, holm([t["p_value"] for t in tests]), strict=True):
+            test["p_holm"] = adjusted
     return {
         "label_curve": curve,
-        "test": "paired t over seeds of masked − causal pretrained starts, Holm across label counts",
+        "test": "paired t over seeds of masked − causal pretrained starts and of the difference in "
+        "differences against each run's scratch, Holm across label counts within each",
     }
+
+
+FAMILIES = ("masked_vs_causal", "did")
+
+
+def _gains(summary: dict, seeds: list[int]) -> list[float]:
+    """Per seed, the pretrained start's accuracy less its own run's scratch start's."""
+    return [summary["pretrained"]["by_seed"][s] - summary["scratch"]["by_seed"][s] for s in seeds]
 
 
 def add_multiboot(
@@ -74,19 +87,25 @@ def add_multiboot(
         chosen_predictions(causal_pred, causal_runs),
         chosen_predictions(masked_pred, masked_runs),
     )
-    boots = []
+    nest = nest_of(bodies_by_seed(masked_runs).get("pretrained"))
+    boots: dict[str, list[dict]] = {family: [] for family in FAMILIES}
     for labels, entry in comparison["label_curve"].items():
-        nest = nest_of(bodies_by_seed(masked_runs).get("pretrained"))
-        boot = multi_bootstrap(
-            correct_by_item(masked_pred, start="pretrained", labels=labels),
-            correct_by_item(causal_pred, start="pretrained", labels=labels),
-            groups,
-            nest=nest,
+        m, c = ({start: correct_by_item(pred, start=start, labels=labels) for start in ARMS}
+                for pred in (masked_pred, causal_pred))  # fmt: skip
+        boot = multi_bootstrap(m["pretrained"], c["pretrained"], groups, nest=nest)
+        # the difference in differences by linearity: half of it is the difference of the
+        # per-text means (masked + causal scratch) / 2 − (causal + masked scratch) / 2, drawn with
+        # the same runs and texts, so its interval is twice theirs and its p is theirs
+        did = multi_bootstrap(
+            (m["pretrained"] + c["scratch"]) / 2, (c["pretrained"] + m["scratch"]) / 2, groups, nest=nest
         )
-        entry["masked_vs_causal"]["multiboot"] = boot
-        boots.append(boot)
-    for boot, adjusted in zip(boots, holm([b["p_value"] for b in boots]), strict=True):
-        boot["p_holm"] = adjusted
+        did.update(estimate=2 * did["estimate"], ci95=[2 * x for x in did["ci95"]])
+        for family, drawn in zip(FAMILIES, (boot, did), strict=True):
+            entry[family]["multiboot"] = drawn
+            boots[family].append(drawn)
+    for family in FAMILIES:
+        for boot, adjusted in zip(boots[family], holm([b["p_value"] for b in boots[family]]), strict=True):
+            boot["p_holm"] = adjusted
 
 
 def rows(comparison: dict) -> list[tuple[str, dict]]:
@@ -95,10 +114,13 @@ def rows(comparison: dict) -> list[tuple[str, dict]]:
     return sorted(comparison["label_curve"].items(), key=lambda item: item[1]["n_train"])
 
 
-def verdict(labels: str, entry: dict, alpha: float = 0.05) -> str:
+NAMES = {"masked_vs_causal": "masked − causal", "did": "(masked − its scratch) − (causal − its scratch)"}
+
+
+def verdict(labels: str, entry: dict, family: str = "masked_vs_causal", alpha: float = 0.05) -> str:
     """One line: the difference in points with its interval and p-values, or that none was detected;
     from the multi-bootstrap where the export computed one."""
-    test = entry["masked_vs_causal"]
+    test, name = entry[family], NAMES[family]
     diff = 100 * test["mean_difference"]
     boot = test.get("multiboot")
     if boot is not None:
@@ -106,35 +128,46 @@ def verdict(labels: str, entry: dict, alpha: float = 0.05) -> str:
         found = detected(boot, alpha)
         drawn = ", ".join(boot["sources"])
         return (
-            f"{labels} labels: masked − causal {diff:+.1f} points, 95 % CI [{low:+.1f}, {high:+.1f}] over "
+            f"{labels} labels: {name} {diff:+.1f} points, 95 % CI [{low:+.1f}, {high:+.1f}] over "
             f"{drawn} at once (multi-bootstrap p = {boot['p_value']:.3g}, Holm p = {boot['p_holm']:.3g})"
             + ("" if found else ": no difference detected")
         )
     p, p_holm = test.get("p_value"), test.get("p_holm")
     if p is None:
-        return f"{labels} labels: masked − causal {diff:+.1f} points, every seed alike (no t-test)"
+        return f"{labels} labels: {name} {diff:+.1f} points, every seed alike (no t-test)"
     found = p_holm is not None and p_holm < alpha
     text = (
-        f"masked − causal {diff:+.1f} ± {100 * test['ci95']:.1f} points (95 % CI), p = {p:.3g}, "
-        f"Holm p = {p_holm:.3g}"
+        f"{name} {diff:+.1f} ± {100 * test['ci95']:.1f} points (95 % CI), p = {p:.3g}, Holm p = {p_holm:.3g}"
     )
     return f"{labels} labels: {text}" + ("" if found else ": no difference detected")
 
 
+HEADS = {"masked_vs_causal": "masked − causal", "did": "difference in differences"}
+
+
+def _p(test: dict, key: str) -> str:
+    """The decisive p of a table cell: the multi-bootstrap's where the export computed one."""
+    value = (test.get("multiboot") or test).get(key)
+    return "–" if value is None else f"{value:.3g}"
+
+
 def table(comparison: dict) -> str:
-    """The label-curve table: each run's pretrained start and scratch, the paired difference, tests."""
-    lines = [
+    """The label-curve table: each run's pretrained start and scratch, the two comparisons and their
+    p (the multi-bootstrap's where there is one, else the seed test's)."""
+    families = [f for f in FAMILIES if f in comparison["label_curve"][rows(comparison)[0][0]]]
+    lines = [  # an objectives.json written before the difference in differences has only the first
         "| labels | causal pretrained | causal scratch | masked pretrained | masked scratch "
-        "| masked − causal (points) | p | Holm p |",
-        "|---|---|---|---|---|---|---|---|",
+        + "".join(f"| {HEADS[f]} (points) | p | Holm p " for f in families)
+        + "|",
+        "|---" * (5 + 3 * len(families)) + "|",
     ]
     for labels, e in rows(comparison):
-        t = e["masked_vs_causal"]
-        p = "–" if t["p_value"] is None else f"{t['p_value']:.3g}"
-        ph = "–" if t.get("p_holm") is None else f"{t['p_holm']:.3g}"
+        cells = [
+            f"{100 * e[f]['mean_difference']:+.1f} | {_p(e[f], 'p_value')} | {_p(e[f], 'p_holm')}"
+            for f in families
+        ]
         lines.append(
             f"| {labels} ({e['n_train']}) | {100 * e['causal']:.1f} % | {100 * e['causal_scratch']:.1f} % | "
-            f"{100 * e['masked']:.1f} % | {100 * e['masked_scratch']:.1f} % | "
-            f"{100 * t['mean_difference']:+.1f} | {p} | {ph} |"
+            f"{100 * e['masked']:.1f} % | {100 * e['masked_scratch']:.1f} % | " + " | ".join(cells) + " |"
         )
     return "\n".join(lines) + "\n"

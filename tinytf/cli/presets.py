@@ -321,26 +321,38 @@ def compare_objectives(
 
 
 def objectives_lines(values: dict, comparison: dict) -> list[str]:
-    """The masked preset's README section: its start against the causal run's (objectives.json)."""
+    """The masked preset's README section: its starts against the causal run's (objectives.json)."""
     from tinytf.analysis import objectives
 
-    return [
+    attention = values.get("finetune.attention", "pretraining")
+    alike = attention == "causal"  # v2: both runs' scratch starts one model
+    how = (
+        "Both runs fine-tune every start under causal attention (`finetune.attention`), so the two "
+        "scratch starts are the same model."
+        if alike
+        else f"This run fine-tunes every start under {attention} attention, the default run under "
+        "causal attention (`finetune.attention`): each body as it was pretrained, each scratch start "
+        "as its run's bodies. Each objective is therefore read against its own scratch start, the "
+        "difference in differences (masked − its scratch) − (causal − its scratch); the raw masked − "
+        "causal difference also counts the change of attention. The other half of objective × "
+        "attention (each body under the other's attention) was not run."
+    )
+    lines = [
         "",
         "## Masked vs causal pretraining on the label curve",
         "",
         "Added by the export from `objectives.json`: this run's masked-LM start against the causal start "
-        "of the committed default run it differs from only in `pretrain.objective`, paired over the same "
-        "seeds (subset, head init and batch order) and pretraining seeds, by a multi-bootstrap over "
-        "pretraining runs, seeds and test movies at once, Holm across the label counts. Both runs fine-tune "
-        f"every start under {values.get('finetune.attention', 'its own')} attention "
-        "(`finetune.attention`), so the two scratch starts are the same model. The masked LM had the "
-        "causal one's budget: the same steps, batch, lr and tokens read, 15 % of those tokens predicted "
-        "(the causal LM predicts every one).",
+        f"of the committed default run{' it differs from only in `pretrain.objective`' if alike else ''}, "
+        "paired over the same seeds (subset, head init and batch order) and "
+        "pretraining seeds, by a multi-bootstrap over pretraining runs, seeds and test movies at once, Holm "
+        f"across the label counts. {how} The masked LM had the causal one's budget: the same steps, batch, "
+        "lr and tokens read, 15 % of those tokens predicted (the causal LM predicts every one).",
         "",
         "The course's claim (course report 000): a causal LM's unidirectionality \"could harm the results even with "
         'fine tuning", while BERT\'s masked objective "allows the model to generalize better". Here:',
         "",
-        *(f"- {objectives.verdict(labels, entry)}" for labels, entry in objectives.rows(comparison)),
-        "",
-        objectives.table(comparison),
     ]
+    families = ["masked_vs_causal"] if alike else ["did", "masked_vs_causal"]
+    for labels, entry in objectives.rows(comparison):
+        lines += [f"- {objectives.verdict(labels, entry, f)}" for f in families if f in entry]
+    return [*lines, "", objectives.table(comparison)]

@@ -69,6 +69,12 @@ def test_masked_minus_causal_is_paired_by_seed_and_holm_adjusted_across_label_co
     curve = objective_comparison(causal, masked)["label_curve"]
     assert curve["all"]["causal_scratch"] - curve["all"]["masked_scratch"] == pytest.approx(0.05)
     assert "| all (10201) | 72.0 % | 70.0 % | 75.0 % | 65.0 % | +3.0 |" in table({"label_curve": curve})
+    # against its own scratch the masked start gained 3 + 5 points more than the causal one
+    did = curve["all"]["did"]
+    assert did["mean_difference"] == pytest.approx(0.080) and did["p_holm"] < 0.001
+    assert verdict("all", curve["all"], "did").startswith(
+        "all labels: (masked − its scratch) − (causal − its scratch) +8.0 ± 0.4 points (95 % CI)"
+    )
     assert verdict("all", curve["all"]).startswith(
         "all labels: masked − causal +3.0 ± 0.4 points (95 % CI), p = "
     )
@@ -136,12 +142,15 @@ def test_the_masked_presets_export_pairs_its_run_with_the_committed_causal_run(t
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
     _commit(repo, "the causal run")
     params["pretrain"]["objective"] = "masked"
-    params["finetune"]["attention"] = "causal"  # the preset fine-tunes both bodies alike
+    params["finetune"]["attention"] = "bidirectional"  # v3: each body fine-tuned as pretrained
     (repo / "params.yaml").write_text(yaml.safe_dump(params))
     masked_runs = runs({"250": 0.01, "1000": 0.0, "all": -0.02})
     masked_runs.to_csv(reports / "finetune" / "runs.csv", index=False)
     (repo / "data/predictions").mkdir(parents=True)
-    predictions(masked_runs, 0.6, seed=0).to_parquet(repo / "data/predictions/finetune.parquet")
+    masked_predictions = predictions(masked_runs, 0.6, seed=0)
+    scratch = masked_predictions["start"] == "scratch"  # the bidirectional scratch: the causal one's texts
+    masked_predictions.loc[scratch, "prediction"] = predictions(causal_runs, 0.8).loc[scratch, "prediction"]
+    masked_predictions.to_parquet(repo / "data/predictions/finetune.parquet")
 
     out = presets.export_report("masked", repo / "params.yaml", REPO / "presets", reports)
     written = json.loads((out / "objectives.json").read_text())
@@ -150,6 +159,10 @@ def test_the_masked_presets_export_pairs_its_run_with_the_committed_causal_run(t
     # the verdict's test: the same texts, 0.6 against 0.8 right, over seeds and texts at once
     boot = entry["multiboot"]
     assert boot["estimate"] == pytest.approx(-0.2, abs=0.08) and boot["ci95"][1] < 0 and boot["p_holm"] < 0.05
+    # the same scratch predictions in both runs: the difference in differences is the same gap
+    did = written["objectives"]["label_curve"]["all"]["did"]["multiboot"]
+    assert did["estimate"] == pytest.approx(boot["estimate"]) and did["ci95"][1] < 0
+    assert did["sources"] == boot["sources"] and did["p_holm"] < 0.05
     assert set(written["objectives"]["label_curve"]) == {"250", "1000", "all"}
     readme = (out / "README.md").read_text()
     assert readme == presets.preset_readme(out)  # the report's text, then the comparison
@@ -160,8 +173,13 @@ def test_the_masked_presets_export_pairs_its_run_with_the_committed_causal_run(t
     assert (
         "The course's claim (course report 000)" in readme
         and "- all labels: masked − causal -2.0 points, 95 % CI [" in readme
+        and "- all labels: (masked − its scratch) − (causal − its scratch) -2.0 points, 95 % CI [" in readme
     )
-    assert "fine-tune every start under causal attention (`finetune.attention`)" in readme
+    assert "fine-tunes every start under bidirectional attention, the default run under causal" in readme
+    assert (
+        "The other half of objective × attention (each body under the other's attention) was not run"
+        in readme
+    )
     assert "15 % of those tokens predicted" in readme
     assert (
         "| all (10201) | 72.0 % | 70.0 % | 70.0 % | 70.0 % | -2.0 |"
