@@ -14,12 +14,10 @@ queued experiment registers without comparing, and leaves the aliases alone.
 """
 
 import json
-import os
 import sys
 from pathlib import Path
 
 import common
-import pandas as pd
 
 from tinytf.analysis.evaluation import classification_report
 from tinytf.analysis.grid import BEST_COLUMNS, grid_selection, load_cells, read_results
@@ -30,7 +28,7 @@ from tinytf.io import write_json, write_parquet, write_text
 from tinytf.model.checkpoint import read_config
 from tinytf.model.param_count import classifier_parameters
 from tinytf.report.model_card import CardFacts, model_card
-from tinytf.tracking.connect import in_temporary_copy
+from tinytf.tracking import registry
 from tinytf.tracking.runs import stage_run
 from tinytf.train.classify import classifier_runtime, evaluate_test_split
 from tinytf.train.starts import build_start
@@ -60,7 +58,7 @@ def main() -> None:
         # kill before this leaves the alias on the previous version, which the previous outputs
         # describe)
         if promotion["candidate_version"]:
-            tracker.call("promotion", settle_promotion, params.evaluate.registry_name, promotion)
+            tracker.call("promotion", registry.settle_promotion, params.evaluate.registry_name, promotion)
 
 
 def evaluate(args, params, tracker) -> dict:
@@ -69,11 +67,14 @@ def evaluate(args, params, tracker) -> dict:
     common.log_token_inputs(tracker, args.data, "sentiment", ("test",))
     chosen = test_best_cell(args, params)
     name = params.evaluate.registry_name
-    version = tracker.call(
-        "register_model", register_champion, chosen["checkpoint"], Path(args.data), chosen["max_length"], name
+    version, promotion = registry.register_and_gate(
+        tracker,
+        registry.Candidate(
+            chosen["checkpoint"], Path(args.data), chosen["max_length"], chosen["data"].classes
+        ),
+        name,
+        params.evaluate.promotion_tolerance,
     )
-    tolerance = params.evaluate.promotion_tolerance
-    promotion = gate(tracker, name, version, Path(args.data), chosen["data"].classes, tolerance)
     best, selection = chosen["best"], chosen["selection"]
     best_values = {k: best[k] for k in BEST_COLUMNS}
     # which seeds the mean is over, and which of them is served
@@ -187,76 +188,11 @@ def log_outputs(args, tracker, chosen: dict, card: str, registered: tuple[str, s
         Path(args.reports) / "model_card.md",
     ):
         tracker.log_artifact(path)
-    tracker.call("log_table", log_test_table, Path(args.data), chosen["data"].classes, chosen["test"])
-    if registered[1]:
-        tracker.call("describe_model", describe_version, *registered, card)
-
-
-def gate(
-    tracker, name: str, version: str | None, data_dir: Path, classes: list[str], tolerance: float
-) -> dict:
-    """Whether `version` is to become @champion, why, and against which version (`promotion`)."""
-    decision = {"promoted": False, "reason": "", "champion_version": None, "candidate_version": version}
-    if version is None:
-        return {**decision, "reason": f"not registered: {tracker.failure or 'MLflow tracking is off'}"}
-    if in_temporary_copy():  # @champion names the workspace's own run
-        experiment = os.environ.get("DVC_EXP_NAME") or "?"
-        return {**decision, "reason": f"not compared: registered by experiment {experiment}; @champion stays"}
-    frame = pd.read_parquet(
-        data_dir / "prepared" / "sentiment" / "validation.parquet", columns=["text", "label"]
+    tracker.call(
+        "log_table", registry.log_test_table, Path(args.data), chosen["data"].classes, chosen["test"]
     )
-    # `prepare` numbers the classes in labels.json's order; the pyfunc answers with their names
-    labels = [classes[i] for i in frame["label"]]
-    texts = frame["text"].tolist()
-    decided = tracker.call("promotion_gate", decide_promotion, name, version, texts, labels, tolerance)
-    if decided is None:  # the gate failed: tracking is off from here, and the aliases stay
-        return {**decision, "reason": f"not compared: {tracker.failure}"}
-    return decided
-
-
-# imported in the functions below: the rest of the stage runs where mlflow is not installed (tracking off)
-
-
-def register_champion(checkpoint: Path, data_dir: Path, max_length: int, name: str) -> str:
-    from tinytf.tracking.champion import log_champion
-
-    labels = data_dir / "tokens" / "sentiment" / "labels.json"
-    # a temporary or queued experiment's version is tagged with its name: `dvc exp apply` then a
-    # workspace run is what makes it a candidate for @champion
-    experiment = os.environ.get("DVC_EXP_NAME", "")
-    tags = {"tinytf.experiment": experiment} if experiment else {}
-    version = log_champion(checkpoint, data_dir / "tokenizer.json", labels, max_length, name, None, tags)
-    if not experiment:  # the same weights an experiment registered before are the workspace's now
-        from tinytf.tracking.promotion import claim
-
-        claim(name, version)
-    print(f"registered {name} version {version}", file=sys.stderr)
-    return version
-
-
-def decide_promotion(name: str, version: str, texts: list[str], labels: list[str], tolerance: float) -> dict:
-    from tinytf.tracking.promotion import decide
-
-    return decide(name, version, texts, labels, tolerance).as_dict()
-
-
-def settle_promotion(name: str, promotion: dict) -> None:
-    from tinytf.tracking.promotion import Decision, settle
-
-    settle(name, Decision(**promotion))
-
-
-def describe_version(name: str, version: str, card: str) -> None:
-    from tinytf.tracking.champion import describe
-
-    describe(name, version, card)
-
-
-def log_test_table(data_dir: Path, classes: list[str], test: dict) -> None:
-    from tinytf.tracking.champion import log_test_table
-
-    texts = pd.read_parquet(data_dir / "prepared" / "sentiment" / "test.parquet", columns=["text"])["text"]
-    log_test_table(texts.tolist(), classes, test["labels"], test["predictions"], test["probabilities"])
+    if registered[1]:
+        tracker.call("describe_model", registry.describe_version, *registered, card)
 
 
 if __name__ == "__main__":

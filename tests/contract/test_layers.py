@@ -74,6 +74,7 @@ EDGE = {
     "tinytf.tracking.store",
     "tinytf.tracking.study",
     "tinytf.tracking.finetune_runs",
+    "tinytf.tracking.registry",  # evaluate's register-and-gate, over champion and promotion
 }  # the modules that import mlflow
 
 
