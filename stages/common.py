@@ -16,7 +16,15 @@ the end), and a change stops the stage, or dvc.lock would record values its outp
 
 from __future__ import annotations
 
-from tinytf.process import collector
+import os
+import sys
+
+# the tinytf beside this script, ahead of an installed one: a temporary DVC experiment runs a
+# copy of the repository, where an editable install would import the workspace's code, which
+# the experiment's dvc.lock does not record (sys.path[0] is stages/, not the root)
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from tinytf.process import collector  # noqa: E402
 
 # before any other import: the stage's imports run without the cyclic collector, and `run`
 # turns it back on (tinytf/process/collector.py says why and what it saves)
@@ -25,9 +33,7 @@ collector.pause_for_imports()
 import argparse
 import contextlib
 import json
-import os
 import re
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
