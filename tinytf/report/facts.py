@@ -56,6 +56,7 @@ class Facts:
     finetune_runs: pd.DataFrame | None = None  # runs.csv, labels as text
     champion: pd.DataFrame | None = None  # the served model's test predictions
     champion_vs: dict | None = None  # the served model against the best start and TF-IDF, on test texts
+    protocol_history: pd.DataFrame | None = None  # each protocol revision and what it moved (HISTORY)
     run_card: list[str] | None = None  # the README's opening lines (tinytf.report.run_card)
     missing: tuple = ()  # (what, path, how to make it) per absent input, in the order read
     notes: tuple[str, ...] = ()  # skipped parts that are not missing files
@@ -82,6 +83,11 @@ class Upstream(NamedTuple):
 # Where the stages write their own tables and summaries (DVC-cached): the report publishes this
 # folder's entries into its out folder, at the same relative paths, beside the README
 STAGE_FILES = "data/reports"
+
+# The protocol's revisions and what each moved: committed, not a stage's output
+# (benchmarks/protocol_history.py appends it from the committed reports); absent in a project
+# without that history, and then its table is left out
+HISTORY = "benchmarks/results/protocol_history.jsonl"
 
 # Every file the report reads, in one place; tests/contract/test_dvc_contract.py checks that each
 # is a dep of `report`.

@@ -16,7 +16,7 @@ from tinytf.params.config import Params
 from tinytf.params.starts import ordered
 from tinytf.report import read_runs
 from tinytf.report import tables as rt
-from tinytf.report.facts import UPSTREAM, Facts
+from tinytf.report.facts import HISTORY, UPSTREAM, Facts
 from tinytf.report.inputs import Inputs, require
 from tinytf.report.publish import published
 from tinytf.report.transfer import curve_frame
@@ -136,6 +136,7 @@ def _extras(inputs: Inputs, params, found: dict) -> dict:
     return {
         "probes": inputs.csv("probes_probes", ("exercise", "weight_err", "pass")),
         "fits": inputs.csv("complexity_fits", ("kind", "variable", "time_exponent")),
+        "protocol_history": rt.protocol_history(inputs.root / HISTORY),
     }
 
 

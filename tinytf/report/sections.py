@@ -22,7 +22,7 @@ from tinytf.report.transfer import transfer_tables
 
 def sections(f: Facts, params) -> list[Table | Plot]:
     """Every table and plot of the report, in the README's order."""
-    parts = (data, checks, pretrain, variants, finetune, transfer_tables, grid_tables, bodies_tables)
+    parts = (data, checks, pretrain, variants, finetune, transfer_tables, history, grid_tables, bodies_tables)
     parts += (extras, attention, mistakes_tables, champion_tables)
     return [item for part in parts for item in part(f, params)]
 
@@ -107,6 +107,13 @@ def extras(f: Facts, params) -> list:
         table = rt.complexity_table(f.fits)
         out.append(Table("complexity", "Cost of attention", caption("complexity"), table, None, ".3g"))
     return out
+
+
+def history(f: Facts, params) -> list:
+    if f.protocol_history is None:
+        return []
+    title = "Protocol revisions and what each moved"
+    return [Table("protocol_history", title, caption("protocol_history"), f.protocol_history)]
 
 
 def attention(f: Facts, params) -> list:

@@ -3,6 +3,7 @@ needs and its input lacks raises `DataError` naming the file); `tinytf.report.bu
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -252,3 +253,45 @@ def fmt_num(value, digits: int = 3) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "n/a"
     return f"{value:.{digits}g}" if isinstance(value, float) else str(value)
+
+
+HISTORY_COUNTS = ("250", "1000", "3000", "all")
+
+
+def protocol_history(path: Path) -> pd.DataFrame | None:
+    """The protocol's revisions, each with the figures before and after it (the last record of
+    benchmarks/results/protocol_history.jsonl); None where the file is absent."""
+    if not path.exists():
+        return None
+    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    try:
+        rows = json.loads(lines[-1])["figures"]["rows"]
+    except (IndexError, KeyError, TypeError, json.JSONDecodeError) as exc:
+        raise DataError(f"{path}: its last line is not a protocol_history record ({exc})") from None
+
+    def moved(before: dict, after: dict, key: str, fmt: str) -> str:
+        return f"{format(before[key], fmt)} → {format(after[key], fmt)}"
+
+    return pd.DataFrame(
+        [
+            {
+                "revision": r["revision"],
+                "why": r["why"],
+                "runs compared": f"{r['before_rev']} → {r['after_rev'] or 'the committed run'}",
+                "committed": r["when"] or "",
+                **{
+                    f"pretrained − scratch, {c} labels (points)": moved(
+                        r["before"]["gap"], r["after"]["gap"], c, "+.1f"
+                    )
+                    for c in HISTORY_COUNTS
+                },
+                **{
+                    f"{s}, all labels (%)": moved(
+                        r["before"]["all_labels"], r["after"]["all_labels"], s, ".1f"
+                    )
+                    for s in ("pretrained", "scratch")
+                },
+            }
+            for r in rows
+        ]
+    )
