@@ -27,7 +27,7 @@ from tinytf.errors import DataError
 from tinytf.model.architecture import model_config
 from tinytf.model.transformer import TinyTransformer
 from tinytf.params.config import load_params
-from tinytf.process.allocator import keep_freed_memory
+from tinytf.system.allocator import keep_freed_memory
 from tinytf.train.classify import ClassifierRecipe, planned_steps, train_classifier
 from tinytf.train.finetune_trainer import finetune_runtime
 from tinytf.train.runtime import seed_everything

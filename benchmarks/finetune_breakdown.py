@@ -38,7 +38,7 @@ from tinytf.model.architecture import model_config
 from tinytf.model.checkpoint import save_model
 from tinytf.model.transformer import TinyTransformer
 from tinytf.params.config import load_params
-from tinytf.process.allocator import keep_freed_memory
+from tinytf.system.allocator import keep_freed_memory
 from tinytf.train.runtime import Runtime
 from tinytf.train.workers import one_thread
 

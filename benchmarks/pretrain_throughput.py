@@ -17,7 +17,7 @@ headline: `speedup: <ratio>x ...` at the default shape.
 on tinytf's runtime, the peer of the speed issue's GPU target, and prints tinytf's ratio to it.
 
 By default both sides run on the C library's allocator, as a user of the course lab has it. The
-stages keep freed memory instead (tinytf/process/allocator.py): a process-wide setting, which speeds the
+stages keep freed memory instead (tinytf/system/allocator.py): a process-wide setting, which speeds the
 course lab's eager loop far more than tinytf's compiled step (the loop's fp32 8000-way logits and
 their gradient are faulted in anew every step). `--allocator keep` gives both sides the stages'
 setting, the comparison for a seed-lab user who sets it too.
@@ -54,7 +54,7 @@ from tinytf.cli.presets import preset_values
 from tinytf.model.architecture import model_config
 from tinytf.model.transformer import TinyTransformer
 from tinytf.params.config import load_params
-from tinytf.process.allocator import keep_freed_memory
+from tinytf.system.allocator import keep_freed_memory
 from tinytf.train import lm
 from tinytf.train.loop import build_optimizer
 from tinytf.train.pretrain import BlockSource, epoch_steps, lm_step_loss, loop_config, step_tokens
@@ -183,7 +183,7 @@ def parse_args() -> argparse.Namespace:
         choices=["default", "keep"],
         default="default",
         help="for both sides, default: the C library's own; keep: glibc's malloc keeps freed "
-        "memory, as the pipeline's stages set it (tinytf/process/allocator.py; no effect without glibc)",
+        "memory, as the pipeline's stages set it (tinytf/system/allocator.py; no effect without glibc)",
     )
     parser.add_argument(
         "--nanogpt",

@@ -1,5 +1,5 @@
 """A stage process's start and end with the garbage collector as the stages set it
-(tinytf.process.collector: paused for imports, heap frozen for exit) against Python's default.
+(tinytf.system.collector: paused for imports, heap frozen for exit) against Python's default.
 
 Each side is its own process (`TINYTF_GC=pause` or `default`), started in turn round after round,
 doing what every stage process does around its work: `import common` and the imports of the

@@ -84,7 +84,7 @@ def device_name(device: torch.device) -> str:
     (an AMX CPU and an AVX-512 BF16 one give very different bf16 figures)."""
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
-    from tinytf.process.cpu import cpu_kind
+    from tinytf.system.cpu import cpu_kind
 
     return cpu_kind()
 
@@ -175,7 +175,7 @@ def _plain(value):
 def machine(device: torch.device | None) -> dict:
     """The CPU's model, its cores and bf16 units (they decide bf16 figures on a CPU), and the
     GPU's name where the run used one."""
-    from tinytf.process.cpu import bf16_units, cpu_model
+    from tinytf.system.cpu import bf16_units, cpu_model
     from tinytf.train.workers import usable_cores
 
     gpu = torch.cuda.get_device_name(device) if device is not None and device.type == "cuda" else None

@@ -24,10 +24,10 @@ import sys
 # the experiment's dvc.lock does not record (sys.path[0] is stages/, not the root)
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from tinytf.process import collector  # noqa: E402
+from tinytf.system import collector  # noqa: E402
 
 # before any other import: the stage's imports run without the cyclic collector, and `run`
-# turns it back on (tinytf/process/collector.py says why and what it saves)
+# turns it back on (tinytf/system/collector.py says why and what it saves)
 collector.pause_for_imports()
 
 import argparse
@@ -47,8 +47,8 @@ from tinytf.params.config import load_params as validated_params
 from tinytf.params.config import narrow_params
 from tinytf.params.pipeline import DVC_FILE, declared_keys, writer_of
 from tinytf.params.schema import DeclaredParams, flatten, parse_overrides
-from tinytf.process.allocator import keep_freed_memory
-from tinytf.process.record import run_record
+from tinytf.system.allocator import keep_freed_memory
+from tinytf.system.record import run_record
 
 STARTED = time.perf_counter()  # a stage script imports this module first: its wall time starts here
 _record: dict[str, str] = {}  # {"stage", "path"} once load_params has read the command line

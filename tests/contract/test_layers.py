@@ -12,7 +12,7 @@ from tests.helpers.paths import REPO
 
 PACKAGE = REPO / "tinytf"
 # beside the layers, importable by all
-TOP = {"params", "process", "errors", "io"}
+TOP = {"params", "system", "errors", "io"}
 # what each layer may import besides itself and TOP (read: data and model at the bottom,
 # report at the top; `tracking`, the CLI and stages/ sit at the edge, above everything)
 ALLOWED = {

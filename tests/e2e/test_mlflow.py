@@ -45,7 +45,7 @@ def test_mlflow_store_holds_one_run_per_stage_and_one_per_run_of_the_study(works
     )
     if (
         platform.libc_ver()[0] == "glibc"
-    ):  # every stage process keeps freed memory (tinytf/process/allocator.py)
+    ):  # every stage process keeps freed memory (tinytf/system/allocator.py)
         ran = runs[~runs["tags.tinytf.stage"].str.endswith("(parent)")]  # a matrix's parent runs nothing
         assert set(ran["tags.tinytf.allocator"]) == {"kept (glibc: no mmap, trim above 1024 MiB)"}
     prepare = runs[runs["tags.tinytf.stage"] == "prepare"].iloc[0]

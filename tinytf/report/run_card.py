@@ -1,6 +1,6 @@
 """The run card that opens the report: the commit the outputs were made at (and any uncommitted
 code), the machine, the tools' versions and every stage's wall time, from the records the
-stages write (`data/runs/*.json`, tinytf.process.record). A stage DVC restored from its cache
+stages write (`data/runs/*.json`, tinytf.system.record). A stage DVC restored from its cache
 keeps the record of the run that made its outputs."""
 
 from __future__ import annotations

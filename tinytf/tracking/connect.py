@@ -11,7 +11,7 @@ import os
 import sys
 from pathlib import Path
 
-from tinytf.process import collector
+from tinytf.system import collector
 
 DEFAULT_STORE = "mlflow.db"
 DEFAULT_EXPERIMENT = "tinytf"

@@ -24,8 +24,8 @@ from typing import Any
 from tinytf.cli.urls import redacted
 from tinytf.io import sha256_file
 from tinytf.params.schema import flatten
-from tinytf.process import allocator
-from tinytf.process.cpu import cpu_kind
+from tinytf.system import allocator
+from tinytf.system.cpu import cpu_kind
 from tinytf.tracking import study
 from tinytf.tracking.connect import (
     DEFAULT_EXPERIMENT,

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from tinytf.errors import ParamsError
-from tinytf.process import cpu
+from tinytf.system import cpu
 
 # Below this many optimizer steps compiling does not repay its time, per device type. Pretraining
 # on a CPU: the compile's cost over what it saves a step (benchmarks/pretrain_throughput.py, with

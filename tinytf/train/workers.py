@@ -31,8 +31,8 @@ from typing import Any
 import torch
 
 from tinytf.errors import ParamsError, TinyTFError
-from tinytf.process import collector
-from tinytf.process.allocator import keep_freed_memory
+from tinytf.system import collector
+from tinytf.system.allocator import keep_freed_memory
 from tinytf.train import distributed
 from tinytf.train.loop import TrainingInterrupted
 from tinytf.train.progress import RunProgress

@@ -90,7 +90,7 @@ def test_benchmark_runs_and_ends_with_its_speedup_line(script, tiny_params):
     last = out.splitlines()[-1]
     assert re.match(r"speedup: \d+\.\d\dx tinytf", last), last
     # the figures name what they were measured on: bf16 figures differ by CPU kind (AMX or not)
-    from tinytf.process.cpu import cpu_kind
+    from tinytf.system.cpu import cpu_kind
 
     assert f"on cpu ({cpu_kind()})" in out, out
     if script == "pretrain_throughput.py":
@@ -266,7 +266,7 @@ def test_a_run_appends_one_line_with_its_figures_machine_and_provenance(results)
     share = float(re.match(r"pretraining: ([\d.]+)%", run["headline"]).group(1)) / 100
     assert run["figures"]["pretrain_share"] == pytest.approx(share, abs=0.001)
     assert set(run["figures"]) == {"pretrain_share", "pretrain", "finetune", "grid", "variants"}
-    from tinytf.process.cpu import bf16_units, cpu_model
+    from tinytf.system.cpu import bf16_units, cpu_model
 
     assert run["machine"]["cpu"] == cpu_model() and run["machine"]["bf16_units"] == bf16_units()
     assert run["machine"]["cores"] >= run["machine"]["usable_cores"] >= 1 and run["machine"]["gpu"] is None

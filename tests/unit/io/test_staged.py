@@ -14,7 +14,7 @@ from tests.helpers.repo import unwritable
 from tinytf import io
 from tinytf.errors import OutputError
 from tinytf.io import staged
-from tinytf.process import collector
+from tinytf.system import collector
 
 
 def tree(root: Path) -> dict[str, str]:

@@ -2,7 +2,7 @@ import socket
 
 import pytest
 
-from tinytf.process.cpu import cpu_kind
+from tinytf.system.cpu import cpu_kind
 from tinytf.tracking.runs import Tracker, TrackerCallback, stage_run
 
 

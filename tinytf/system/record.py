@@ -17,7 +17,7 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
-from tinytf.process.cpu import bf16_units, cpu_model
+from tinytf.system.cpu import bf16_units, cpu_model
 
 # what a run's results depend on besides the data: a change here that is not committed is named
 CODE = ("dvc.yaml", "params.yaml", "pyproject.toml", "stages", "tinytf", "presets")

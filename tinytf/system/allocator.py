@@ -6,7 +6,7 @@ page at a time (what keeping it saves: benchmarks/README.md, "Studies that ended
 
 Two `mallopt` settings, set as a stage or worker process starts: no mmap for large requests,
 and the heap's free top given back to the system only beyond `KEEP_BYTES`; the memory stays
-with the process (tests/unit/process/test_allocator.py bounds it). jemalloc or tcmalloc would do
+with the process (tests/unit/system/test_allocator.py bounds it). jemalloc or tcmalloc would do
 the same, but only through LD_PRELOAD in every stage command, DDP rank and worker.
 
 `TINYTF_ALLOCATOR=default` (against `keep`, the default) leaves the allocator as the C library

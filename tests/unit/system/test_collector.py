@@ -1,4 +1,4 @@
-"""tinytf.process.collector: a stage process imports without the garbage collector, does its work with it
+"""tinytf.system.collector: a stage process imports without the garbage collector, does its work with it
 (its workers too), freezes its heap before exit; other processes keep Python's own collector."""
 
 import gc
@@ -9,7 +9,7 @@ import sys
 import textwrap
 
 from tests.helpers.paths import REPO
-from tinytf.process import collector
+from tinytf.system import collector
 
 # what a stage script does: `import common` first, then its main through common.run
 STAGE = """
@@ -74,7 +74,7 @@ def test_in_a_stage_paused_freezes_what_the_block_built():
         "def main():",
         textwrap.dedent("""
         def main():
-            from tinytf.process import collector
+            from tinytf.system import collector
             before = gc.get_freeze_count()
             with collector.paused():
                 inside = gc.isenabled()
@@ -104,7 +104,7 @@ def test_a_stage_worker_works_with_the_collector_on(tmp_path):
         import common
         import torch
         from tinytf.train.workers import Workers
-        from tests.unit.process.test_collector import collector_state
+        from tests.unit.system.test_collector import collector_state
 
         def main():
             with Workers(torch.device("cpu"), dict, (), "runs") as pool:

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from tinytf.errors import ParamsError
-from tinytf.process import allocator
+from tinytf.system import allocator
 
 glibc = pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="mallopt is glibc's")
 
@@ -21,7 +21,7 @@ glibc = pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="mallopt is
 CYCLES = """
 import json, resource, sys
 import torch
-from tinytf.process import allocator
+from tinytf.system import allocator
 torch.set_num_threads(1)  # the same allocations whatever the machine's cores
 choices = {"apply": allocator.keep_freed_memory, "keep": lambda: allocator.keep_freed_memory("keep")}
 setting = choices.get(sys.argv[1], allocator.setting)()

@@ -8,8 +8,8 @@ import platform
 import pytest
 import torch
 
-from tinytf.process import cpu
-from tinytf.process.cpu import bf16_units, cpu_kind
+from tinytf.system import cpu
+from tinytf.system.cpu import bf16_units, cpu_kind
 from tinytf.train import runtime
 
 CPUINFO = """processor\t: 0

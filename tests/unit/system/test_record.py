@@ -1,6 +1,6 @@
 import subprocess
 
-from tinytf.process import record
+from tinytf.system import record
 
 
 def _git(root, *args):

@@ -1,1 +1,0 @@
-"""Process settings every stage applies: the allocator, the garbage collector, the CPU's facts."""
