@@ -106,7 +106,7 @@ def tracking_seconds(out: dict, spec, folder: Path) -> float:
         began = time.perf_counter()
         with stage_run("finetune", {"finetune": spec.tags()}, run_name="bench", nested=True) as run:
             callback = TrackerCallback(run)
-            callback.replay(out["events"])
+            callback.replay(out.events)
             callback.on_end({"test_accuracy": 0.0, "test_loss": 0.0})
         return time.perf_counter() - began
 

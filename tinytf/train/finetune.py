@@ -40,7 +40,7 @@ from tinytf.model.checkpoint import read_config
 from tinytf.model.param_count import classifier_parameters
 from tinytf.params.config import FinetuneParams, HFParams
 from tinytf.train import protocol
-from tinytf.train.finetune_trainer import Trainer, finetune_runtime, subset
+from tinytf.train.finetune_trainer import RunOutcome, Trainer, finetune_runtime, subset
 from tinytf.train.linear_probe import ProbeFit, fit_probe, layer_features
 from tinytf.train.loop import Callback
 from tinytf.train.progress import RunProgress
@@ -79,7 +79,7 @@ def check_label_counts(params: FinetuneParams, data_dir: str | Path) -> None:
         check_counts(params.label_counts, pq.read_metadata(train_file).num_rows, str(train_file))
 
 
-def _train(trainer: Trainer, spec: RunSpec) -> dict:
+def _train(trainer: Trainer, spec: RunSpec) -> RunOutcome:
     return trainer.train(spec)
 
 
@@ -110,7 +110,7 @@ class Runner:
         self.predictions: list[pd.DataFrame] = []  # per run and split, one row per text
         self.progress: RunProgress | None = None  # the stage's runs done out of all, over every call
 
-    def probe(self, spec: RunSpec) -> dict:
+    def probe(self, spec: RunSpec) -> RunOutcome:
         """The probe start's run: the probe fitted on the seed's train rows."""
         began = time.perf_counter()
         # the probe reads the frozen body (eval mode: no dropout) and fits its own head
@@ -138,13 +138,9 @@ class Runner:
             "test_accuracy": fit.test_accuracy,
             "test_loss": fit.test_loss,
         }
-        return {
-            "row": row,
-            "history": [],
-            "events": [],
-            "predictions": predictions,
-            "seconds": time.perf_counter() - began,
-        }
+        return RunOutcome(
+            row=row, history=[], events=[], predictions=predictions, seconds=time.perf_counter() - began
+        )
 
     def __call__(self, specs: list[RunSpec]) -> list[dict]:
         """One row per spec, in their order."""
@@ -166,7 +162,7 @@ class Runner:
             self.record(spec, out)
         return [self.done[s] for s in specs]
 
-    def record(self, spec: RunSpec, out: dict) -> None:
+    def record(self, spec: RunSpec, out: RunOutcome) -> None:
         row = {
             "snapshot": spec.snapshot,
             "tokens": None if spec.start == "hf" else read_config(spec.checkpoint).get("pretrain_tokens"),
@@ -181,21 +177,21 @@ class Runner:
             "best_epoch": None,
             "probe_c": None,
             "diverged_step": None,
-            **out["row"],
+            **out.row,
         }
-        if "parameters" in out:
-            self.parameters[spec.start] = out["parameters"]
+        if out.parameters is not None:
+            self.parameters[spec.start] = out.parameters
         track = self.callbacks_for is not None
         with self.callbacks_for(spec.tags()) if track else contextlib.nullcontext([]) as callbacks:
             for callback in callbacks:
-                callback.replay(out["events"])
+                callback.replay(out.events)
                 callback.on_end({"test_accuracy": row["test_accuracy"], "test_loss": row["test_loss"]})
-        self.curves += [{"start": spec.start, "seed": spec.seed, **h} for h in out["history"]]
-        self.predictions += out["predictions"]
+        self.curves += [{"start": spec.start, "seed": spec.seed, **h} for h in out.history]
+        self.predictions += out.predictions
         self.done[spec] = row
         self.seconds.append(
             {k: row[k] for k in ("snapshot", "start", "labels", "seed", "lr", "dropout")}
-            | {"seconds": round(out["seconds"], 2)}
+            | {"seconds": round(out.seconds, 2)}
         )
 
 

@@ -29,6 +29,20 @@ from tinytf.train.recipes import RunSpec
 from tinytf.train.runtime import Runtime
 from tinytf.train.starts import build_start
 
+
+@dataclasses.dataclass(frozen=True)
+class RunOutcome:
+    """One fine-tuning run as a worker hands it back (a probe's too): the stage's process writes
+    its row, curves and predictions and replays its MLflow calls."""
+
+    row: dict  # runs.csv's columns this run fills: n_train, accuracies, epochs...
+    history: list[dict]  # per evaluation, for a tracked run (the curve's seeds); else empty
+    events: list  # (callback method, step, metrics): the MLflow callback calls, to replay
+    predictions: list  # validation and test prediction frames (tinytf.data.predictions)
+    seconds: float  # wall time of the run
+    parameters: int | None = None  # the classifier's parameters (a probe's are counted where it runs)
+
+
 MAX_EVALUATIONS = 6  # validation passes per run at most: see `schedule`
 
 
@@ -81,9 +95,8 @@ class Trainer:
         n = len(self.data.splits["train"]) if spec.count == 0 else spec.count
         return math.ceil(n / self.params.batch_size) * schedule(n, self.params)[0]
 
-    def train(self, spec: RunSpec) -> dict:
-        """{"row", "history", "events" (the MLflow callback calls of the run, replayed by the
-        stage's process), "parameters", "seconds"}."""
+    def train(self, spec: RunSpec) -> RunOutcome:
+        """The run of `spec`, trained and tested (its best validation epoch kept)."""
         began = time.perf_counter()
         model, data, max_length = self.build(spec.start, spec.checkpoint, spec.seed, spec.dropout)
         p, (data, _) = self.params, subset(data, spec.count, spec.seed)
@@ -128,14 +141,14 @@ class Trainer:
             "test_accuracy": test["test_accuracy"],
             "test_loss": test["test_loss"],
         }
-        return {
-            "row": row,
-            "history": run.history if spec.tracked else [],
-            "events": recorder.events,
-            "parameters": classifier_parameters(model),
-            "predictions": predictions,
-            "seconds": time.perf_counter() - began,
-        }
+        return RunOutcome(
+            row=row,
+            history=run.history if spec.tracked else [],
+            events=recorder.events,
+            predictions=predictions,
+            seconds=time.perf_counter() - began,
+            parameters=classifier_parameters(model),
+        )
 
 
 class Recorder(Callback):

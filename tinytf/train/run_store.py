@@ -45,7 +45,7 @@ class RunStore:
         name = hashlib.sha256(repr(spec).encode()).hexdigest()[:16]
         return self.folder / f"{name}.pkl"
 
-    def load(self, spec: Any) -> dict | None:
+    def load(self, spec: Any) -> Any | None:
         if self.folder is None or not self._path(spec).exists():
             return None
         try:
@@ -58,7 +58,7 @@ class RunStore:
             return None
         return stored["result"] if stored.get("spec") == repr(spec) else None
 
-    def save(self, spec: Any, result: dict) -> None:
+    def save(self, spec: Any, result: Any) -> None:
         if self.folder is None:
             return
         self.folder.mkdir(parents=True, exist_ok=True)
