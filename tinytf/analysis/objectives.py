@@ -51,8 +51,7 @@ def objective_comparison(causal_runs: pd.DataFrame, masked_runs: pd.DataFrame) -
             test["ci95"] = (
                 float(stats.t.ppf(0.975, n - 1) * test["std_difference"] / n**0.5) if n > 1 else None
             )
-        for test, adjusted in zip(tests, holm([t["p_value"] for t in tests]), strict=True):
-            test["p_holm"] = adjusted
+        _holm_into(tests)
     return {
         "label_curve": curve,
         "test": "paired t over seeds of masked − causal pretrained starts and of the difference in "
@@ -61,6 +60,12 @@ def objective_comparison(causal_runs: pd.DataFrame, masked_runs: pd.DataFrame) -
 
 
 FAMILIES = ("masked_vs_causal", "did")
+
+
+def _holm_into(tests: list[dict]) -> None:
+    """Each test's `p_holm`: its p adjusted across the family (the label counts)."""
+    for test, adjusted in zip(tests, holm([t["p_value"] for t in tests]), strict=True):
+        test["p_holm"] = adjusted
 
 
 def _gains(summary: dict, seeds: list[int]) -> list[float]:
@@ -104,8 +109,7 @@ def add_multiboot(
             entry[family]["multiboot"] = drawn
             boots[family].append(drawn)
     for family in FAMILIES:
-        for boot, adjusted in zip(boots[family], holm([b["p_value"] for b in boots[family]]), strict=True):
-            boot["p_holm"] = adjusted
+        _holm_into(boots[family])
 
 
 def rows(comparison: dict) -> list[tuple[str, dict]]:
@@ -154,7 +158,8 @@ def _p(test: dict, key: str) -> str:
 def table(comparison: dict) -> str:
     """The label-curve table: each run's pretrained start and scratch, the two comparisons and their
     p (the multi-bootstrap's where there is one, else the seed test's)."""
-    families = [f for f in FAMILIES if f in comparison["label_curve"][rows(comparison)[0][0]]]
+    first = next(iter(comparison["label_curve"].values()))
+    families = [f for f in FAMILIES if f in first]
     lines = [  # an objectives.json written before the difference in differences has only the first
         "| labels | causal pretrained | causal scratch | masked pretrained | masked scratch "
         + "".join(f"| {HEADS[f]} (points) | p | Holm p " for f in families)
