@@ -95,8 +95,8 @@ def version_serving(name: str, served: str) -> str | None:
 def _log_bundle(bundle: Path, name: str, max_length: int, external: bool):
     """Log the bundle as the pyfunc model `classifier` of the active run and register it as `name`."""
     import tinytf
-    from tinytf.analysis.predictor import SentimentPredictor
     from tinytf.tracking import champion_model
+    from tinytf.tracking.predictor import SentimentPredictor
 
     example = pd.DataFrame({"text": EXAMPLE})
     files = [bundle / name for name in ("model.pt", "tokenizer.json", "labels.json")]
@@ -174,7 +174,10 @@ def connect(store: str, checked: bool = True) -> None:
 
 def load_champion(uri: str, store: str):
     """The pyfunc model at `uri` (e.g. models:/tinytf-sentiment@champion) in the tracking `store`."""
+    from tinytf.tracking.predictor import answer_old_name
+
     connect(store, checked=uri.startswith(("models:/", "runs:/")))
+    answer_old_name()
     try:
         return mlflow.pyfunc.load_model(uri)
     except mlflow.exceptions.MlflowException as exc:

@@ -73,10 +73,10 @@ def load_classifier(checkpoint: Path, rebuild: str | None = None):
 
 
 class SentimentModel(mlflow.pyfunc.PythonModel):
-    """The pyfunc wrapper; the work is done by `tinytf.analysis.predictor.SentimentPredictor`."""
+    """The pyfunc wrapper; the work is done by `tinytf.tracking.predictor.SentimentPredictor`."""
 
     def load_context(self, context) -> None:
-        from tinytf.analysis.predictor import SentimentPredictor
+        from tinytf.tracking.predictor import SentimentPredictor
 
         bundle = Path(context.artifacts[BUNDLE])
         self.predictor = SentimentPredictor.from_files(

@@ -91,7 +91,9 @@ def decide(
 def _load(name: str, version: str, into: Path):
     """The pyfunc model of `version`, downloaded into `into`, and the folder of its bundle."""
     from tinytf.tracking.champion_model import BUNDLE
+    from tinytf.tracking.predictor import answer_old_name
 
+    answer_old_name()
     into.mkdir()
     # a model is a hundred files (tinytf's code): a progress bar each would fill the stage's log
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")

@@ -100,13 +100,13 @@ def data_loader(data, model):
 
 @pytest.mark.slow
 def test_the_hf_start_fine_tunes_beats_scratch_and_its_saved_model_serves_the_same(sst2_dir, tmp_path):
-    from tinytf.analysis.predictor import SentimentPredictor
     from tinytf.data.sentiment import SentimentData
     from tinytf.data.tokenizer import load_tokenizer
     from tinytf.model.checkpoint import save_model
     from tinytf.model.hf import HFClassifier
     from tinytf.model.transformer import ModelConfig, TinyTransformer
     from tinytf.params.config import FinetuneParams, HFParams
+    from tinytf.tracking.predictor import SentimentPredictor
     from tinytf.train.classify import ClassifierRecipe, evaluate_test_split, train_classifier
     from tinytf.train.finetune import run_finetune
     from tinytf.train.runtime import resolve_runtime
@@ -182,9 +182,9 @@ def test_an_hf_champion_is_a_pyfunc_model_that_needs_no_checkpoint_at_hand(tmp_p
     architecture and the checkpoint's tokenizer, and pins transformers among its requirements."""
     import mlflow
 
-    from tinytf.analysis.predictor import SentimentPredictor
     from tinytf.model.checkpoint import save_model
     from tinytf.tracking.champion import log_champion
+    from tinytf.tracking.predictor import SentimentPredictor
     from tinytf.train.starts import build_hf_classifier
 
     save_model(tmp_path / "cell.pt", build_hf_classifier(CHECKPOINT, 2, 32, seed=0).eval())

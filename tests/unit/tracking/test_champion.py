@@ -14,12 +14,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tinytf.analysis.predictor import SentimentPredictor
 from tinytf.data.tokenizer import train_tokenizer
 from tinytf.model.architecture import ModelConfig
 from tinytf.model.checkpoint import save_model
 from tinytf.model.transformer import TinyTransformer
 from tinytf.params.config import TokenizeParams
+from tinytf.tracking.predictor import SentimentPredictor
 
 TEXTS = ["a gripping film", "dull, dull, dull", "an empty one:", "!"]
 # each refused by the model with a message naming the row
@@ -374,3 +374,17 @@ def test_predict_without_the_alias_names_the_newest_version_and_the_commands(tmp
     result = predict_cli(store, "a film")
     err = result.stderr.decode()
     assert result.returncode == 2 and len(err.strip().splitlines()) == 1 and said in err, err
+
+
+def test_a_champion_registered_before_the_move_finds_its_predictor():
+    """Serving moved from tinytf.analysis to tinytf.tracking; an older champion's model code still
+    imports the old name, and promotion and `tinytf predict` load it against the installed tinytf."""
+    probe = "from tinytf.analysis.predictor import SentimentPredictor as P; print(P.__module__)"
+    before = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert "No module named 'tinytf.analysis.predictor'" in before.stderr
+    after = subprocess.run(
+        [sys.executable, "-c", f"from tinytf.tracking.predictor import answer_old_name; answer_old_name(); {probe}"],
+        capture_output=True,
+        text=True,
+    )
+    assert after.stdout.strip() == "tinytf.tracking.predictor", after.stderr

@@ -307,9 +307,9 @@ def test_the_served_model_is_the_classifier_without_the_lm_head_and_answers_as_b
     import numpy as np
     import pandas as pd
 
-    from tinytf.analysis.predictor import SentimentPredictor
     from tinytf.model.checkpoint import load_model
     from tinytf.model.param_count import classifier_parameters
+    from tinytf.tracking.predictor import SentimentPredictor
 
     root = files["root"]
     version = register(files, name, "bad_too.pt")
