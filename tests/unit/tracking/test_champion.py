@@ -383,7 +383,11 @@ def test_a_champion_registered_before_the_move_finds_its_predictor():
     before = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert "No module named 'tinytf.analysis.predictor'" in before.stderr
     after = subprocess.run(
-        [sys.executable, "-c", f"from tinytf.tracking.predictor import answer_old_name; answer_old_name(); {probe}"],
+        [
+            sys.executable,
+            "-c",
+            f"from tinytf.tracking.predictor import answer_old_name; answer_old_name(); {probe}",
+        ],
         capture_output=True,
         text=True,
     )
