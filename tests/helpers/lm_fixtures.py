@@ -33,9 +33,10 @@ def make_sentiment_dir(root: Path, dropout: float = 0.1) -> Path:
     import pandas as pd
     import torch
 
+    from tests.helpers.model_fixtures import small
     from tinytf.data.tokenizer import encode, load_tokenizer
     from tinytf.model.checkpoint import save_model
-    from tinytf.model.transformer import ModelConfig, TinyTransformer
+    from tinytf.model.transformer import TinyTransformer
 
     make_corpus_dir(root)
     tokenizer = load_tokenizer(root / "tokenizer.json")
@@ -47,18 +48,7 @@ def make_sentiment_dir(root: Path, dropout: float = 0.1) -> Path:
         (root / "tokens" / "sentiment").mkdir(parents=True, exist_ok=True)
         frame.to_parquet(root / "tokens" / "sentiment" / f"{split}.parquet")
     (root / "tokens" / "sentiment" / "labels.json").write_text(json.dumps({"classes": ["neg", "pos"]}))
-    config = ModelConfig(
-        pooling="last",
-        vocab_size=tokenizer.get_vocab_size(),
-        d_model=32,
-        n_layer=2,
-        n_head=2,
-        d_ff=64,
-        block_size=32,
-        dropout=dropout,
-        norm_first=False,
-        activation="relu",
-    )
+    config = small(vocab_size=tokenizer.get_vocab_size(), d_model=32, n_head=2, d_ff=64, dropout=dropout)
     torch.manual_seed(0)
     save_model(root / "models" / "pretrained.pt", TinyTransformer(config))
     return root

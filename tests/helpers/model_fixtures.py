@@ -23,6 +23,13 @@ def small(**kw) -> ModelConfig:
     return ModelConfig(**{**base, **kw})
 
 
+def classifier(vocab_size: int, **kw) -> ModelConfig:
+    """The small classifier that tests save, serve and report on: the product's own architecture
+    (pre-LN, gelu), one layer, for tests where what the model answers does not matter."""
+    base = dict(vocab_size=vocab_size, n_layer=1, n_head=2, d_model=16, d_ff=32, dropout=0.1, pooling="last")
+    return ModelConfig(**{**base, **kw})
+
+
 def build(seed: int = 0, **kw) -> TinyTransformer:
     torch.manual_seed(seed)
     return TinyTransformer(small(**kw)).eval()

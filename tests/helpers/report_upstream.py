@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from tests.helpers.lm_fixtures import SAMPLES, make_corpus_dir, tiny_model
+from tests.helpers.model_fixtures import classifier
 from tinytf.analysis.power import variants_verdicts
 from tinytf.course.attention_probes import run_probes
 from tinytf.course.checks import write_checks
@@ -15,7 +16,7 @@ from tinytf.data.tokenizer import load_tokenizer
 from tinytf.io import write_json, write_text
 from tinytf.model.architecture import model_config
 from tinytf.model.checkpoint import load_model, save_model
-from tinytf.model.transformer import ModelConfig, TinyTransformer
+from tinytf.model.transformer import TinyTransformer
 from tinytf.params.config import GridParams, Params, PretrainParams, VariantsParams
 
 TEST_ACCURACY = 0.7137
@@ -113,19 +114,8 @@ def make_upstream(root: Path) -> Params:
     (root / "data").mkdir(parents=True, exist_ok=True)
     make_corpus_dir(root / "data")  # data/tokenizer.json (+ token ids the report never reads)
     vocab = load_tokenizer(root / "data/tokenizer.json").get_vocab_size()
-    cfg = ModelConfig(
-        pooling="last",
-        vocab_size=vocab,
-        block_size=64,
-        n_layer=2,
-        n_head=2,
-        d_model=16,
-        d_ff=32,
-        norm_first=True,
-        dropout=0.2,
-        activation="relu",
-        tie_weights=True,
-        seed=0,
+    cfg = classifier(
+        vocab, block_size=64, n_layer=2, dropout=0.2, activation="relu", tie_weights=True, seed=0
     )
     save_model(root / "data/models/pretrained/seed1.pt", TinyTransformer(cfg))
     reports = root / "data/reports"  # where the stages write; the report publishes it

@@ -100,11 +100,12 @@ def data_loader(data, model):
 
 @pytest.mark.slow
 def test_the_hf_start_fine_tunes_beats_scratch_and_its_saved_model_serves_the_same(sst2_dir, tmp_path):
+    from tests.helpers.model_fixtures import classifier
     from tinytf.data.sentiment import SentimentData
     from tinytf.data.tokenizer import load_tokenizer
     from tinytf.model.checkpoint import save_model
     from tinytf.model.hf import HFClassifier
-    from tinytf.model.transformer import ModelConfig, TinyTransformer
+    from tinytf.model.transformer import TinyTransformer
     from tinytf.params.config import FinetuneParams, HFParams
     from tinytf.tracking.predictor import SentimentPredictor
     from tinytf.train.classify import ClassifierRecipe, evaluate_test_split, train_classifier
@@ -113,9 +114,7 @@ def test_the_hf_start_fine_tunes_beats_scratch_and_its_saved_model_serves_the_sa
     from tinytf.train.starts import build_start
 
     vocab = load_tokenizer(sst2_dir / "tokenizer.json").get_vocab_size()
-    config = ModelConfig(
-        dropout=0.1, pooling="last", vocab_size=vocab, d_model=32, n_layer=2, n_head=2, d_ff=64, block_size=64
-    )
+    config = classifier(vocab, d_model=32, n_layer=2, d_ff=64, block_size=64)
     save_model(sst2_dir / "pretrained.pt", TinyTransformer(config))
     params = FinetuneParams(
         starts=["pretrained", "scratch", "hf"],

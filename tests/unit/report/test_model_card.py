@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tinytf.model.architecture import ModelConfig
+from tests.helpers.model_fixtures import classifier
 from tinytf.report.model_card import CardFacts, model_card
 
 
@@ -12,11 +12,7 @@ def facts(**changed) -> CardFacts:
         for s, n in (("train", 1000), ("validation", 200), ("test", 201))
     }
     values = dict(
-        meta={
-            "model": ModelConfig(
-                dropout=0.1, pooling="last", n_layer=2, d_model=32, n_head=2, d_ff=64, vocab_size=500
-            ).to_dict()
-        },
+        meta={"model": classifier(500, n_layer=2, d_model=32, d_ff=64).to_dict()},
         parameters=51234,
         start="pretrained",
         max_length=64,

@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tests.helpers.model_fixtures import classifier
 from tinytf.data.tokenizer import train_tokenizer
-from tinytf.model.architecture import ModelConfig
 from tinytf.model.checkpoint import save_model
 from tinytf.model.transformer import TinyTransformer
 from tinytf.params.config import TokenizeParams
@@ -49,16 +49,7 @@ def registered(tmp_path_factory):
         [f"review {i} gripping dull film" for i in range(200)], TokenizeParams(vocab_size=300)
     )
     tokenizer.save(str(root / "tokenizer.json"))
-    config = ModelConfig(
-        dropout=0.1,
-        vocab_size=tokenizer.get_vocab_size(),
-        d_model=16,
-        n_head=2,
-        d_ff=32,
-        n_layer=1,
-        n_classes=3,
-        pooling="mean",
-    )
+    config = classifier(tokenizer.get_vocab_size(), n_classes=3, pooling="mean")
     save_model(root / "model.pt", TinyTransformer(config).eval())
     (root / "labels.json").write_text(json.dumps({"classes": ["bad", "mixed", "good"]}))
     store = f"sqlite:///{root / 'mlflow.db'}"
@@ -351,15 +342,7 @@ def test_predict_without_the_alias_names_the_newest_version_and_the_commands(tmp
     mlflow.set_experiment("no-alias")
     tokenizer = train_tokenizer([f"review {i} film" for i in range(100)], TokenizeParams(vocab_size=200))
     tokenizer.save(str(tmp_path / "tokenizer.json"))
-    config = ModelConfig(
-        dropout=0.1,
-        pooling="last",
-        vocab_size=tokenizer.get_vocab_size(),
-        d_model=16,
-        n_head=2,
-        d_ff=32,
-        n_layer=1,
-    )
+    config = classifier(tokenizer.get_vocab_size())
     (tmp_path / "labels.json").write_text(json.dumps({"classes": ["bad", "good"]}))
     assert way_out("models:/tinytf-sentiment@champion") == "run the pipeline (evaluate registers it)"
     files = (tmp_path / "model.pt", tmp_path / "tokenizer.json", tmp_path / "labels.json", 16)

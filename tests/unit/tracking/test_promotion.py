@@ -10,10 +10,10 @@ import mlflow
 import pytest
 import torch
 
+from tests.helpers.model_fixtures import classifier
 from tinytf.cli.main import main
 from tinytf.data.texts import MAX_REQUEST_TOKENS, MAX_TEXTS
 from tinytf.data.tokenizer import train_tokenizer
-from tinytf.model.architecture import ModelConfig
 from tinytf.model.checkpoint import save_model
 from tinytf.model.transformer import TinyTransformer
 from tinytf.params.config import TokenizeParams
@@ -27,17 +27,7 @@ LABELS = ["bad", "bad", "bad", "good"]
 
 def constant_model(path, vocab_size: int, answer: int, classes: int = 2) -> None:
     """A classifier that gives class `answer` whatever the text: zero head weights, a bias for it."""
-    config = ModelConfig(
-        dropout=0.1,
-        pooling="last",
-        vocab_size=vocab_size,
-        d_model=16,
-        n_head=2,
-        d_ff=32,
-        n_layer=1,
-        n_classes=classes,
-    )
-    model = TinyTransformer(config).eval()
+    model = TinyTransformer(classifier(vocab_size, n_classes=classes)).eval()
     with torch.no_grad():
         model.cls_head.weight.zero_()
         model.cls_head.bias.fill_(-5.0)
