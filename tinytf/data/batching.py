@@ -1,16 +1,12 @@
-"""Batches for training: padded classification batches and language-model blocks.
-
-Classification (the course report 004 questions on padding / truncation / max_length / attention
-mask / DataLoader arguments): texts are stored as untruncated id lists; `PadCollate`
-truncates each to `max_length`, right-pads to the longest sequence in the batch (not to
-`max_length`: short batches stay short and fast) and returns
+"""Batches for training. Classification: `PadCollate` truncates the stored id lists to `max_length`
+and right-pads to the longest in the batch (short batches stay short and fast), giving
 
     input_ids       LongTensor (B, L)  token ids, PAD (=0) after the text
     attention_mask  LongTensor (B, L)  1 for real tokens, 0 for padding
     labels          LongTensor (B,)    class ids
 
-Language modelling: the corpus is one memory-mapped id array; a block of `block_size + 1`
-consecutive ids gives inputs `x = ids[:-1]` and next-token targets `y = ids[1:]`.
+Language modelling: a block of `block_size + 1` consecutive ids of the memory-mapped corpus gives
+inputs `x = ids[:-1]` and next-token targets `y = ids[1:]`.
 """
 
 from __future__ import annotations
@@ -47,11 +43,9 @@ class SentimentDataset(Dataset):
 
 
 class PadCollate:
-    """Truncate, pad and mask a list of (ids, label) pairs; see the module docstring.
-
-    `prefix_id` (e.g. [CLS]) is put before every text for first-token pooling; it counts
-    towards `max_length`. A class, not a closure, so DataLoader workers can pickle it.
-    """
+    """Truncate, pad and mask a list of (ids, label) pairs (see the module docstring); `prefix_id`
+    (e.g. [CLS]) goes before every text for first-token pooling and counts towards `max_length`.
+    A class, not a closure, so DataLoader workers can pickle it."""
 
     def __init__(self, max_length: int, pad_id: int = PAD_ID, prefix_id: int | None = None):
         if max_length < 1 + (prefix_id is not None):
@@ -73,23 +67,17 @@ class PadCollate:
         for row, seq in enumerate(seqs):
             input_ids[row, : len(seq)] = seq
         attention_mask = (np.arange(width) < lengths[:, None]).astype(np.int64)
-        labels = torch.tensor([label for _, label in batch], dtype=torch.long)
         return {
             "input_ids": torch.from_numpy(input_ids),
             "attention_mask": torch.from_numpy(attention_mask),
-            "labels": labels,
+            "labels": torch.tensor([label for _, label in batch], dtype=torch.long),
         }
 
 
 class LengthGroupedBatches(Sampler[list[int]]):
-    """Batches of similar-length texts, so padding (wasted compute) stays small.
-
-    Training (shuffle=True): a random permutation is cut into pools of `pool` batches; each
-    pool is sorted by length and cut into batches, and the batch order is shuffled. Every
-    epoch differs, every text appears once, and a batch holds neighbours in length only
-    within its pool (the "group by length" of HF Trainer). Evaluation (shuffle=False):
-    batches in order of length; `order` maps back to file order.
-    """
+    """Batches of similar-length texts, so padding (wasted compute) stays small. Training: a random
+    permutation is cut into pools of `pool` batches, each pool sorted by length and cut into batches,
+    the batch order shuffled (HF Trainer's "group by length"). Evaluation: batches in length order."""
 
     def __init__(
         self, lengths: list[int], batch_size: int, shuffle: bool, generator: torch.Generator, pool: int = 50
@@ -126,25 +114,15 @@ def sentiment_loader(
     group_by_length: bool = False,
     pad_id: int = PAD_ID,
 ) -> DataLoader:
-    """Training loaders shuffle (a fresh order each epoch from a seeded generator);
-    evaluation loaders keep file order, or length order with `group_by_length`. Workers stay
-    at 0: batches are tiny and a worker process costs more than it saves on two cores."""
+    """Training loaders shuffle (a fresh order each epoch from a seeded generator); evaluation loaders
+    keep file order, or length order. No workers: batches are tiny and a worker costs more than it saves."""
     generator = torch.Generator().manual_seed(seed)
     collate = PadCollate(max_length, pad_id=pad_id, prefix_id=prefix_id)
+    batching = {"batch_size": batch_size, "shuffle": shuffle}
     if group_by_length:
         lengths = [min(len(ids), max_length) for ids in dataset.input_ids]
-        batches = LengthGroupedBatches(lengths, batch_size, shuffle, generator)
-        return DataLoader(
-            dataset, batch_sampler=batches, collate_fn=collate, generator=generator, num_workers=0
-        )
-    return DataLoader(
-        dataset,
-        batch_size=batch_size,
-        shuffle=shuffle,
-        collate_fn=collate,
-        generator=generator,
-        num_workers=0,
-    )
+        batching = {"batch_sampler": LengthGroupedBatches(lengths, batch_size, shuffle, generator)}
+    return DataLoader(dataset, collate_fn=collate, generator=generator, num_workers=0, **batching)
 
 
 def load_tokens(path: str | Path) -> np.ndarray:

@@ -1,14 +1,6 @@
-"""In-domain text for the language model: review text added to the corpus train split.
-
-Out-of-domain news (PTB) alone does not transfer to movie-review sentiment at this scale; the
-review text a user already has does: the sentiment train texts (their labels are never read),
-rt_critic_snippets' movie synopses, and any unlabelled files (IMDB's 50k unlabelled reviews, say).
-Only the LM's train split grows, so its validation and test stay the corpus source's own and
-PTB perplexities stay comparable with the literature.
-
-The LM must never see a text the classifier is scored on: every LM text (in-domain and the
-corpus's own splits) equal to a sentiment validation or test text, as the tokenizer normalises
-them (`rows.text_key`), is dropped, and the counts go to the data card.
+"""Review text added to the LM's train split (only: PTB perplexities stay comparable), since news
+alone does not transfer to movie-review sentiment at this scale. Every LM text equal to a text the
+classifier is scored on, as the tokenizer normalises them, is dropped and counted in the data card.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""Class names to label ids: inferred from train, or given by `labels`, and refused when a guess
-would be needed.
-
-The readers have already turned every raw label into a class name (a string) or stopped
-at a missing or impossible one; here the names become ids 0..K-1.
-"""
+"""Class names (the readers' strings) to label ids 0..K-1: inferred from train, or given by
+`labels`, and refused when a guess would be needed."""
 
 from __future__ import annotations
 
@@ -51,13 +47,9 @@ def map_labels(
     classes: list[str] | None = None,
     key: str = "prepare.sentiment",
 ) -> tuple[dict[str, pd.DataFrame], list[str]]:
-    """Turn class names into ids 0..K-1 and return the class names in id order.
-
-    With `classes` given, every label must be one of them. Otherwise the classes are
-    the sorted distinct labels of the train split (numbers sort numerically), and a label
-    in validation or test that train never shows is an error: the model could not
-    predict it and its metrics would silently lie.
-    """
+    """Turn class names into ids 0..K-1 and return the class names in id order: `classes`, or the
+    sorted distinct labels of train. A label not among them is an error: the model could not
+    predict it and its metrics would silently lie."""
     if not classes:
         classes = infer_classes(splits["train"], files.get("train", "train"), key)
         # before the other splits: their second class would read as unknown to a one-class train

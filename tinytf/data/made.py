@@ -12,8 +12,7 @@ from tinytf.errors import DataError
 
 
 def read_frame(path: str | Path, stage: str, **kwargs) -> pd.DataFrame:
-    """A parquet file that `stage` writes: missing, or damaged (truncated, overwritten), in one line
-    naming it and what brings it back, not pyarrow's traceback."""
+    """A parquet file that `stage` writes."""
     path = Path(path)
     if not path.exists():
         raise DataError(f"{path}: file not found; run `dvc repro {stage}`")

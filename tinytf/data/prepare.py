@@ -1,10 +1,5 @@
-"""Preparing data (the core of stage `prepare`): turn a named source into verified train/validation/test parquet splits.
-
-The corpus (for language modelling) gets one column `text`; the sentiment data gets
-`text` and an integer `label`, with the class names saved beside it. Everything is
-computed in memory first and written only when every check has passed, each file
-atomically, so bad input never leaves half-written outputs.
-"""
+"""Preparing data (the core of stage `prepare`): turn a named source into verified train/validation/test
+parquet splits, written only when every check has passed, so bad input never leaves half-written outputs."""
 
 from __future__ import annotations
 
@@ -41,9 +36,6 @@ class Dataset:
     unlabelled: pd.Series | None = None  # in-domain text without labels (rt_critic_snippets' plot rows)
 
 
-# --------------------------------------------------------------------------- corpus
-
-
 def load_corpus(params: CorpusParams, seed: int, key: TextKey | None = None) -> Dataset:
     if params.source == "ptb":
         texts = sources.extract_ptb()
@@ -55,9 +47,6 @@ def load_corpus(params: CorpusParams, seed: int, key: TextKey | None = None) -> 
     else:  # unreachable after params validation; kept so a new source cannot slip through
         raise DataError(f"unknown corpus source '{params.source}'")
     return _finish(data, params.max_rows)
-
-
-# --------------------------------------------------------------------------- sentiment
 
 
 def load_sentiment(params: SentimentParams, seed: int, key: TextKey | None = None) -> Dataset:
@@ -99,42 +88,31 @@ def load_rotten_tomatoes(params: SentimentParams, seed: int) -> Dataset:
     )
     classes = ["rotten", "fresh"]
     label = frame["category"].map({name: i for i, name in enumerate(classes)}).astype("int64")
-    frame = frame.assign(label=label, split=assignment)
+    # group: the movie, as test texts of one movie are not independent (tinytf.analysis.multiboot)
+    frame = frame.assign(label=label, split=assignment).rename(columns={"movie_name": "group"})
     splits = {
-        s: frame.loc[frame["split"] == s, ["text", "label", "row", "movie_name"]].reset_index(drop=True)
+        s: frame.loc[frame["split"] == s, ["text", "label", "row", "group"]].reset_index(drop=True)
         for s in SPLITS
     }
     # the LM reads only synopses of train movies: one of a validation or test movie would tell the
     # pretrained start about the texts it is scored on, which scratch never reads
-    train_movies = set(splits["train"]["movie_name"])
+    train_movies = set(splits["train"]["group"])
     of_train = plot["movie_name"].astype(str).isin(train_movies).to_numpy()
     notes = {
         "dropped_plot_rows": n_plot,
         "plot_rows_of_held_out_movies": int((~of_train).sum()),
         "dropped_duplicate_texts": n_dup,
         "grouped_by": "movie_name",
-        "movies": {s: int(splits[s]["movie_name"].nunique()) for s in SPLITS},
+        "movies": {s: int(splits[s]["group"].nunique()) for s in SPLITS},
     }
-    for s in SPLITS:  # the movie: test texts of one movie are not independent (tinytf.analysis.multiboot)
-        splits[s] = splits[s].rename(columns={"movie_name": "group"})
-    files = {s: ROTTEN_FILE for s in SPLITS}
+    files = dict.fromkeys(SPLITS, sources.ROTTEN_TOMATOES.member)
     plot = plot.loc[of_train, "text"]
     return Dataset("sentiment", "rt_critic_snippets", splits, classes, notes, files, plot[plot != ""])
 
 
-ROTTEN_FILE = sources.ROTTEN_TOMATOES.member
-
-
-# --------------------------------------------------------------------------- files
-
-
 def load_files(name, files: FileSplits, params, label_column, seed: int, key: TextKey) -> Dataset:
-    """Bring-your-own data; missing validation/test splits are carved out of train.
-
-    Every row read is kept in a split or dropped for a counted reason (empty text, a repeat of
-    an earlier text, a train text that is also a validation or test text, beyond `max_rows`);
-    the ledger goes to the data card and is checked to add up.
-    """
+    """Bring-your-own data; missing validation/test splits are carved out of train. Every row read is
+    kept in a split or dropped for a counted reason: the ledger goes to the data card, checked to add up."""
     paths = {split: str(getattr(files, split)) for split in SPLITS if getattr(files, split)}
     if "train" not in paths:
         raise DataError(f"prepare.{name}.files.train: a train file is required for source 'files'")
@@ -173,10 +151,8 @@ def load_files(name, files: FileSplits, params, label_column, seed: int, key: Te
 def _carve(frames: dict[str, pd.DataFrame], carved: list[str], params, labelled: bool, seed: int) -> None:
     train = frames["train"]
     labels = train["label"].to_numpy() if labelled else np.zeros(len(train))
-    fractions = {
-        split: getattr(params.split, split) if split in carved else 0.0 for split in ("validation", "test")
-    }
-    assignment = stratified_group_split(labels, None, fractions["validation"], fractions["test"], seed)
+    validation, test = (getattr(params.split, s) if s in carved else 0.0 for s in ("validation", "test"))
+    assignment = stratified_group_split(labels, None, validation, test, seed)
     for split in ["train"] + carved:
         frames[split] = train[assignment == split].reset_index(drop=True)
 
@@ -192,9 +168,6 @@ def _refuse_txt_label_guess(name: str, path: str, train: pd.DataFrame) -> None:
         f"e.g. labels: {sorted(counts.index[:2].tolist())}; first words found: {seen}"
         + (", ..." if len(counts) > 6 else "")
     )
-
-
-# --------------------------------------------------------------------------- writing
 
 
 def _finish(data: Dataset, max_rows: int) -> Dataset:
@@ -224,13 +197,9 @@ def run_prepare(
     match_rule: str = "",
     before_swap: Callable[[], None] | None = None,
 ):
-    """Load both datasets, then write parquet splits, label names, stats JSON and the data card.
-
-    `key` is the tokenizer's view of a text (see `rows.text_key`): repeats, overlaps and the
-    in-domain held-out check compare texts through it; `match_rule` says so in the data card.
-    `before_swap` runs once everything is written aside and may raise to put nothing in place
-    (the stage checks that its params did not change meanwhile).
-    """
+    """Load both datasets, then write parquet splits, label names, stats JSON and the data card. Texts
+    are compared through `key`, the tokenizer's view of a text (`rows.text_key`), as `match_rule` says.
+    `before_swap` runs once everything is written aside and may raise to put nothing in place."""
     if key is None:
         key, match_rule = text_key(), describe_rule("bpe", True)
     corpus, sentiment = load_corpus(params.corpus, seed, key), load_sentiment(params.sentiment, seed, key)
@@ -267,10 +236,8 @@ def run_prepare(
 
 
 def _replace_dir(new: Path, target: Path) -> None:
-    """Put a fully written folder in place of `target`: the splits of one run never mix with an
-    older run's files, and a failure before this point writes nothing there (under DVC, which has
-    removed the last outputs, `dvc checkout` brings them back). Kept here, not in tinytf/io.py,
-    because prepare is the one stage that writes a folder whole."""
+    """Put a fully written folder in place of `target`, so the splits of one run never mix with an
+    older run's files. Here, not in tinytf/io.py: prepare is the one stage that writes a folder whole."""
     old = target.parent / f".{target.name}.old"
     shutil.rmtree(old, ignore_errors=True)
     if target.exists():

@@ -1,22 +1,8 @@
-"""Parsers for bring-your-own data and for the line formats of the built-in sources.
-
-Formats by extension, each read by the library made for it:
-
-- .csv: Python's `csv` module, RFC 4180 quoting (a field in double quotes may hold commas,
-  newlines and doubled `""` quotes; a quote anywhere else is an error, not a guess);
-- .tsv: Python's `csv` module with no quoting (IANA text/tab-separated-values): a quote is
-  data, and a field cannot hold a tab or a newline;
-- .jsonl: one JSON object a line, `json.loads` line by line;
-- .parquet: pyarrow, read in record batches of only the wanted columns;
-- .txt: one text a line; labelled, `LABEL<space>text` (the SST-2 layout).
-
-We use `csv` and `json` rather than `pandas.read_csv`/`read_json` because they stream and
-tell the line a record starts on (a quoted field may span lines), which is what an error
-must name. Every reader returns a DataFrame with `text`, `label` when asked for (the class
-name as a string) and `row`: the line of the record in a text format (as an editor numbers
-it), the 1-based row in a parquet file. Blank lines are not rows. Texts keep their inner
-characters; only surrounding whitespace is stripped, and an empty text is kept here so the
-caller can count what it drops.
+"""Readers of bring-your-own files (the formats' table is in docs/data.md) and of the built-in
+sources' line formats. `csv` and `json`, not pandas' readers: they stream and tell the line a record
+starts on (a quoted field may span lines), which an error must name. Every reader returns `text`,
+`row` (the line, or the 1-based parquet row) and `label` when asked for (the class name as a
+string); an empty text is kept so the caller can count what it drops.
 """
 
 from __future__ import annotations
@@ -35,21 +21,6 @@ FORMATS = (".csv", ".tsv", ".parquet", ".jsonl", ".txt")
 # a quoted field longer than this is almost surely a quote left open many lines above
 FIELD_LIMIT = 1 << 24
 PARQUET_BATCH_ROWS = 65_536
-
-
-def decode(path: Path, raw: bytes, encoding: str) -> str:
-    """Decode strictly; on failure name the file, line and byte so the user can find it."""
-    try:
-        return raw.decode(encoding)
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        raise DataError(
-            f"{path}: line {line}: byte 0x{raw[exc.start]:02x} at offset {exc.start} is not valid "
-            f"{encoding}; re-save the file as UTF-8 or set the source's `encoding` param "
-            f"(e.g. cp1252)"
-        ) from None
-    except LookupError:
-        raise DataError(f"{path}: unknown encoding '{encoding}'") from None
 
 
 def position(path) -> str:
@@ -75,12 +46,19 @@ def _open_text(path: Path, encoding: str):
 
 
 def _decode_error(path: Path, encoding: str) -> DataError:
-    # the streaming decoder fails a chunk ahead of the parser; decode the bytes again to
-    # find the exact line and byte
+    """The streaming decoder fails a chunk ahead of the parser: the bytes decoded again name the
+    line and byte, so the user can find it."""
+    raw = path.read_bytes()
     try:
-        decode(path, path.read_bytes(), encoding)
-    except DataError as exc:
-        return exc
+        raw.decode(encoding)
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        return DataError(
+            f"{path}: line {line}: byte 0x{raw[exc.start]:02x} at offset {exc.start} is not valid "
+            f"{encoding}; re-save the file as UTF-8 or set the source's `encoding` param (e.g. cp1252)"
+        )
+    except LookupError:
+        return DataError(f"{path}: unknown encoding '{encoding}'")
     return DataError(f"{path}: not valid {encoding}")
 
 
@@ -91,15 +69,9 @@ def _frame(texts: list[str], rows, labels: list[str] | None) -> pd.DataFrame:
     return frame
 
 
-# --------------------------------------------------------------------------- labels
-
-
 def label_name(value, path, row: int, column: str) -> str:
-    """The class name of one raw label, or an error naming where it is and why it cannot be one.
-
-    1, 1.0 and "1" are one class (pandas and JSON write whole numbers either way); a missing
-    value, a fraction or a nested value is not a class.
-    """
+    """The class name of one raw label: 1, 1.0 and "1" are one class (pandas and JSON write whole
+    numbers either way); a missing value, a fraction or a nested value is an error naming where."""
     where = f"{path}: {position(path)} {row}"
     if value is None or (isinstance(value, float) and math.isnan(value)):
         raise DataError(f"{where}: the label ('{column}') is missing; every row needs one")
@@ -135,9 +107,6 @@ def _text_value(value, path, row: int, column: str) -> str:
     return value.strip()
 
 
-# --------------------------------------------------------------------------- line formats
-
-
 def _split_label_line(path, number: int, line: str) -> tuple[str, str]:
     label, sep, sentence = line.strip().partition(" ")
     if "\t" in label:  # LABEL<tab>text is the same layout
@@ -154,33 +123,25 @@ def _split_label_line(path, number: int, line: str) -> tuple[str, str]:
 
 def parse_label_lines(path: str | Path, text: str) -> pd.DataFrame:
     """`LABEL<space>sentence` per line (SST-2's stsa.binary.* layout); blank lines are skipped."""
-    return _label_frame(path, enumerate(text.splitlines(), start=1))
+    return _line_frame(path, enumerate(text.splitlines(), start=1), labelled=True)
 
 
 def parse_text_lines(text: str) -> pd.DataFrame:
     """One document per non-blank line; surrounding whitespace dropped."""
-    return _text_frame(enumerate(text.splitlines(), start=1))
+    return _line_frame(None, enumerate(text.splitlines(), start=1), labelled=False)
 
 
-def _label_frame(path, lines: Iterator[tuple[int, str]]) -> pd.DataFrame:
+def _line_frame(path, lines: Iterator[tuple[int, str]], labelled: bool) -> pd.DataFrame:
     rows, labels, texts = [], [], []
     for number, line in lines:
         if line.strip():
-            label, sentence = _split_label_line(path, number, line)
+            label, text = _split_label_line(path, number, line) if labelled else (None, line.strip())
             rows.append(number)
             labels.append(label)
-            texts.append(sentence)
-    return pd.DataFrame({"text": texts, "label": labels, "row": rows})
-
-
-def _text_frame(lines: Iterator[tuple[int, str]]) -> pd.DataFrame:
-    rows, texts = [], []
-    for number, line in lines:
-        stripped = line.strip()
-        if stripped:
-            rows.append(number)
-            texts.append(stripped)
-    return pd.DataFrame({"text": texts, "row": rows})
+            texts.append(text)
+    return pd.DataFrame(
+        {"text": texts, "label": labels, "row": rows} if labelled else {"text": texts, "row": rows}
+    )
 
 
 def _read_txt(path: Path, labelled: bool, encoding: str) -> pd.DataFrame:
@@ -188,12 +149,9 @@ def _read_txt(path: Path, labelled: bool, encoding: str) -> pd.DataFrame:
         try:
             # newline="" keeps "\r\n"; strip() removes it like any trailing whitespace
             lines = enumerate(handle, start=1)
-            return _label_frame(path, lines) if labelled else _text_frame(lines)
+            return _line_frame(path, lines, labelled)
         except UnicodeDecodeError:
             raise _decode_error(path, encoding) from None
-
-
-# --------------------------------------------------------------------------- csv / tsv
 
 
 def _columns_of(path, header: list[str], text_column: str, label_column: str | None) -> list[int]:
@@ -272,9 +230,6 @@ def _quote_message(path, start: int, line: int, exc: csv.Error) -> str:
         f'with one, and a quote inside it is written twice (""). A file without quoting can be '
         f"saved as .tsv, where quotes are plain characters"
     )
-
-
-# --------------------------------------------------------------------------- jsonl / parquet
 
 
 def _read_jsonl(path: Path, text_column: str, label_column: str | None, encoding: str) -> pd.DataFrame:

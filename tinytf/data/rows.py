@@ -1,10 +1,6 @@
-"""What happens to every row of a bring-your-own file: kept in a split, or dropped for a reason
-the data card counts.
-
-Texts are compared after the tokenizer's own normalisation (its `normalizer`, then runs of
-whitespace collapsed): two texts the model would read as the same tokens are one text, so
-a repeated review is not trained on twice and a test review is never also a train review.
-"""
+"""What happens to every row of a bring-your-own file: kept in a split, or dropped for a reason the
+data card counts. Texts are compared as the tokenizer normalises them: two texts the model reads as
+the same tokens are one, so a test review is never also a train review."""
 
 from __future__ import annotations
 
@@ -22,12 +18,10 @@ CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 def text_key(kind: str = "bpe", lowercase: bool = True) -> TextKey:
-    """The texts as the tokenizer sees them (the normalizer of `tokenize.kind`/`lowercase`).
-
-    HF's `normalize_str` costs microseconds a call (it tracks offsets), so each distinct text
-    is normalised once per key function, and an ASCII text without control characters, which either normalizer
-    can only lowercase, takes Python's `lower()`; a test checks both paths agree with it.
-    """
+    """The texts as the normalizer of `tokenize.kind`/`lowercase` sees them. HF's `normalize_str` is
+    slow (it tracks offsets), so each distinct text is normalised once, and an ASCII text without
+    control characters, which either normalizer can only lowercase, takes Python's `lower()`; a
+    test checks both paths agree."""
     from tinytf.data.tokenizer import build_tokenizer
     from tinytf.params.config import TokenizeParams
 

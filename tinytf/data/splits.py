@@ -1,10 +1,6 @@
-"""Deterministic stratified (and optionally grouped) train/validation/test splits.
-
-Grouping matters for review data: two snippets about the same movie share names and
-plot words, so a movie seen in training and again in test inflates test accuracy. Each
-group goes whole to one split; within that constraint, groups are placed greedily so
-every split gets close to its target share of every class.
-"""
+"""Deterministic stratified (and optionally grouped) train/validation/test splits. Each group (a
+movie: its snippets share names and plot words) goes whole to one split, groups placed greedily so
+every split gets close to its target share of every class."""
 
 from __future__ import annotations
 
@@ -20,12 +16,8 @@ def stratified_group_split(
     test: float,
     seed: int,
 ) -> np.ndarray:
-    """Return an array of split names, one per row.
-
-    `labels` may be None-free any hashable values (all one class for unlabelled text);
-    `groups` None means every row is its own group. The result depends only on the
-    inputs and the seed.
-    """
+    """An array of split names, one per row; `groups` None makes every row its own group. `labels`
+    may be any hashable values but None (all one class for unlabelled text)."""
     labels = np.asarray(labels)
     if groups is None:
         return _stratified_rows(labels, validation, test, seed)

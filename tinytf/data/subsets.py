@@ -1,9 +1,6 @@
-"""Nested, stratified subsets of the train labels: the x axis of the labelled-data curve.
-
-For one seed, the subsets of every size are prefixes of one class-balanced order, so 250 ⊂
-1,000 ⊂ 3,000 ⊂ all and each keeps the train split's class shares. The fine-tuning starts and
-the baselines take the same subset for the same seed: their comparison is paired.
-"""
+"""Nested, stratified subsets of the train labels, the x axis of the labelled-data curve: for one
+seed, prefixes of one class-balanced order (250 ⊂ 1,000 ⊂ all), the same for every start and the
+baselines, so that their comparison is paired."""
 
 from __future__ import annotations
 
@@ -15,10 +12,8 @@ ALL = 0  # a label count of 0 means every train label
 
 
 def label_order(labels: np.ndarray, seed: int) -> np.ndarray:
-    """A permutation of the rows whose every prefix has (about) the class shares of the whole.
-
-    Each class is shuffled on its own, then the classes are interleaved by the fraction of their
-    rows already placed: a row's key is (its rank in its class + jitter) / class size."""
+    """A permutation of the rows whose every prefix has (about) the class shares of the whole: each
+    class shuffled on its own, a row's key is (its rank in its class + jitter) / class size."""
     labels = np.asarray(labels)
     rng = np.random.default_rng(seed)
     keys = np.empty(len(labels))

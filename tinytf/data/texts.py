@@ -1,8 +1,6 @@
 """Texts from a user: the arguments and files of `tinytf score` / `tinytf predict`, and the rows
-posted to the served champion. They are checked before any model runs, so a bad one is a
-sentence naming it instead of a traceback or a silent answer (an empty text once scored as
-perplexity 1.00 over 0 tokens, and was classified).
-"""
+posted to the served champion, checked before any model runs, so a bad one is a sentence naming
+it instead of a traceback or a silent answer."""
 
 from __future__ import annotations
 
@@ -17,8 +15,7 @@ from tinytf.errors import DataError
 MAX_TEXTS = 1000
 MAX_CHARS = 100_000  # far beyond a review; the model reads only its first max_length tokens
 # and the request as a whole: the tokenizer holds about a hundred times a request's bytes while it
-# encodes (400 texts of 100,000 characters, 40 MB, peaked at 4.75 GB), so the total is bounded
-# first by bytes, before any encoding, then by the tokens they gave
+# encodes, so the total is bounded first by bytes, before any encoding, then by the tokens they gave
 MAX_REQUEST_BYTES = 1_000_000  # UTF-8 bytes of all texts together
 MAX_REQUEST_TOKENS = 250_000  # tokens of all texts together
 

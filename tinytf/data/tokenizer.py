@@ -1,14 +1,10 @@
-"""The tokenizer (the core of stage `tokenize`): train a BPE tokenizer with HF `tokenizers` and encode the prepared data.
-
-The corpus becomes one flat array of token ids per split (an end-of-sentence token after
-every line) stored as uint16 `.npy` when the vocabulary fits, so language-model batches
-are slices of a memory map. Sentiment texts are stored as untruncated id lists: the
-collate function truncates to `max_length`, pads and builds the attention mask, so one
-encoding serves every `max_length` a later stage chooses.
-"""
+"""The tokenizer (the core of stage `tokenize`): train one with HF `tokenizers` and encode the prepared
+data: the corpus as one id array per split (LM batches are slices of a memory map), sentiment texts
+untruncated (the collate function truncates, so one encoding serves every `max_length`)."""
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Iterable, Iterator
@@ -30,37 +26,27 @@ PAD, UNK, CLS, MASK, EOS = SPECIAL_TOKENS
 
 
 def build_tokenizer(params: TokenizeParams) -> tuple[Tokenizer, trainers.Trainer]:
+    options = {"vocab_size": params.vocab_size, "min_frequency": params.min_frequency, "show_progress": False}
     if params.kind == "bpe":
         tokenizer = Tokenizer(models.BPE(unk_token=UNK))
         steps = [normalizers.NFKC()] + ([normalizers.Lowercase()] if params.lowercase else [])
         tokenizer.normalizer = normalizers.Sequence(steps)
         tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=True)
         tokenizer.decoder = decoders.ByteLevel()
-        trainer = trainers.BpeTrainer(
-            vocab_size=params.vocab_size,
-            min_frequency=params.min_frequency,
-            special_tokens=SPECIAL_TOKENS,
-            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-            show_progress=False,
-        )
+        alphabet = pre_tokenizers.ByteLevel.alphabet()
+        trainer = trainers.BpeTrainer(special_tokens=SPECIAL_TOKENS, initial_alphabet=alphabet, **options)
     else:
         tokenizer = Tokenizer(models.WordPiece(unk_token=UNK))
         tokenizer.normalizer = normalizers.BertNormalizer(lowercase=params.lowercase)
         tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
         tokenizer.decoder = decoders.WordPiece()
-        trainer = trainers.WordPieceTrainer(
-            vocab_size=params.vocab_size,
-            min_frequency=params.min_frequency,
-            special_tokens=SPECIAL_TOKENS,
-            show_progress=False,
-        )
+        trainer = trainers.WordPieceTrainer(special_tokens=SPECIAL_TOKENS, **options)
     return tokenizer, trainer
 
 
-# BPE training on one huge "word" is super-linear (each merge rescans the whole word): a text of
-# 300,000 characters without a space took 30 s, and one of 10 MB stalled `tokenize` for minutes.
-# Training sees longer runs of non-space characters cut into pieces of this size (encoding sees
-# every text whole); no text of the default corpora, SST-2 or IMDB has a run of even 200
+# BPE training on one huge "word" is super-linear (each merge rescans the whole word), so training
+# sees longer runs of non-space characters cut into pieces of this size (encoding sees every text
+# whole); no text of the default corpora, SST-2 or IMDB has a run of even 200
 MAX_TRAINING_WORD = 1000
 RUNS = re.compile(r"\S+|\s+")
 
@@ -123,26 +109,19 @@ def id_dtype(vocab_size: int) -> type:
 
 
 def encode_stream(tokenizer: Tokenizer, texts: list[str], chunk_lines: int = 256) -> np.ndarray:
-    """All texts as one id array, each followed by [EOS].
-
-    Lines are joined into chunks with the literal "[EOS]" between them: special tokens
-    are split out before normalisation, so the ids equal per-line encoding plus EOS, but
-    a few hundred chunks cross the Python boundary instead of one object per line, which
-    is what made per-line encoding slow.
-    """
+    """All texts as one id array, each followed by [EOS]. Lines are joined into chunks with the literal
+    "[EOS]" between them: special tokens are split out before normalisation, so the ids equal per-line
+    encoding plus EOS, but a few hundred chunks cross the Python boundary, not one object per line."""
     chunks = [EOS.join(texts[i : i + chunk_lines]) + EOS for i in range(0, len(texts), chunk_lines)]
     dtype = id_dtype(tokenizer.get_vocab_size())
     parts = [np.asarray(ids, dtype=dtype) for ids in encode(tokenizer, chunks)]
     return np.concatenate(parts) if parts else np.empty(0, dtype=dtype)
 
 
-# One recipe: train, encode each split while counting, then write every file only once
-# everything is computed, so a failure leaves nothing half-written; split up, that order is harder to see.
+# one recipe: train, encode and count, then write only once everything is computed, so a failure
+# leaves nothing half-written; split up, that order is harder to see
 def run_tokenize(
-    params: TokenizeParams,
-    prepared: str | Path,
-    out_dir: str | Path,
-    report_path: str | Path,
+    params: TokenizeParams, prepared: str | Path, out_dir: str | Path, report_path: str | Path
 ) -> tuple[dict, dict]:
     """Train, encode, write. Returns (metrics for reports/, timings for the terminal and MLflow)."""
     prepared, out_dir = Path(prepared), Path(out_dir)
@@ -201,8 +180,6 @@ def run_tokenize(
         write_parquet(out_dir / "tokens" / "sentiment" / f"{split}.parquet", frame)
     labels_file = prepared / "sentiment" / "labels.json"
     if labels_file.exists():
-        import json
-
         write_json(out_dir / "tokens" / "sentiment" / "labels.json", json.loads(labels_file.read_text()))
     write_json(report_path, metrics)
     timings = {

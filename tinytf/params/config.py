@@ -1,11 +1,6 @@
-"""Typed params: `params.yaml` is validated once, at the edge, into dataclasses.
-
-Every section of params.yaml has a dataclass here. `load_params` checks the whole file
-before any stage does work: unknown keys (with a "did you mean"), wrong types, values out
-of range and missing sections all raise `ParamsError` naming the dotted key and the file.
-Range limits live in each field's metadata (`ge`, `gt`, `le`, `lt`) so the schema reads as
-documentation; checks that involve several fields live in `validate()` methods.
-"""
+"""Typed params: each section of params.yaml as a dataclass, the whole file checked by `load_params`
+before any stage does work. Range limits live in each field's metadata (`ge`, `gt`, `le`, `lt`) so
+the schema reads as documentation; checks that involve several fields live in `validate()` methods."""
 
 from __future__ import annotations
 
@@ -34,11 +29,9 @@ from tinytf.params.schema import DeclaredParams, bounded, parse_section, read_ya
 from tinytf.params.starts import CURVE_STARTS, GRID_STARTS
 
 # Upper bounds of the keys that size memory or time: far above a run on one machine, low enough that a
-# typo (10^12) is refused at once rather than allocating or looping for hours (issue 72)
+# typo (10^12) is refused at once rather than allocating or looping for hours
 SEED = 2**32 - 1  # what numpy's seeding takes
 BATCH, EPOCHS, STEPS, ROWS = 65_536, 10_000, 10_000_000, 100_000_000
-
-# --------------------------------------------------------------------------- sections
 
 
 @dataclass
@@ -67,8 +60,7 @@ class TokenizeParams:
 
 
 def _model_params() -> type:
-    """The `model:` section: ModelConfig's user-settable fields, with its types, defaults and limits
-    (one source of truth), plus the cross-field check."""
+    """The `model:` section: ModelConfig's params fields with its types, defaults and limits."""
     hints = typing.get_type_hints(ModelConfig)
     fields_ = [
         (f.name, hints[f.name], field(default=f.default, metadata=f.metadata))
@@ -202,10 +194,7 @@ class FinetuneParams:
                 f"{file}: {key}.label_counts: must include 0 (all labels), got {self.label_counts}"
             )
         searched = self.search_labels if isinstance(self.search_labels, list) else [self.search_labels]
-        for name, counts in (
-            ("search_labels", searched),
-            ("snapshot_labels", [self.snapshot_labels]),
-        ):
+        for name, counts in (("search_labels", searched), ("snapshot_labels", [self.snapshot_labels])):
             for count in counts:
                 if count not in self.label_counts:
                     raise ParamsError(
@@ -352,9 +341,6 @@ class Params:
     evaluate: EvaluateParams = field(default_factory=EvaluateParams)
     probes: ProbesParams = field(default_factory=ProbesParams)
     complexity: ComplexityParams = field(default_factory=ComplexityParams)
-
-
-# --------------------------------------------------------------------------- loading
 
 
 def load_params(path: str | Path = "params.yaml", overrides: dict[str, Any] | None = None) -> Params:

@@ -1,9 +1,7 @@
-"""`pretrain.launcher`: the program that starts the pretrain stage, as a list of arguments.
-
-It was once a shell string put in front of `stages/pretrain.py` in dvc.yaml, so a value such as
-`python; touch X` ran as a command. Now dvc.yaml always runs `python stages/pretrain.py` and the
-stage starts itself again under the launcher (tinytf.train.distributed.relaunch) with an argument
-list, never a shell; and only torchrun with the flags below is accepted, each value a plain word.
+"""`pretrain.launcher`: the program that starts the pretrain stage, as a list of arguments, never
+shell text (where `python; touch X` would run as a command): dvc.yaml runs `python stages/pretrain.py`,
+which starts itself again under the launcher (tinytf.train.distributed.relaunch). Only torchrun with
+the flags below is accepted, each value a plain word.
 """
 
 from __future__ import annotations
@@ -14,18 +12,10 @@ from tinytf.errors import ParamsError
 
 # torchrun's flags a single- or multi-node DDP run needs (torch.distributed.run --help); both
 # spellings torchrun takes, `--flag=value` only, so a value can never be taken for another flag
-FLAGS_WITH_VALUE = {
-    "nproc_per_node",
-    "nnodes",
-    "node_rank",
-    "master_addr",
-    "master_port",
-    "rdzv_backend",
-    "rdzv_endpoint",
-    "rdzv_id",
-    "max_restarts",
-    "monitor_interval",
-}
+FLAGS_WITH_VALUE = set(
+    "nproc_per_node nnodes node_rank master_addr master_port rdzv_backend rdzv_endpoint rdzv_id "
+    "max_restarts monitor_interval".split()
+)
 FLAGS_ALONE = {"standalone"}
 VALUE = re.compile(r"[A-Za-z0-9_.:-]{1,100}")  # a number, host:port, backend name or run id
 EXAMPLE = "[torchrun, --nproc_per_node=8]"

@@ -12,8 +12,7 @@ from tinytf.errors import ParamsError
 
 # a name MLflow registers and that tinytf's models:/NAME@ALIAS URIs and search filters can carry:
 # MLflow refuses '/', ':', '%' and names that a path would normalise to another; '@' would split an
-# alias URI and a quote break the filter `name = '...'` (the pipeline once stayed green with
-# nothing registered)
+# alias URI and a quote break the filter `name = '...'`
 REGISTRY_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,255}")
 
 
@@ -26,9 +25,8 @@ def check_registry_name(name: str, key: str, file: str) -> None:
 
 
 def optimizer_names() -> list[str]:
-    """torch.optim's optimizer classes, read from its `__all__` without importing torch (2 s that
-    every matrix cell's params check would pay); imported and inspected where that file cannot be
-    read. tests/unit/params checks both ways agree for the installed torch."""
+    """torch.optim's optimizer classes, read from its `__all__` without importing torch (a cost every
+    matrix cell's params check would pay), else imported; tests/unit/params checks both agree."""
     import ast
     import importlib.util
 

@@ -1,9 +1,6 @@
-"""dvc.yaml, read in one place for every caller: the stages (parsed once per file version), the
+"""dvc.yaml, read in one place for the stage scripts, `tinytf run` and `tinytf deps`: the stages, the
 params keys a stage declares, the stage whose outputs hold a path, and a stage's command lines
-with `${}` resolved as DVC resolves them (a matrix: one command per cell).
-
-The stage scripts (their params and error lines), `tinytf run` and `tinytf deps` all read it here.
-"""
+with `${}` resolved as DVC resolves them (a matrix: one command per cell)."""
 
 from __future__ import annotations
 
@@ -23,8 +20,7 @@ DVC_FILE = Path("dvc.yaml")
 
 
 def dvc_stages(dvc_file: Path = DVC_FILE) -> dict:
-    """dvc.yaml's `stages:`, parsed once per process and file version: a stage's --help, its params
-    and its error lines all read it."""
+    """dvc.yaml's `stages:`, parsed once per file version: its --help, params and errors read it."""
     stat = dvc_file.stat()
     return _parsed_stages(dvc_file.resolve(), stat.st_mtime_ns, stat.st_size)
 

@@ -1,15 +1,11 @@
-"""The `prepare` section of params.yaml: where the data comes from, and which combinations of
-keys make sense.
-
-A key that only `source: files` reads, set beside another source, is an error rather than
-silently ignored; so are two splits read from one file, or split fractions when no split is
-carved. Each message names the key that settles it.
-"""
+"""The `prepare` section of params.yaml: where the data comes from. A key only `source: files` reads,
+set beside another source, is an error rather than silently ignored; so are two splits read from
+one file, or split fractions when no split is carved. Each message names the key that settles it."""
 
 from __future__ import annotations
 
 import codecs
-from dataclasses import dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from typing import Literal
 
 from tinytf.errors import ParamsError
@@ -134,9 +130,7 @@ def encoding_of(section, path: str) -> str:
 def check_encodings(section, extra_files: list[str], key: str, file: str) -> None:
     """A per-file `encoding` names only files of the section, and codecs Python knows."""
     wanted = section.encoding if isinstance(section.encoding, dict) else {"": section.encoding}
-    paths = {
-        str(getattr(section.files, f.name)) for f in fields(FileSplits) if getattr(section.files, f.name)
-    }
+    paths = {str(path) for path in asdict(section.files).values() if path}
     for path, codec in wanted.items():
         where = f"{key}.encoding" + (f"[{path}]" if path else "")
         if path and path not in paths | {str(p) for p in extra_files}:
@@ -159,9 +153,7 @@ def _changed(section, names: tuple[str, ...]) -> list[str]:
 
 def check_source(section, key: str, file: str, official_splits: bool, file_keys: tuple[str, ...]) -> None:
     """Keys that contradict the chosen source; shared by the corpus and the sentiment sections."""
-    paths = {
-        f.name: getattr(section.files, f.name) for f in fields(FileSplits) if getattr(section.files, f.name)
-    }
+    paths = {split: path for split, path in asdict(section.files).items() if path}
     if section.source != "files":
         for name in (["files"] if paths else []) + _changed(section, file_keys):
             raise ParamsError(

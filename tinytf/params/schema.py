@@ -1,15 +1,11 @@
-"""Typed sections from YAML: the machinery `tinytf.params.config` builds params.yaml's schema with.
-
-`parse_section` builds a dataclass from a mapping, checking every key (unknown ones get a "did
-you mean"), type and limit (`ge`/`gt`/`le`/`lt` in a field's metadata, set with `bounded`), and
-raises `ParamsError` naming the dotted key and the file. `DeclaredParams` is a read-only view
-that lets its reader see only the keys it declares.
-"""
+"""Typed sections from YAML: the machinery `tinytf.params.config` builds params.yaml's schema with,
+and `DeclaredParams`, a read-only view that lets its reader see only the keys it declares."""
 
 from __future__ import annotations
 
 import dataclasses
 import difflib
+import operator
 import types
 import typing
 from dataclasses import field
@@ -58,11 +54,9 @@ def bounded(default: Any, **limits: float) -> Any:
 
 def parse_section(cls: type, data: Any, key: str, file: str) -> Any:
     """Build dataclass `cls` from a mapping, checking every key, type and limit."""
-    where = key or "top level"
-    if data is None:
-        data = {}
+    data = {} if data is None else data
     if not isinstance(data, dict):
-        raise ParamsError(f"{file}: {where}: expected a mapping, got {_describe(data)}")
+        raise ParamsError(f"{file}: {key or 'top level'}: expected a mapping, got {_describe(data)}")
     hints = typing.get_type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls)}
     for name in data:
@@ -73,16 +67,16 @@ def parse_section(cls: type, data: Any, key: str, file: str) -> Any:
             raise ParamsError(f"{file}: unknown key '{join(key, name)}'{hint}; known keys: {known}")
     values = {}
     for name, fld in fields.items():
-        if name not in data:
-            continue
-        dotted = join(key, name)
-        value = _coerce(hints[name], data[name], dotted, file)
-        _check_limits(fld.metadata, value, dotted, file)
-        values[name] = value
+        if name in data:
+            values[name] = _coerce(hints[name], data[name], join(key, name), file)
+            _check_limits(fld.metadata, values[name], join(key, name), file)
     obj = cls(**values)
     if hasattr(obj, "validate"):
         obj.validate(key, file)
     return obj
+
+
+EXPECTED = {bool: "true or false", int: "an integer", str: "a string"}
 
 
 def _coerce(hint: Any, value: Any, key: str, file: str) -> Any:
@@ -118,13 +112,10 @@ def _coerce(hint: Any, value: Any, key: str, file: str) -> Any:
         if not isinstance(value, dict):
             raise ParamsError(f"{file}: {key}: expected a mapping, got {_describe(value)}")
         return {str(k): _coerce(args[1], v, join(key, str(k)), file) for k, v in value.items()}
-    if hint is bool:
-        if not isinstance(value, bool):
-            raise ParamsError(f"{file}: {key}: expected true or false, got {_describe(value)}")
-        return value
-    if hint is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ParamsError(f"{file}: {key}: expected an integer, got {_describe(value)}")
+    if hint in (bool, int, str):
+        # bool is a subclass of int, so `true` is refused as an integer by hand
+        if not isinstance(value, hint) or (hint is int and isinstance(value, bool)):
+            raise ParamsError(f"{file}: {key}: expected {EXPECTED[hint]}, got {_describe(value)}")
         return value
     if hint is float:
         # YAML reads 1e-3 (no dot) as a string; accept it as the number the user meant
@@ -136,32 +127,22 @@ def _coerce(hint: Any, value: Any, key: str, file: str) -> Any:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ParamsError(f"{file}: {key}: expected a number, got {_describe(value)}")
         return float(value)
-    if hint is str:
-        if not isinstance(value, str):
-            raise ParamsError(f"{file}: {key}: expected a string, got {_describe(value)}")
-        return value
     if hint is Any:
         return value
     raise TypeError(f"unsupported schema type {hint!r} for {key}")
 
 
+LIMITS = {"ge": operator.ge, "gt": operator.gt, "le": operator.le, "lt": operator.lt}
+SYMBOLS = {"ge": ">=", "gt": ">", "le": "<=", "lt": "<"}
+
+
 def _check_limits(limits: Any, value: Any, key: str, file: str) -> None:
-    if not limits:
-        return
-    items = value if isinstance(value, list) else [value]
-    for item in items:
+    for item in value if isinstance(value, list) else [value]:
         if not isinstance(item, (int, float)) or isinstance(item, bool):
             continue
         for name, bound in limits.items():
-            ok = {
-                "ge": item >= bound,
-                "gt": item > bound,
-                "le": item <= bound,
-                "lt": item < bound,
-            }[name]
-            if not ok:
-                symbol = {"ge": ">=", "gt": ">", "le": "<=", "lt": "<"}[name]
-                raise ParamsError(f"{file}: {key}: must be {symbol} {bound}, got {item}")
+            if not LIMITS[name](item, bound):
+                raise ParamsError(f"{file}: {key}: must be {SYMBOLS[name]} {bound}, got {item}")
 
 
 def set_dotted(raw: dict, dotted: str, value: Any) -> None:
@@ -220,20 +201,15 @@ def flatten(data: dict, prefix: str = "") -> dict[str, Any]:
     return flat
 
 
-# --------------------------------------------------------------------------- declared keys
-
-
 class UndeclaredParam(ParamsError):
     """A stage read a params key its declaration does not list: DVC would not rerun it on a change."""
 
 
 class DeclaredParams:
-    """A read-only view of `Params` through which a stage sees only the keys it declares.
-
-    `declared` holds dotted keys as dvc.yaml's `params:` lists them: a section (`model`) or a
-    key inside one (`tokenize.max_length`). Reading a declared key, or anything under it, gives
-    the plain value; reading a parent of declared keys gives a narrower view; reading anything
-    else raises `UndeclaredParam`. So a stage cannot depend on a key that DVC does not watch.
+    """A read-only view of `Params` through which a stage sees only the keys it declares, so that it
+    cannot depend on a key DVC does not watch. `declared` holds dotted keys as dvc.yaml's `params:`
+    lists them (`model`, `tokenize.max_length`): a declared key, or anything under it, reads as the
+    plain value; a parent of declared keys, as a narrower view; anything else raises `UndeclaredParam`.
     """
 
     def __init__(self, obj: Any, declared: tuple[str, ...], reader: str, prefix: str = ""):

@@ -1,7 +1,5 @@
-"""Every start a classifier takes, once, in the order every table, plot and headline file lists
-them, with the names the report gives them. A run lists the starts its summary has, in this
-order (`ordered`); params.yaml's `finetune.starts` and `grid.start` may name the ones marked so.
-It lives in params/, the lowest layer analysis, report and train all import."""
+"""Every start a classifier takes, in the order every table, plot and headline file lists them, with
+the names the report gives them; in params/, the lowest layer analysis, report and train import."""
 
 from __future__ import annotations
 
