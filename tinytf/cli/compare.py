@@ -1,13 +1,9 @@
 """`tinytf compare`: experiments side by side, in a terminal's width.
 
-`dvc exp show` lists every param, metric and dep of every experiment (about 1,000 characters a
-line here). This reads the same data (`dvc exp show --json`) and prints the headline metrics,
-then only the params whose values differ between the rows, named by their key as `-S` takes it,
-most varied first, in at most WIDTH characters; what every experiment sets alike (a preset's
-thirty keys beside main) is named below the table instead. `--wide` prints every headline metric
-and every differing param. `tinytf compare A B` puts two rows side by side, a line per metric and
-per param that differs. A row whose stages did not all run with its own params (see freshness.py)
-shows no metrics, since its reports/headline.json is an older run's.
+`dvc exp show` lists every param, metric and dep of every experiment, far wider than a terminal.
+This reads the same data (`dvc exp show --json`) and prints the headline metrics and only the
+params that differ. A row whose stages did not all run with its own params (freshness.py) shows no
+metrics, since its reports/headline.json is an older run's.
 """
 
 from __future__ import annotations
@@ -15,73 +11,53 @@ from __future__ import annotations
 import json
 import subprocess
 
-from tinytf.cli.freshness import git_reader, is_stale
+from tinytf.cli import dvc_quiet
+from tinytf.cli.freshness import dig, git_reader, is_stale
 from tinytf.errors import DataError
 from tinytf.params.schema import flatten
 
-# (column, key path in reports/headline.json, what it is): the answers to the study's question
+# (column, dotted key in reports/headline.json, what it is): the answers to the study's question
 HEADLINE = (
-    ("test_acc", ("test", "accuracy"), "the served model's test accuracy"),
-    ("gain", ("pretrained_minus_scratch", "estimate"), "pretrained - scratch accuracy, all labels"),
-    (
-        "p_holm",
-        ("pretrained_minus_scratch", "p_holm"),
-        "its p over every resampled source, Holm across counts",
-    ),
-    ("tfidf_lr", ("label_curve", "all", "tfidf_lr"), "TF-IDF + logistic regression, all labels"),
-    ("lm_ppl", ("lm", "validation_perplexity"), "the LM's validation perplexity per token"),
+    ("test_acc", "test.accuracy", "the served model's test accuracy"),
+    ("gain", "pretrained_minus_scratch.estimate", "pretrained - scratch accuracy, all labels"),
+    ("p_holm", "pretrained_minus_scratch.p_holm", "its p over every resampled source, Holm across counts"),
+    ("tfidf_lr", "label_curve.all.tfidf_lr", "TF-IDF + logistic regression, all labels"),
+    ("lm_ppl", "lm.validation_perplexity", "the LM's validation perplexity per token"),
 )
 # only with --wide: the interval, raw p and verdict, each start's accuracy, all labels
 WIDE_HEADLINE = (
-    ("ci_low", ("pretrained_minus_scratch", "ci95_low"), "the gain's 95 % interval, low end"),
-    ("ci_high", ("pretrained_minus_scratch", "ci95_high"), "the gain's 95 % interval, high end"),
-    ("p", ("pretrained_minus_scratch", "p_value"), "the same comparison's raw p"),
-    ("verdict", ("pretrained_minus_scratch", "verdict"), "what the Holm p and the interval say"),
-    ("vs_tfidf", ("pretrained_minus_tfidf", "estimate"), "pretrained - TF-IDF + LR, all labels"),
-    ("pretrained", ("label_curve", "all", "pretrained"), "pretrained start, all labels"),
-    ("scratch", ("label_curve", "all", "scratch"), "scratch start, all labels"),
+    ("ci_low", "pretrained_minus_scratch.ci95_low", "the gain's 95 % interval, low end"),
+    ("ci_high", "pretrained_minus_scratch.ci95_high", "the gain's 95 % interval, high end"),
+    ("p", "pretrained_minus_scratch.p_value", "the same comparison's raw p"),
+    ("verdict", "pretrained_minus_scratch.verdict", "what the Holm p and the interval say"),
+    ("vs_tfidf", "pretrained_minus_tfidf.estimate", "pretrained - TF-IDF + LR, all labels"),
+    ("pretrained", "label_curve.all.pretrained", "pretrained start, all labels"),
+    ("scratch", "label_curve.all.scratch", "scratch start, all labels"),
 )
 METRICS_FILE = "reports/headline.json"
 WIDTH = 120  # a terminal's width, with room to spare beside an editor
 NAME_WIDTH = 18  # an experiment's name is cut to this (DVC's generated names are shorter)
 CELL_WIDTH = 14  # a param's value is cut to this; --wide prints it whole
 GAP = "  "
-
-
-def _dig(values: dict, path: tuple[str, ...]):
-    for key in path:
-        values = values.get(key) if isinstance(values, dict) else None
-    return values
+NO_METRICS = "no metrics (a stage did not run with these params):"
 
 
 def rows_from_show(show: list[dict]) -> list[dict]:
-    """One row per workspace, baseline commit and experiment: its name, rev, params and metrics,
-    and whether it is an experiment (not the workspace or a commit)."""
-    rows = []
+    """One row per workspace, baseline commit and experiment (`experiment`: neither of the others)."""
 
-    def label(entry: dict) -> str:
-        rev = str(entry.get("rev", ""))
-        return entry.get("name") or (rev[:7] if len(rev) == 40 else rev)
-
-    def add(entry: dict, name: str, experiment: bool) -> None:
-        data = entry.get("data") or {}
+    def row(entry: dict, experiment: bool) -> dict:
+        rev, data = str(entry.get("rev", "")), entry.get("data") or {}
         params = ((data.get("params") or {}).get("params.yaml") or {}).get("data") or {}
         metrics = ((data.get("metrics") or {}).get(METRICS_FILE) or {}).get("data") or {}
-        rows.append(
-            {
-                "name": name,
-                "rev": entry.get("rev"),
-                "params": flatten(params),
-                "metrics": metrics,
-                "experiment": experiment,
-            }
+        name = entry.get("name") or (rev[:7] if len(rev) == 40 else rev)
+        return dict(
+            name=name, rev=entry.get("rev"), params=flatten(params), metrics=metrics, experiment=experiment
         )
 
+    rows = []
     for baseline in show:
-        add(baseline, label(baseline), False)
-        for experiment in baseline.get("experiments") or []:
-            for rev in experiment.get("revs") or []:
-                add(rev, label(rev), True)
+        rows.append(row(baseline, False))
+        rows += [row(rev, True) for exp in baseline.get("experiments") or [] for rev in exp.get("revs") or []]
     return rows
 
 
@@ -90,13 +66,10 @@ def _value(row: dict, key: str) -> str:
 
 
 def differing(rows: list[dict]) -> tuple[list[str], list[str]]:
-    """The dotted params keys whose values are not the same in every row, as (ranked, shared).
-
-    `shared` are the keys every experiment sets alike, where there are two or more (a preset's
-    thirty keys beside main): they tell the experiments apart from main, not from each other.
-    `ranked` are the others, most distinct values among the experiments first, then among all
-    rows, then each row's first change from the first row before its second (a sweep of one key
-    still shows it), params.yaml's order within a rank."""
+    """The params keys whose values differ between rows, as (ranked, shared). `shared`: those every
+    experiment sets alike, where there are two or more (a preset's keys beside main). `ranked`: the
+    others, most distinct values among the experiments first, then among all rows, then each row's
+    first change from the first row before its second (a sweep of one key still shows it)."""
     keys = list(dict.fromkeys(k for row in rows for k in row["params"]))
     differ = [k for k in keys if len({_value(row, k) for row in rows}) > 1]
     experiments = [row for row in rows if row.get("experiment")]
@@ -139,7 +112,7 @@ def table(
     names = [_cut(row["name"], None if wide else NAME_WIDTH) for row in rows]
     columns = [["experiment", *names]]
     for header, path, _ in HEADLINE + (WIDE_HEADLINE if wide else ()):
-        values = [None if row["name"] in stale else _dig(row["metrics"], path) for row in rows]
+        values = [None if row["name"] in stale else dig(row["metrics"], path) for row in rows]
         columns.append([header, *(_cell(v, None) for v in values)])
     left_out: list[str] = []
     used = sum(max(map(len, c)) for c in columns) + len(GAP) * (len(columns) - 1)
@@ -164,21 +137,25 @@ def _wrapped(words: list[str], first: str) -> list[str]:
     return lines
 
 
-def format_table(columns: list[list[str]], left_out: list[str], shared: list[str], stale: set[str]) -> str:
-    """The table (names left-aligned, values right-aligned), a legend of the metrics, and the
-    rows without metrics, the params left out and those every experiment shares, each wrapped
-    at WIDTH."""
-    widths = [max(map(len, c)) for c in columns]
-    lines = [
+def _aligned(rows: list[list[str]]) -> list[str]:
+    """Rows of cells in columns: the first left-aligned, the others right-aligned."""
+    widths = [max(map(len, column)) for column in zip(*rows, strict=True)]
+    return [
         GAP.join(
-            c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+            c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))
         )
-        for cells in zip(*columns, strict=True)
+        for row in rows
     ]
+
+
+def format_table(columns: list[list[str]], left_out: list[str], shared: list[str], stale: set[str]) -> str:
+    """The table, a legend of the metrics, and the rows without metrics, the params left out and
+    those every experiment shares, each wrapped at WIDTH."""
+    lines = _aligned([list(cells) for cells in zip(*columns, strict=True)])
     shown = {c[0] for c in columns}
     lines += _wrapped([f"{h}: {what};" for h, _, what in HEADLINE + WIDE_HEADLINE if h in shown], "metrics:")
     if stale:
-        lines += _wrapped(sorted(stale), "no metrics (a stage did not run with these params):")
+        lines += _wrapped(sorted(stale), NO_METRICS)
     if left_out:
         lines += _wrapped(left_out, "more params differ (tinytf compare --wide shows them):")
     if shared:  # a preset's thirty keys: by section, in one line
@@ -191,10 +168,9 @@ def format_table(columns: list[list[str]], left_out: list[str], shared: list[str
 
 
 def pair_table(rows: list[dict], stale: set[str]) -> str:
-    """Two rows side by side: a line per headline metric (every one, with its meaning) and per
-    param whose values differ between them, values cut to fit WIDTH."""
+    """Two rows side by side: every headline metric and each param that differs, cut to fit WIDTH."""
     metrics = [
-        (header, [None if row["name"] in stale else _dig(row["metrics"], path) for row in rows], what)
+        (header, [None if row["name"] in stale else dig(row["metrics"], path) for row in rows], what)
         for header, path, what in HEADLINE + WIDE_HEADLINE
     ]
     differ = [
@@ -208,21 +184,12 @@ def pair_table(rows: list[dict], stale: set[str]) -> str:
     lines = [[""] + [_cut(row["name"], limit) for row in rows]]
     lines += [[h, *(_cell(v, None) for v in values)] for h, values, _ in metrics]
     lines += [[k, *(_cell(row["params"].get(k), limit) for row in rows)] for k in differ]
-    widths = [max(len(line[i]) for line in lines) for i in range(3)]
-    text = [
-        GAP.join(
-            (c.ljust(w) if i == 0 else c.rjust(w)) for i, (c, w) in enumerate(zip(line, widths, strict=True))
-        )
-        for line in lines
-    ]
+    text = _aligned(lines)
     text += _wrapped([f"{h}: {what};" for h, _, what in metrics], "metrics:")
     if not differ:
         text.append("params: the same in both")
-    if stale & {row["name"] for row in rows}:
-        text += _wrapped(
-            sorted(stale & {row["name"] for row in rows}),
-            "no metrics (a stage did not run with these params):",
-        )
+    if named := sorted(stale & {row["name"] for row in rows}):
+        text += _wrapped(named, NO_METRICS)
     return "\n".join(line.rstrip() for line in text)
 
 
@@ -231,8 +198,7 @@ VALUE_OPTIONS = ("--rev", "-n", "--num", "--drop", "--keep", "--sort-by", "--sor
 
 
 def split_names(args: list[str]) -> tuple[list[str], list[str]]:
-    """`tinytf compare`'s own arguments, the experiments' names, apart from the options it passes
-    on to `dvc exp show` (and their values)."""
+    """The experiments' names, apart from the options (and their values) for `dvc exp show`."""
     names, dvc_args = [], []
     takes_value = False
     for arg in args:
@@ -245,8 +211,7 @@ def split_names(args: list[str]) -> tuple[list[str], list[str]]:
 
 
 def pick(rows: list[dict], names: list[str]) -> list[dict]:
-    """The row each name names: an experiment's or branch's name, `workspace`, or a rev's first
-    characters (at least 4)."""
+    """The row each name names: a name, `workspace`, or a rev's first characters (at least 4)."""
     picked = []
     for name in names:
         found = [r for r in rows if r["name"] == name or (len(name) >= 4 and str(r["rev"]).startswith(name))]
@@ -261,13 +226,11 @@ def pick(rows: list[dict], names: list[str]) -> list[dict]:
 
 
 def compare_command(extra: list[str], wide: bool = False) -> None:
-    from tinytf.cli.dvc_quiet import dvc_executable
-
     names, extra = split_names(extra)
     if names and len(names) != 2:
         raise DataError(f"compare takes two experiments, A B, or none; got {len(names)}: {' '.join(names)}")
     result = subprocess.run(
-        [dvc_executable(), "exp", "show", "--json", *extra], capture_output=True, text=True
+        [dvc_quiet.dvc_executable(), "exp", "show", "--json", *extra], capture_output=True, text=True
     )
     if result.returncode != 0:
         last = (result.stderr.strip().splitlines() or ["no output"])[-1]

@@ -1,21 +1,20 @@
 """`tinytf dag`: the pipeline's graph as a Mermaid flowchart, for README.md.
 
-`dvc dag` draws every stage and every edge: 3,803 characters wide here, and `--mermaid` gives 55
-edges, most of them implied by others (check_params precedes everything). This reads
-`dvc dag --mermaid --collapse-foreach-matrix` (one node per matrix, as DVC collapses it), keeps
-only the edges no longer path implies (the transitive reduction: the same order of stages), and
-names each matrix by its cells' count from dvc.yaml and params.yaml, e.g. `grid (×4)`.
-`--write-readme` puts it into README.md between the markers below; a test keeps it current.
+`dvc dag` draws every edge, most of them implied by others (check_params precedes everything).
+This reads `dvc dag --mermaid --collapse-foreach-matrix`, keeps only the edges no longer path
+implies (the transitive reduction), and names each matrix by its cells' count, e.g. `grid (×4)`.
 """
 
 from __future__ import annotations
 
 import re
 import subprocess
+from collections import Counter
 from pathlib import Path
 
 import yaml
 
+from tinytf.cli import dvc_quiet
 from tinytf.cli.freshness import defined_stages
 from tinytf.errors import DataError
 
@@ -50,8 +49,8 @@ def reduced(edges: set[tuple[str, str]]) -> set[tuple[str, str]]:
 
 
 def mermaid(order: list[str], edges: set[tuple[str, str]], cells: dict[str, int]) -> str:
-    """A fenced Mermaid flowchart, a line per stage with its edges out (`a --> b & c`), in
-    `order`; a matrix is labelled with its count of cells where it first appears."""
+    """A fenced Mermaid flowchart, a line per stage with its edges out (`a --> b & c`), in `order`;
+    a matrix is labelled with its count of cells where it first appears."""
     labelled: set[str] = set()
 
     def node(name: str) -> str:
@@ -74,10 +73,8 @@ def mermaid(order: list[str], edges: set[tuple[str, str]], cells: dict[str, int]
 
 def pipeline_dag(root: Path) -> str:
     """The README's block for the repository at `root`: `dvc dag` read, reduced and labelled."""
-    from tinytf.cli.dvc_quiet import dvc_executable
-
     result = subprocess.run(
-        [dvc_executable(), "dag", "--mermaid", "--collapse-foreach-matrix"],
+        [dvc_quiet.dvc_executable(), "dag", "--mermaid", "--collapse-foreach-matrix"],
         cwd=root,
         capture_output=True,
         text=True,
@@ -88,9 +85,7 @@ def pipeline_dag(root: Path) -> str:
     names, edges = parse_mermaid(result.stdout)
     dvc_file = yaml.safe_load((root / "dvc.yaml").read_text(encoding="utf-8"))
     params = yaml.safe_load((root / "params.yaml").read_text(encoding="utf-8"))
-    cells: dict[str, int] = {}
-    for stage in defined_stages(dvc_file, params):
-        cells[stage.split("@")[0]] = cells.get(stage.split("@")[0], 0) + 1
+    cells = Counter(stage.split("@")[0] for stage in defined_stages(dvc_file, params))
     order = [name for name in dvc_file["stages"] if name in names]
     order += [name for name in names if name not in order]
     return mermaid(order, reduced(edges), cells)

@@ -1,14 +1,6 @@
 """`tinytf data add FILE`: a user's labelled file to where `prepare` reads it, in one command;
-`tinytf data remove FILE` undoes it.
-
-It reads the file with the readers `prepare` uses (a bad row stops here, naming the line), puts
-it under data/raw/ (prepare's dep), tracks it so that temporary and queued experiments see it too
-(they start from git's index, not the working tree: `git add`, or `dvc add` for a large file and
-`git add` of its .dvc), and sets the `prepare.sentiment` keys (or, with --corpus, the language
-model's `prepare.corpus` keys) in params.yaml, one line a key with its comment kept,
-only after checking the result with the stages' own validation. With `--print-set` it edits no
-params and prints the `dvc exp run` line instead.
-"""
+`tinytf data remove FILE` undoes it. The file is tracked (git, or DVC when large) because temporary
+and queued experiments start from git's index, not the working tree."""
 
 from __future__ import annotations
 
@@ -18,7 +10,7 @@ import shlex
 import subprocess
 from pathlib import Path
 
-from tinytf.cli import files
+from tinytf.cli import dvc_quiet, files
 from tinytf.cli.workspace import write_settings
 from tinytf.errors import DataError, TinyTFError
 
@@ -81,8 +73,7 @@ def add_parser(sub) -> None:
 
 
 def settings(path: Path, split: str, text_column: str, label_column: str | None) -> dict[str, object]:
-    """The dotted params keys and values that make `prepare` read `path` as `split`: of the
-    sentiment data, or of the LM's corpus when there is no label column."""
+    """The params that make `prepare` read `path` as `split` (the LM's corpus without a label column)."""
     section = "prepare.sentiment" if label_column else "prepare.corpus"
     values = {
         f"{section}.source": "files",
@@ -117,12 +108,8 @@ def place(source: Path, target: Path) -> None:
     if target.exists() and not filecmp.cmp(source, target, shallow=False):
         raise DataError(f"{target}: exists and differs from {source}; rename one of them")
     target.parent.mkdir(parents=True, exist_ok=True)
-    try:
+    with files.not_written(target, "; nothing was changed: run this again"):
         files.copy_file(source, target)  # a killed copy leaves no half file for prepare to read
-    except OSError as exc:
-        raise DataError(
-            f"{target}: not written ({files.why(exc)}); nothing was changed: run this again"
-        ) from None
 
 
 def run(argv: list[str]) -> None:
@@ -134,28 +121,13 @@ def run(argv: list[str]) -> None:
 
 def track(path: Path, with_dvc: bool) -> str:
     """git add `path`, or dvc add it and git add what DVC wrote; returns what was staged."""
-    from tinytf.cli.dvc_quiet import dvc_executable
-
     if with_dvc:
-        run([dvc_executable(), "add", "--quiet", str(path)])
+        run([dvc_quiet.dvc_executable(), "add", "--quiet", str(path)])
         staged = [f"{path}.dvc", str(path.parent / ".gitignore")]
     else:
         staged = [str(path)]
     run(["git", "add", "--", *staged])
     return " ".join(staged)
-
-
-def write_params(params_file: Path, values: dict[str, object], staged: str) -> None:
-    """Set dotted keys in params.yaml, one line a key, comments kept (tinytf.cli.workspace), in one
-    rename: a kill or a full disk leaves params.yaml as it was, never empty; the line says so and
-    names what the earlier steps left (`staged`: the data file, already staged)."""
-    try:
-        write_settings(params_file, values)
-    except OSError as exc:
-        raise DataError(
-            f"{params_file}: not written ({files.why(exc)}), so it is as it was; the data file is "
-            f"copied and staged ({staged}): run this command again to set the keys"
-        ) from None
 
 
 def add_command(args) -> None:
@@ -186,18 +158,18 @@ def add_command(args) -> None:
         sets = " ".join(f"-S {shlex.quote(f'{k}={v}')}" for k, v in values.items())
         print(f"dvc exp run {sets}")
         return
-    write_params(params_file, values, staged)
+    then = f", so it is as it was; the data file is copied and staged ({staged}): run this command again to set the keys"
+    with files.not_written(params_file, then):
+        write_settings(params_file, values)
     print(f"{params_file}: " + ", ".join(f"{k}={v}" for k, v in values.items()))
     if args.repro:
-        from tinytf.cli.dvc_quiet import dvc_executable
-
-        if subprocess.call([dvc_executable(), "repro", "prepare"]):
+        if subprocess.call([dvc_quiet.dvc_executable(), "repro", "prepare"]):
             raise TinyTFError("dvc repro prepare failed (its message is above)")
 
 
 def reverted(params_file: Path, target: Path) -> dict[str, object]:
-    """The keys that undo `data add` of `target`: each split naming it back to null, and a section
-    left with no file back to its built-in source, its columns to null (as params.yaml lists them)."""
+    """The keys that undo `data add` of `target`: each split naming it to null, and a section left
+    with no file back to its built-in source, its columns to null."""
     from tinytf.params.prepare import CorpusParams, SentimentParams
     from tinytf.params.schema import read_yaml
 
@@ -218,20 +190,18 @@ def reverted(params_file: Path, target: Path) -> dict[str, object]:
 
 
 def write_reverted(params_file: Path, values: dict[str, object]) -> None:
-    """Set `values`; where that brings params_file back to what git's HEAD holds, HEAD's text
-    itself, byte for byte (a round trip keeps each comment where `data add`'s longer line pushed it)."""
+    """Set `values`; where that brings params_file back to HEAD's values, write HEAD's text itself
+    (a round trip keeps each comment where `data add`'s longer line pushed it)."""
     import yaml
+
+    from tinytf.params.schema import set_dotted
 
     committed = subprocess.run(
         ["git", "show", f"HEAD:./{params_file.as_posix()}"], capture_output=True, text=True
     ).stdout
     now = yaml.safe_load(params_file.read_text(encoding="utf-8"))
     for dotted, value in values.items():
-        *parents, last = dotted.split(".")
-        node = now
-        for part in parents:
-            node = node.setdefault(part, {})
-        node[last] = value
+        set_dotted(now, dotted, value)
     if committed and yaml.safe_load(committed) == now:
         files.write_bytes(params_file, committed.encode("utf-8"))
     else:
@@ -239,22 +209,17 @@ def write_reverted(params_file: Path, values: dict[str, object]) -> None:
 
 
 def untrack(target: Path) -> str:
-    """Take `target` out of git's index (or DVC's, and its .dvc out of git's) and off the disk;
-    returns what was done."""
-    from tinytf.cli.dvc_quiet import dvc_executable
-
+    """Take `target` out of git's index (or DVC's, and its .dvc out of git's) and off the disk."""
+    unstage = ["git", "rm", "--cached", "--quiet", "--ignore-unmatch", "--"]
     dvc_file = Path(f"{target}.dvc")
     if dvc_file.exists():
-        run([dvc_executable(), "remove", "--quiet", str(dvc_file)])  # the .dvc and its .gitignore line
-        run(["git", "rm", "--cached", "--quiet", "--ignore-unmatch", "--", str(dvc_file)])
+        run([dvc_quiet.dvc_executable(), "remove", "--quiet", str(dvc_file)])  # and its .gitignore line
+        run([*unstage, str(dvc_file)])
         ignore = target.parent / ".gitignore"  # its line gone, or the file with it when it was the last
-        if ignore.exists():
-            run(["git", "add", "--", str(ignore)])
-        else:
-            run(["git", "rm", "--cached", "--quiet", "--ignore-unmatch", "--", str(ignore)])
+        run(["git", "add", "--", str(ignore)] if ignore.exists() else [*unstage, str(ignore)])
         done = f"{dvc_file} removed"
     else:
-        run(["git", "rm", "--cached", "--quiet", "--ignore-unmatch", "--", str(target)])
+        run([*unstage, str(target)])
         done = "unstaged"
     target.unlink(missing_ok=True)
     return f"{target} {done} and deleted"
@@ -269,12 +234,9 @@ def remove_command(args) -> None:
         raise DataError(f"{target}: not in data/raw/ and named by no prepare key: nothing to remove")
     load_params(params_file, values)  # the stages' own checks, before anything changes
     if values:
-        try:
+        with files.not_written(
+            params_file, f", so it is as it was, and so is {target}: run this command again"
+        ):
             write_reverted(params_file, values)
-        except OSError as exc:
-            raise DataError(
-                f"{params_file}: not written ({files.why(exc)}), so it is as it was, and so is {target}: "
-                "run this command again"
-            ) from None
         print(f"{params_file}: " + ", ".join(f"{k}={'null' if v is None else v}" for k, v in values.items()))
     print(untrack(target))

@@ -1,12 +1,8 @@
 """`tinytf deps`: dvc.yaml's code deps, computed instead of typed.
 
-A stage's deps must hold every project file its script reaches through imports (editing one must
-make `dvc status` list the stage) and no code it never reaches. The closure is found by the
-standard library's `modulefinder`, which reads every code object, so an import inside a function
-counts: it over-approximates one run, the safe side for deps. Its search path holds only the
-project, so third-party imports are not followed. `--check` lists what differs (the contract test
-calls it); `--write` rewrites each stage's code deps in place, sorted, after its data deps and a marker
-comment, leaving its other deps, comments and layout alone.
+The closure is found by the standard library's `modulefinder`, which reads every code object, so
+an import inside a function counts: it over-approximates one run, the safe side for deps. Its
+search path holds only the project, so third-party imports are not followed.
 """
 
 from __future__ import annotations
@@ -85,8 +81,7 @@ def _laid_out(block: list[str], stage: dict, root: Path) -> list[str]:
 
 
 def write(root: Path = Path("."), dvc_file: str = "dvc.yaml") -> list[str]:
-    """Rewrite every stage's code deps to its closure, after its data deps; returns the stages
-    changed."""
+    """Rewrite every stage's code deps to its closure, after its data deps; the stages changed."""
     path = root / dvc_file
     stages = _stages(path)
     lines = path.read_text(encoding="utf-8").splitlines()
@@ -100,12 +95,8 @@ def write(root: Path = Path("."), dvc_file: str = "dvc.yaml") -> list[str]:
             changed.append(name)
     if not changed:
         return []
-    try:
+    with files.not_written(path, ", so it is as it was; run this again", ParamsError):
         files.write_bytes(path, ("\n".join(lines) + "\n").encode("utf-8"))  # never half a dvc.yaml
-    except OSError as exc:
-        raise ParamsError(
-            f"{path}: not written ({files.why(exc)}), so it is as it was; run this again"
-        ) from None
     return sorted(changed)
 
 

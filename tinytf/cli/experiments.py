@@ -1,18 +1,10 @@
-"""`tinytf exp ...`: `dvc exp run ...` with its overrides checked before DVC writes them.
+"""`tinytf exp ...`: `dvc exp run ...` with every `-S` checked before DVC writes it.
 
-A workspace `dvc exp run -S key=value` writes the value into params.yaml before any stage runs,
-so a value the schema rejects stays there and every later run fails until the file is edited by
-hand. Here every `-S` is read the way DVC reads it (its FILE:KEY=VALUE split, then Hydra's override
-grammar) and checked against params.yaml first: an item without `=`, a value DVC cannot read, a key
-the file does not list or a value the schema rejects stops in one line naming it, exit 2,
-params.yaml untouched. An accepted one in the workspace is written by tinytf, a line each with its
-comment kept (DVC's own `-S` rewrites some hundred lines: nulls, lists, indents). A temporary or
-queued experiment runs in a copy of what git tracks: a data file the params name that git does not
-track (nor a `.dvc` file) is refused in one line that says how to track it, instead of failing
-later as "file not found".
-`tinytf preset` runs the same checks, and both hold the workspace's lock while DVC runs
-(tinytf.cli.workspace).
-"""
+DVC writes a workspace `-S` into params.yaml before any stage runs, so a rejected value would stay
+there and fail every later run. Here each `-S` is read as DVC reads it (FILE:KEY=VALUE, then Hydra's
+override grammar) and checked against params.yaml first; a temporary or queued experiment (a copy of
+what git tracks) also needs the data files the params name tracked. `tinytf preset` runs the same
+checks."""
 
 from __future__ import annotations
 
@@ -71,8 +63,8 @@ def _split(item: str) -> tuple[str, str]:
 
 
 def settings(dvc_args: list[str]) -> list[Setting]:
-    """Every `-S` of dvc_args; an item without `=` (but `~KEY`) is refused in one line: DVC reads
-    `key:value` as FILE:OVERRIDE and fails on a file named `key` with an "unexpected error"."""
+    """Every `-S` of dvc_args; one without `=` (but `~KEY`) is refused: DVC would read `key:value` as
+    FILE:OVERRIDE and fail on a file named `key` with an "unexpected error"."""
     out = []
     for item in set_items(dvc_args):
         file, override = _split(item)
@@ -107,12 +99,9 @@ def parsed(setting: Setting):
 
 
 def experiments(dvc_args: list[str], params_file: str | Path = DVC_PARAMS) -> list[dict]:
-    """{dotted key: value} of the `-S` arguments that set `params_file`'s keys, one dict per
-    experiment the arguments make, the values as DVC reads them (Hydra's grammar; `+KEY` adds a key,
-    checked the same; `~KEY` deletes one, left to the schema's defaults). One experiment, or with a
-    sweep (`KEY=A,B`, `range()`, `choice()`) and --queue one per combination, expanded as DVC's
-    get_hydra_sweeps does (Hydra's BasicSweeper); a sweep without --queue is refused, as DVC does.
-    A setting DVC cannot read is refused in one line naming it."""
+    """{dotted key: value} of the `-S` arguments that set `params_file`'s keys, as DVC reads them,
+    one dict per experiment: a sweep (`KEY=A,B`, `range()`, `choice()`) with --queue gives one per
+    combination, expanded as DVC's get_hydra_sweeps does; without --queue DVC refuses it, so here too."""
     given = [(setting, parsed(setting)) for setting in settings(dvc_args)]
     sweeps = [setting for setting, override in given if override.is_sweep_override()]
     if sweeps and "--queue" not in dvc_args:
@@ -137,8 +126,7 @@ def _values(overrides: list) -> dict:
 
 
 def check_present(dvc_args: list[str], params_file: str | Path) -> None:
-    """DVC's -S sets only a key the file holds (`+KEY=VALUE` adds one): refuse the others here,
-    in a line that says how, rather than as DVC's "Invalid `--set-param` value"."""
+    """DVC's -S sets only a key the file holds (`+KEY=VALUE` adds one): refuse the others, saying how."""
     data = read_yaml(Path(params_file))
     for setting in settings(dvc_args):
         if Path(setting.file).name != Path(params_file).name or setting.override.startswith(("+", "~")):
@@ -163,13 +151,9 @@ def data_files(params: Params) -> list[str]:
 
 
 def _tracked(path: str, root: Path) -> bool:
-    for candidate in (path, f"{path}.dvc"):
-        listed = subprocess.run(
-            ["git", "ls-files", "--error-unmatch", candidate], cwd=root, capture_output=True, text=True
-        )
-        if listed.returncode == 0:
-            return True
-    return False
+    ls_files = ["git", "ls-files", "--error-unmatch"]
+    runs = (subprocess.run([*ls_files, p], cwd=root, capture_output=True) for p in (path, f"{path}.dvc"))
+    return any(run.returncode == 0 for run in runs)
 
 
 def check_tracked(params: Params, root: Path = Path(".")) -> None:
@@ -186,8 +170,8 @@ def check_tracked(params: Params, root: Path = Path(".")) -> None:
 def check_experiment(
     dvc_args: list[str], params_file: str | Path, in_copy: bool, preset: dict | None = None
 ) -> None:
-    """The checks before `dvc exp run`: the overrides (after a preset's values) of every experiment
-    they make, and for a run in a copy (temporary or queued), the data files tracked."""
+    """The checks before `dvc exp run`: every experiment's overrides (after a preset's values), and
+    for a run in a copy (temporary or queued), the data files tracked."""
     runs = experiments(dvc_args, params_file)
     for values in runs:
         try:
@@ -203,14 +187,9 @@ def check_experiment(
 
 
 def set_in_workspace(dvc_args: list[str], params_file: str | Path, preset: dict | None = None) -> list[str]:
-    """Write the preset's values and the `-S` settings of params_file into it (one line each,
-    comments kept: tinytf.cli.workspace.write_settings) and return the arguments left for `dvc exp
-    run`, which then runs on the file as it is. Under the workspace lock, after the checks."""
-    ours = [
-        (i, width, item)
-        for i, width, item in _set_spans(dvc_args)
-        if Path(_split(item)[0]).name == Path(params_file).name
-    ]
+    """Write the preset's values and params_file's `-S` settings into it (one line each, comments
+    kept); returns the arguments left for `dvc exp run`. Under the workspace lock, after the checks."""
+    ours = [span for span in _set_spans(dvc_args) if Path(_split(span[2])[0]).name == Path(params_file).name]
     overrides = [parsed(Setting(item, *_split(item))) for _, _, item in ours]
     values = {**(preset or {}), **_values(overrides)}
     deleted = [o.key_or_group for o in overrides if o.is_delete()]

@@ -1,25 +1,24 @@
-"""Writes of files a user owns (params.yaml, dvc.yaml, a copy under data/raw/), all or nothing.
-
-`open(path, "w")` empties the file before the first byte is written: a kill, a full disk or a
-file-size limit in between once left params.yaml at 0 bytes. Here the new text goes to a
-temporary file beside the old one, reaches the disk (fsync), and only then replaces it by a
-rename, so the file is either as it was or wholly new. tinytf.io does the same for outputs; this
-one also keeps the file's mode and writes through a symlink to the file it names.
+"""Writes of files a user owns (params.yaml, dvc.yaml, a copy under data/raw/), all or nothing:
+`open(path, "w")` empties the file first, so a kill or a full disk could leave it empty. The new
+text goes to a temporary file beside it, is synced, then renamed over it. tinytf.io does the same
+for outputs; this one also keeps the file's mode and writes through a symlink to the file it names.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
+from tinytf.errors import DataError
 from tinytf.io import FULL
 
 
 def write_bytes(path: str | Path, data: bytes) -> None:
-    """Replace `path` by `data` atomically; on any failure `path` is as it was, and the error
-    (an OSError, or whatever the write raised) goes to the caller."""
+    """Replace `path` by `data` atomically; on any failure `path` is as it was and the error is raised."""
     _replace(path, lambda handle: handle.write(data))
 
 
@@ -69,6 +68,15 @@ def _sync_folder(folder: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+@contextlib.contextmanager
+def not_written(path: str | Path, then: str, error: type[Exception] = DataError) -> Iterator[None]:
+    """An OSError in the block becomes one line: `path`, why it was not written, then `then`."""
+    try:
+        yield
+    except OSError as exc:
+        raise error(f"{path}: not written ({why(exc)}){then}") from None
 
 
 def why(exc: BaseException) -> str:

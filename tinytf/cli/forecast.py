@@ -1,10 +1,7 @@
 """What a `tinytf exp` is about to run, said before it starts: in a fresh clone nothing the
 pipeline makes is in the workspace or the DVC cache, so `dvc exp run -S one.key=value` runs every
-stage, as long as the whole study takes, where the user meant to try one value.
-
-The count comes from dvc.lock (the outputs each stage run recorded, looked for in the workspace
-and in the cache); the time from the committed report's run card (reports/readme.json, written
-from the stages' records `data/runs/*.json`), which names the machine it was measured on.
+stage, where the user meant to try one value. The count comes from dvc.lock, the time from the
+committed report's run card (reports/readme.json), which names the machine it was measured on.
 """
 
 from __future__ import annotations
@@ -24,8 +21,7 @@ TIMED = re.compile(r"([A-Za-z0-9_]+)(?: \((\d+) cells\))? (\d+(?:\.\d+)?) (s|min
 
 
 def cache_dir(root: Path) -> Path:
-    """The DVC cache: `cache.dir` of .dvc/config.local or .dvc/config (relative to .dvc/), or
-    .dvc/cache."""
+    """`cache.dir` of .dvc/config.local or .dvc/config (relative to .dvc/), else .dvc/cache."""
     for name in ("config.local", "config"):
         section = None
         path = root / ".dvc" / name
@@ -45,8 +41,7 @@ def _made(out: dict, root: Path, cache: Path) -> bool:
 
 
 def unmade(root: Path) -> tuple[list[str], int]:
-    """(the stage runs of dvc.lock, a matrix's cells each, with an output in neither the
-    workspace nor the cache; how many stage runs it records)."""
+    """(dvc.lock's stage runs with an output in neither the workspace nor the cache, how many it records)."""
     lock = root / "dvc.lock"
     if not lock.exists():
         return [], 0
@@ -62,8 +57,7 @@ def unmade(root: Path) -> tuple[list[str], int]:
 
 
 def card_times(root: Path) -> tuple[dict[str, float], str]:
-    """({stage: seconds per run (a matrix stage's per cell)}, the machine) from the committed run
-    card; ({}, "") when there is none."""
+    """({stage: seconds per run, or per cell}, the machine) from the committed run card, or ({}, "")."""
     try:
         card = json.loads((root / "reports" / "readme.json").read_text(encoding="utf-8"))["run_card"]
     except (OSError, ValueError, KeyError, TypeError):
@@ -80,8 +74,7 @@ def card_times(root: Path) -> tuple[dict[str, float], str]:
 
 
 def forecast(root: str | Path, sets: list[str]) -> str | None:
-    """The lines to print before `dvc exp run` when stages have no outputs yet (`sets`: the -S
-    items, for the quick way); None when every stage has them."""
+    """The lines to print before `dvc exp run` when stages have no outputs yet (`sets`: the -S items)."""
     root = Path(root)
     try:
         missing, recorded = unmade(root)

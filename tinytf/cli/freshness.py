@@ -1,11 +1,9 @@
 """Whether a revision's reports come from its own params: `tinytf compare` blanks the rest.
 
-An experiment run up to one stage (`tinytf preset tiny tokenize`) commits params that the later
-stages never ran with, while its `reports/headline.json` is still the one an older run wrote.
-`dvc exp show` prints that old headline beside the new params. Here a revision is stale when its
-`dvc.lock` disagrees with itself: a stage recorded with other params than the revision's
-params.yaml, or reading a file whose hash is not the one the stage producing it recorded. That is
-what `dvc status` checks, read from the committed files so that no experiment is checked out.
+An experiment run up to one stage (`tinytf preset tiny tokenize`) commits params the later stages
+never ran with, beside an older run's `reports/headline.json`. A revision is stale when its dvc.lock
+disagrees with itself, as `dvc status` checks, read from the committed files so that no experiment
+is checked out.
 """
 
 from __future__ import annotations
@@ -21,7 +19,7 @@ import yaml
 Reader = Callable[[str, str], "str | None"]
 
 
-def _dig(params: dict, dotted: str):
+def dig(params: dict, dotted: str):
     node = params
     for part in dotted.split("."):
         if not isinstance(node, dict) or part not in node:
@@ -56,15 +54,14 @@ def defined_stages(dvc_file: dict, params: dict) -> list[str]:
         axes = []
         for values in matrix.values():
             ref = re.fullmatch(r"\$\{([\w.]+)\}", str(values))
-            axes.append(_dig(params, ref.group(1)) if ref else values)
+            axes.append(dig(params, ref.group(1)) if ref else values)
         names += [f"{name}@" + "-".join(map(str, cell)) for cell in itertools.product(*axes)]
     return names
 
 
 def stale_stages(lock: dict, params: dict, defined: list[str]) -> list[str]:
-    """The stages of `defined` that `lock` (dvc.lock, parsed) lacks, or records with other values
-    than `params` (params.yaml, parsed), or as reading a file whose hash is not the one the stage
-    producing it recorded. A lock entry of a cell the params no longer define is not looked at."""
+    """The stages of `defined` that `lock` (dvc.lock, parsed) lacks, or records with other values than
+    `params`, or as reading a file whose hash is not the one the stage producing it recorded."""
     recorded_stages = (lock or {}).get("stages") or {}
     stages = {name: recorded_stages[name] for name in defined if name in recorded_stages}
     stale = [name for name in defined if name not in recorded_stages]
@@ -76,7 +73,7 @@ def stale_stages(lock: dict, params: dict, defined: list[str]) -> list[str]:
             for d in stage.get("deps") or []
             if d["path"] in produced and d.get("md5") != produced[d["path"]]
         ]
-        if moved or any(not _same(_dig(params, k), v) for k, v in recorded.items()):
+        if moved or any(not _same(dig(params, k), v) for k, v in recorded.items()):
             stale.append(name)
     return stale
 

@@ -1,9 +1,6 @@
-"""What a command needs that no run has made yet, said in one line with the command that makes it.
-
-`tinytf score`, `tinytf run STAGE` and `tinytf predict` read what the pipeline writes. Before the
-workspace's first run (a fresh clone, or after only a preset, whose run stays in its experiment)
-the layers below would say what is wrong with a file that is not there ("config file missing
-beside the checkpoint"); these checks say what is missing and which command makes it.
+"""What a command needs that no run has made yet, said in one line with the command that makes it:
+before the workspace's first run, the layers below would say what is wrong with a file that is not
+there ("config file missing beside the checkpoint"). Also the `--model` arguments and their check.
 """
 
 from __future__ import annotations
@@ -67,8 +64,7 @@ def stage_inputs(
 
 
 def refuse_missing_inputs(stage: str, overrides: dict | None = None) -> None:
-    """`tinytf run STAGE` before the stages it reads from have run: one line, not the stage's
-    error about the first file it opens."""
+    """`tinytf run STAGE` before the stages it reads from have run."""
     missing = [
         path
         for path in stage_inputs(stage, overrides=overrides)
@@ -85,8 +81,8 @@ def refuse_missing_inputs(stage: str, overrides: dict | None = None) -> None:
 
 
 def refuse_no_store(model_uri: str, store_uri: str) -> None:
-    """`tinytf predict` with the default store at the repository root (`store_uri`), before any run
-    registered a model there (a store that MLFLOW_TRACKING_URI names is checked where it is opened)."""
+    """`tinytf predict` with the default store (`store_uri`) before any run registered a model there
+    (a store that MLFLOW_TRACKING_URI names is checked where it is opened)."""
     if os.environ.get("MLFLOW_TRACKING_URI") or not model_uri.startswith("models:/"):
         return
     store = Path(store_uri.removeprefix("sqlite:///"))
@@ -98,8 +94,7 @@ def refuse_no_store(model_uri: str, store_uri: str) -> None:
 
 
 def add_model_arguments(parser, verb: str) -> None:
-    """`--model` (the champion by default) and `--trust-model-code`, as predict and serve take them;
-    `refuse_untrusted_model` reads both."""
+    """`--model` (the champion by default) and `--trust-model-code`, as predict and serve take them."""
     parser.add_argument(
         "--model",
         default="models:/tinytf-sentiment@champion",

@@ -12,10 +12,14 @@ import subprocess
 import sys
 from collections.abc import Callable, Sequence
 
+from tinytf.cli.inputs import refuse_missing_inputs, refuse_no_store, refuse_untrusted_model
 from tinytf.cli.parser import build_parser
+from tinytf.cli.texts import refuse_invisible
+from tinytf.cli.urls import redacted
 from tinytf.data.texts import from_command_line
 from tinytf.errors import TinyTFError
 from tinytf.io import FULL, full_disk_message
+from tinytf.params.pipeline import stage_commands
 from tinytf.params.schema import parse_overrides
 
 
@@ -28,9 +32,6 @@ def run_stage(stage: str, overrides: Sequence[str]) -> None:
         # the stages' own checks, once, before a matrix is expanded from the values: a scalar where a
         # list belongs, or a misspelt key, would otherwise build wrong cells or none
         load_params("params.yaml", parsed)
-    from tinytf.cli.inputs import refuse_missing_inputs
-    from tinytf.params.pipeline import stage_commands
-
     commands = stage_commands(stage, overrides=parsed)  # an unknown stage is named here first
     refuse_missing_inputs(stage, parsed)
     for argv in commands:
@@ -45,8 +46,6 @@ def run_stage(stage: str, overrides: Sequence[str]) -> None:
 def guarded(fn: Callable[[], int | None]) -> int:
     """Run `fn` and return its exit status (None is 0); a user-fixable error, a full disk or a
     file-size limit becomes one line on stderr and exit status 2."""
-    from tinytf.cli.urls import redacted
-
     try:
         return fn() or 0
     except TinyTFError as exc:
@@ -69,8 +68,6 @@ def check_command(params_file: str) -> None:
 
 def texts_of(args: argparse.Namespace) -> tuple[list[str], list[str]]:
     """The texts of TEXT and --file, refused at once when blank, invisible only or not UTF-8."""
-    from tinytf.cli.texts import refuse_invisible
-
     names, texts = from_command_line(args.text, args.file)
     for name, text in zip(names, texts, strict=True):
         refuse_invisible(name, text)
@@ -86,15 +83,11 @@ def score(args: argparse.Namespace) -> None:
 
 def predict(args: argparse.Namespace) -> None:
     names, texts = texts_of(args)  # before mlflow's seconds of imports
-    from tinytf.cli.inputs import refuse_untrusted_model
-
     refuse_untrusted_model(args.model, args.trust_model_code)
     from tinytf.tracking.connect import tracking_uri
     from tinytf.tracking.server import refuse_silent_server
 
     refuse_silent_server(tracking_uri())  # in seconds, before those imports too
-    from tinytf.cli.inputs import refuse_no_store
-
     refuse_no_store(args.model, tracking_uri())
     from tinytf.tracking.champion import predict_command
 

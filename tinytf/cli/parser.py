@@ -8,6 +8,7 @@ import argparse
 from tinytf.cli import inputs
 
 FILE_HELP = "a UTF-8 file whose whole content is one more text (- reads stdin); may be repeated"
+CHECKED_AGAINST = "params file checked against (default: params.yaml)"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -200,9 +201,7 @@ def _add_presets(sub) -> None:
         "how many will run and for how long; one `tinytf exp` or `preset` runs in a workspace at a time "
         "(.dvc/tmp/tinytf-exp.lock).",
     )
-    exp.add_argument(
-        "--params", default="params.yaml", help="params file checked against (default: params.yaml)"
-    )
+    exp.add_argument("--params", default="params.yaml", help=CHECKED_AGAINST)
     preset = sub.add_parser(
         "preset",
         help="run a named preset (presets/NAME.yaml) as a DVC experiment: dvc exp run -S ...",
@@ -234,9 +233,7 @@ def _add_presets(sub) -> None:
         help="with --export: the report and params.yaml that benchmarks/gpu_study.sh wrote into FOLDER "
         "(a GPU machine's study, run without DVC) instead of the workspace's",
     )
-    preset.add_argument(
-        "--params", default="params.yaml", help="params file checked against (default: params.yaml)"
-    )
+    preset.add_argument("--params", default="params.yaml", help=CHECKED_AGAINST)
     preset.add_argument("--presets-dir", default="presets", help="folder of presets (default: presets)")
 
 

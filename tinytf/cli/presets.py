@@ -1,15 +1,7 @@
-"""Named presets, run the DVC way: `presets/NAME.yaml` holds partial params, and
-`tinytf preset NAME` runs them as a DVC experiment, `dvc exp run -S key=value ...`.
-
-The workspace is never touched by a preset: it runs as a temporary DVC experiment (`--temp`),
-whose params, metrics and outputs `dvc exp show` lists and `dvc exp apply NAME` brings into the
-workspace; a failed one leaves every file as it was. Everything after the name goes to `dvc exp
-run` (`--queue` queues the run instead, `-S key=value` overrides the preset, a stage name runs up
-to that stage); `--workspace` runs it in the workspace, as `dvc exp run` does by default, after
-writing the preset's values into params.yaml a line each (tinytf.cli.workspace.write_settings). The
-preset is validated against params.yaml before DVC starts, so a bad key stops with its name and
-the preset's file, not in the middle of a pipeline.
-"""
+"""Named presets, run the DVC way: `presets/NAME.yaml` holds partial params, and `tinytf preset
+NAME` runs them as a temporary DVC experiment (`dvc exp run --temp -S key=value ...`), so a failed
+one leaves the workspace as it was. The preset is checked against params.yaml before DVC starts: a
+bad key stops with its name and the preset's file, not in the middle of a pipeline."""
 
 from __future__ import annotations
 
@@ -40,7 +32,7 @@ def preset_values(name: str, preset_dir: str | Path = "presets") -> dict:
     """The preset's values by dotted key."""
     preset_dir = Path(preset_dir)
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]*", name):
-        # a name, never a path: `tinytf preset ../params` once ran params.yaml as a preset
+        # a name, never a path: `tinytf preset ../params` would run params.yaml as a preset
         raise ParamsError(
             f"preset {name!r}: a preset is a name of {preset_dir}/ ({', '.join(available(preset_dir))}); "
             f"to run a file of your own, put it in a folder as NAME.yaml and pass --presets-dir FOLDER"
@@ -59,7 +51,7 @@ def preset_values(name: str, preset_dir: str | Path = "presets") -> dict:
 def set_args(
     name: str, params_file: str | Path = "params.yaml", preset_dir: str | Path = "presets"
 ) -> list[str]:
-    """`-S key=value` arguments of `dvc exp run` for the preset, checked against params_file first."""
+    """`dvc exp run`'s `-S key=value` arguments for the preset, checked against params_file first."""
     values = preset_values(name, preset_dir)
     try:
         load_params(params_file, values)
@@ -82,13 +74,9 @@ def _same(here, wanted) -> bool:
 
 
 def caps(name: str, params_file: str | Path, values: dict, dvc_args: list[str]) -> list[str]:
-    """A line for each cap the run puts on a user's own rows (`source: files`): a preset's
-    `max_rows` keeps the first N rows of each split, which the user did not ask for."""
-    sets = {}
-    for item in set_items(dvc_args):  # checked already (check_experiment): KEY=VALUE
-        key, _, value = item.partition("=")
-        if key.startswith("prepare."):
-            sets[key] = yaml.safe_load(value)
+    """A line for each `max_rows` cap the preset puts on a user's own rows (`source: files`)."""
+    pairs = (item.partition("=")[::2] for item in set_items(dvc_args))  # checked already: KEY=VALUE
+    sets = {key: yaml.safe_load(value) for key, value in pairs if key.startswith("prepare.")}
     prepare = load_params(params_file, values | sets).prepare
     lines = []
     for section in ("sentiment", "corpus"):
@@ -105,8 +93,7 @@ def caps(name: str, params_file: str | Path, values: dict, dvc_args: list[str]) 
 def run_preset(
     name: str, dvc_args: list[str], params_file: str | Path, preset_dir: str | Path, workspace: bool = False
 ) -> int:
-    """Run the preset as a DVC experiment, in a temporary copy unless `workspace` (or queued, if
-    dvc_args say so); returns dvc's exit status."""
+    """Run the preset as a DVC experiment, in a temporary copy unless `workspace`; dvc's exit status."""
     arguments = set_args(name, params_file, preset_dir)
     values = preset_values(name, preset_dir)
     apart = workspace or {"--temp", "--queue"} & set(dvc_args)
@@ -124,9 +111,8 @@ def run_preset(
         return subprocess.run([*dvc_quiet.command(), *command]).returncode
 
 
-# what a preset's committed report holds: what its README was written from (readme.json: the README
-# is written again from it, tinytf.report.render), its tables and plots (the README links them), the
-# headline metrics, the finetune and baselines summaries and the variants verdicts
+# a preset's committed report: readme.json (its README is rendered again from it), the tables and
+# plots the README links, the headline metrics and the summaries
 EXPORTED = {
     "readme.json": "readme.json",
     "metrics.json": "metrics.json",
@@ -145,10 +131,8 @@ def export_report(
     reports: str | Path = "reports",
     study: str | Path | None = None,
 ) -> Path:
-    """Copy the workspace's generated report into reports/presets/NAME/, after checking that the
-    workspace's params hold every value of the preset (its run was applied: `dvc exp apply`), so
-    the committed report is the one that preset produced. Swapped in whole: a failed export
-    leaves the previous one. `study`: a folder benchmarks/gpu_study.sh wrote elsewhere (a GPU
+    """Copy the workspace's report into reports/presets/NAME/ (swapped in whole), after checking
+    its params hold every value of the preset. `study`: a folder benchmarks/gpu_study.sh wrote (a GPU
     machine without DVC), whose report/ and params.yaml stand for the workspace's."""
     values = preset_values(name, preset_dir)
     presets = Path(reports) / "presets"
@@ -189,9 +173,8 @@ def export_report(
 
 
 def refuse_links_out(folder: Path, paths: list[Path]) -> None:
-    """Refuse a symlink, at any depth under `paths`, that leads out of `folder`: the export copies
-    what links point at (a link to a private file once put its text into reports/presets/, ready to
-    commit). The link is named; its target is neither named nor read."""
+    """Refuse a symlink under `paths` that leads out of `folder`: the export copies what links point
+    at, so a link to a private file would put its text in reports/presets/. The target is not named."""
     top = folder.resolve()
     seen: set[Path] = set()
 
@@ -219,10 +202,8 @@ def refuse_links_out(folder: Path, paths: list[Path]) -> None:
 
 
 def preset_readme(folder: Path) -> str:
-    """A preset's committed README, from its folder alone: the report's text from readme.json (as
-    the report stage wrote it), links to files the export does not hold kept as text, and the
-    masked preset's comparison with the causal run (objectives.json). The export writes it, and
-    tests/contract/test_committed_reports.py checks every committed one against it."""
+    """A preset's committed README from its folder alone: readme.json rendered, links to files the
+    export does not hold kept as text, and the masked preset's comparison (objectives.json)."""
     from tinytf.report.render import read_view, render
 
     folder = Path(folder)
@@ -239,8 +220,7 @@ RELATIVE_LINK = re.compile(r"\[([^\]]+)\]\(((?![a-z][a-z0-9+.-]*:|#)[^)\s]+)\)")
 
 
 def unlinked(text: str, folder: Path) -> str:
-    """The report's README links the stages' own files (data.md, probes/probes.md, ...), which the
-    export does not copy: such a link becomes its text in code quotes, so that none is broken."""
+    """A link to a file the export does not copy (data.md, ...) becomes its text in code quotes."""
 
     def keep(match: re.Match) -> str:
         label, target = match.groups()
@@ -269,8 +249,7 @@ PREDICTIONS = "data/predictions/finetune.parquet"  # every fine-tuning run's per
 
 
 def _cached_at_head(root: Path, out: str) -> Path:
-    """The DVC cache's copy of `out` as HEAD's dvc.lock records it: the causal run's predictions,
-    which the masked run's outputs have replaced in the workspace."""
+    """The DVC cache's copy of `out` as HEAD's dvc.lock records it (the causal run's, replaced here)."""
     lock = yaml.safe_load(_at_head(root / "dvc.lock")) or {}
     for stage in lock.get("stages", {}).values():
         for entry in stage.get("outs", []):
@@ -288,9 +267,8 @@ def _cached_at_head(root: Path, out: str) -> Path:
 def compare_objectives(
     values: dict, here: dict, params_file: str | Path, reports: Path, folder: Path
 ) -> None:
-    """The masked preset's run (`here`: the workspace's params, flattened) against the committed
-    causal run at HEAD, whose params differ only in the preset's keys: objectives.json,
-    tables/objectives.md and a README section."""
+    """The masked preset's run (`here`: the workspace's params, flattened) against HEAD's causal run,
+    whose params differ only in the preset's keys: objectives.json and tables/objectives.md."""
     import pandas as pd  # here: the other commands start without pandas
 
     from tinytf.analysis import objectives

@@ -1,21 +1,10 @@
 """`tinytf serve`: the registered champion over HTTP, every request bounded before it is parsed.
 
-`mlflow models serve` reads the whole body, parses the JSON and builds a DataFrame before the
-model's own checks run: 150 MB of one-letter rows peaked at 3.7 GB, a missing Content-Type or a
-100,000-deep JSON got a 500, and `{"inputs": [null]}`, `[42]` or `[NaN]` were answered, because
-MLflow turns them into the strings "None", "42" and "nan" first. Here the same scoring app
-(`mlflow.pyfunc.scoring_server.init`) sits behind a small ASGI layer that, for POST /invocations:
-
-1. wants `Content-Type: application/json` (415 otherwise: this model takes JSON only);
-2. refuses a body over `--max-bytes` by its Content-Length without reading it, or, streamed,
-   as soon as the bytes read pass the limit (413);
-3. parses the JSON itself (400 for malformed, too deeply nested, or not one of MLflow's four
-   input forms with a `text` column), and checks every row as the model does, before MLflow:
-   a string, not blank nor only invisible characters, within the row, character and byte
-   limits of tinytf.data.texts (400 naming the row);
-4. hands the bytes it read on to MLflow's app unchanged, which answers as it always does.
-
-Other paths (/ping, /health, /version) go straight to MLflow's app.
+`mlflow models serve` reads the whole body and builds a DataFrame before the model's checks run
+(a huge body takes gigabytes, a deep JSON gets a 500), and it turns `null`, `42` or `NaN` rows into
+the strings "None", "42" and "nan". So MLflow's own scoring app sits behind a small ASGI layer
+that checks POST /invocations' type, size, JSON and rows first (415, 413, 400), then hands the
+bytes on unchanged; other paths go straight to MLflow's app.
 """
 
 from __future__ import annotations

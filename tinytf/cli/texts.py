@@ -1,7 +1,5 @@
-"""Texts that look blank but are not: a text of only zero-width, format or control characters
-(U+200B, a zero-width joiner, NUL, a byte-order mark) passes `str.strip()`, yet a reader sees
-nothing in it, and the model once classified it. `tinytf predict`, `score` and `serve` refuse it as
-they refuse an empty text, naming it."""
+"""Texts that look blank but are not: only zero-width, format or control characters (U+200B, NUL, a
+BOM) pass `str.strip()`, yet a reader sees nothing. `predict`, `score` and `serve` refuse them."""
 
 from __future__ import annotations
 

@@ -12,9 +12,7 @@ def count_params_command(params_file: str, vocab_size: int | None, course_lab: b
 
     if course_lab:
         for vocab in (100, 50_001):
-            print(f"## course lab model, vocabulary {vocab:,}\n")
-            print(format_counts(course_lab_config(vocab)))
-            print()
+            print(f"## course lab model, vocabulary {vocab:,}\n\n{format_counts(course_lab_config(vocab))}\n")
         print("## the course reports' claims, checked\n")
         print(format_course_claims())
         return

@@ -1,11 +1,8 @@
 """What `tinytf exp` and `tinytf preset` do to the workspace: one of them at a time (a lock), and
 a workspace `-S` written into params.yaml as one changed line.
 
-DVC writes a `-S` into params.yaml before it runs anything, a temporary or queued experiment too
-(it stashes the workspace with the value in, then puts the file back). Two runs started together
-in one workspace each rewrite the file under the other, and one runs with the other's values. The
-lock is taken before anything writes params.yaml and held until DVC returns; a second run is
-refused in one line, the file as it was.
+DVC writes a `-S` into params.yaml before it runs anything, even for a temporary or queued
+experiment: two runs started together in one workspace would each run with the other's values.
 """
 
 from __future__ import annotations
@@ -58,11 +55,9 @@ def workspace_lock(root: str | Path = ".") -> Iterator[Path]:
 
 
 def write_settings(params_file: str | Path, values: dict[str, Any], deleted: Iterable[str] = ()) -> None:
-    """Set dotted keys (and delete `deleted`) in params_file, each set key on its own line with
-    its comment kept: ruamel.yaml's round trip, set up so that an unchanged params.yaml comes back
-    byte for byte (DVC's own `-S` rewrites some hundred lines of it: nulls, lists, indents). The
-    text is read back as the stages read it and must hold exactly these values; it replaces the
-    file whole, synced first (tinytf.cli.files.write_bytes)."""
+    """Set dotted keys (and delete `deleted`) in params_file, each on its own line with its comment
+    kept (ruamel.yaml's round trip; DVC's own `-S` rewrites some hundred lines). The text must read
+    back as the stages read it with exactly these values before it replaces the file."""
     import yaml as pyyaml
     from ruamel.yaml import YAML
     from ruamel.yaml.comments import CommentedMap
@@ -99,8 +94,7 @@ def write_settings(params_file: str | Path, values: dict[str, Any], deleted: Ite
 
 
 def _editor():
-    """ruamel.yaml round trip in params.yaml's layout: 2-space maps, lists indented under their
-    key, null written out, no line re-wrapped."""
+    """ruamel.yaml round trip in params.yaml's layout: null written out, no line re-wrapped."""
     from ruamel.yaml import YAML
     from ruamel.yaml.representer import RoundTripRepresenter
 
@@ -119,9 +113,8 @@ def _editor():
 
 
 def _node(value: Any, loader) -> Any:
-    """`value` as a round-trip node written the way params.yaml writes values: lists and maps in
-    flow style on one line, a float in the form YAML 1.1 reads back as a number, a string quoted
-    only when the stages' reader would take it for something else."""
+    """`value` as params.yaml writes values: lists and maps in flow style, a float as YAML 1.1 reads
+    back a number, a string quoted only when the stages' reader would take it for something else."""
     import yaml as pyyaml
     from ruamel.yaml.comments import CommentedMap, CommentedSeq
     from ruamel.yaml.scalarstring import DoubleQuotedScalarString
