@@ -17,6 +17,7 @@ import yaml
 
 from tinytf.cli import dvc_quiet
 from tinytf.cli.experiments import check_experiment, set_in_workspace, set_items
+from tinytf.cli.forecast import cache_dir
 from tinytf.cli.workspace import workspace_lock, yaml_value
 from tinytf.errors import ParamsError
 from tinytf.io import staged, write_json, write_text
@@ -255,7 +256,7 @@ def _cached_at_head(root: Path, out: str) -> Path:
         for entry in stage.get("outs", []):
             if entry.get("path") == out:
                 md5 = entry["md5"]
-                cached = root / ".dvc" / "cache" / "files" / "md5" / md5[:2] / md5[2:]
+                cached = cache_dir(root) / "files" / "md5" / md5[:2] / md5[2:]
                 if cached.exists():
                     return cached
                 raise ParamsError(

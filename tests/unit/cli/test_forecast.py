@@ -85,3 +85,30 @@ def test_no_lock_or_a_damaged_one_says_nothing(clone):
     assert forecast(clone, []) is None
     (clone / "dvc.lock").unlink()
     assert forecast(clone, []) is None
+
+
+def test_the_masked_export_reads_heads_run_from_the_configured_cache(tmp_path):
+    """`dvc cache dir` moves the cache out of .dvc/cache: the causal run's predictions are read
+    from where the config puts them, and a missing copy is named with the pull that brings it."""
+    import subprocess
+
+    from tinytf.cli.presets import PREDICTIONS, _cached_at_head
+    from tinytf.errors import ParamsError
+
+    md5 = "ab" + "0" * 30
+    lock = {"schema": "2.0", "stages": {"finetune": {"outs": [{"path": PREDICTIONS, "md5": md5}]}}}
+    (tmp_path / ".dvc").mkdir()
+    (tmp_path / ".dvc" / "config").write_text("[cache]\n    dir = ../elsewhere\n")
+    (tmp_path / "dvc.lock").write_text(yaml.safe_dump(lock))
+    for git in (
+        ["init", "-q"],
+        ["add", "dvc.lock"],
+        ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "run"],
+    ):
+        subprocess.run(["git", *git], cwd=tmp_path, check=True)
+    with pytest.raises(ParamsError, match=f"md5 {md5}\\) is not in the DVC cache: run `dvc pull"):
+        _cached_at_head(tmp_path, PREDICTIONS)
+    cached = tmp_path / "elsewhere" / "files" / "md5" / "ab" / ("0" * 30)
+    cached.parent.mkdir(parents=True)
+    cached.write_bytes(b"parquet")
+    assert _cached_at_head(tmp_path, PREDICTIONS) == cached.resolve()
