@@ -2,11 +2,9 @@
 regression, fitted on the same train subsets and scored on the same test split.
 
 TF-IDF features are word 1–2-grams plus character 2–5-grams inside word boundaries (the strong
-bag-of-words recipe for short reviews), their vocabulary and document frequencies fitted on every
-train text (labels unread), as the tokenizer and the language model read them (protocol v3); the
-logistic regression sees only the subset's labels. C is chosen on the validation split, never on
-test. scikit-learn does the work; nothing here imports torch.
-"""
+bag-of-words recipe for short reviews), fitted on every train text with labels unread, as the
+tokenizer and the language model read them; the logistic regression sees only the subset's
+labels, its C chosen on validation, never on test."""
 
 from __future__ import annotations
 
@@ -62,11 +60,9 @@ def fit_baselines(
 
     if features is None:
         features = tfidf_features(word_ngrams, char_ngrams).fit(train[0])
-    x_train = features.transform(train[0])
-    x_val, x_test = features.transform(validation[0]), features.transform(test[0])
+    x_train, x_val, x_test = (features.transform(texts) for texts, _ in (train, validation, test))
     best = None
-    # one BLAS thread, as the linear probe (tinytf.train.linear_probe says why): faster here, with
-    # the same C and accuracy
+    # one BLAS thread, as the linear probe (tinytf.train.linear_probe says why): faster, same result
     with threadpool_limits(1, user_api="blas"):
         for c in sorted(cs):
             model = LogisticRegression(C=c, max_iter=2000).fit(x_train, train[1])
@@ -92,9 +88,8 @@ def baseline_curve(
     progress=None,
 ):
     """Both baselines on the fine-tuning curve's subsets: (per label count, mean/std/by-seed test
-    accuracy; TF-IDF + LR's validation and test predictions, one row per (fit, text)). The
-    features are fitted once, on every train text; all labels are the same set for every seed,
-    so that point is fitted once."""
+    accuracy; TF-IDF + LR's predictions, one row per (fit, split, text)). All labels are the same
+    set for every seed, so that point is fitted once."""
     import pandas as pd
 
     from tinytf.data.predictions import prediction_rows
@@ -107,14 +102,9 @@ def baseline_curve(
         fits = {}
         for seed in seeds[:1] if count == ALL else seeds:
             rows = label_subset(labels, count, seed)
+            subset = ([texts[i] for i in rows], labels[rows])
             fits[seed] = fit_baselines(
-                ([texts[i] for i in rows], labels[rows]),
-                splits["validation"],
-                splits["test"],
-                cs,
-                word_ngrams,
-                char_ngrams,
-                features,
+                subset, splits["validation"], splits["test"], cs, word_ngrams, char_ngrams, features
             )
             keys = {"start": "tfidf_lr", "labels": count_name(count), "seed": seed}
             for split, (predicted_class, probability) in fits[seed].predictions.items():

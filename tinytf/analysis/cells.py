@@ -1,7 +1,6 @@
-"""The matrix studies' one rule (the grid and the variants): a cell's result is found by its name,
-the file stem the study's `cell_key` gives, so the stage that writes a cell and the reader that
-collects it agree. dvc.yaml's matrix formats the same name from the cell's values; `checked_out`
-refuses an --out that differs (a value params.yaml writes another way, as `1` for `1.0`)."""
+"""The matrix studies' one rule (the grid and the variants): a cell's result is found by the file
+stem the study's `cell_key` gives, which dvc.yaml's matrix formats from the cell's values;
+`checked_out` refuses an --out that differs (a value params.yaml writes another way, as `1`)."""
 
 from __future__ import annotations
 

@@ -14,10 +14,8 @@ if TYPE_CHECKING:  # the item tests are the finetune stage's: the report reads t
 
 
 def bootstrap_interval(correct: np.ndarray, resamples: int = 1000, seed: int = 0, level: float = 0.95):
-    """Percentile bootstrap of the mean of a 0/1 vector: (low, high), by scipy.stats.bootstrap.
-
-    Percentile rather than scipy's default BCa: BCa is undefined when every answer is right
-    (or wrong), which a tiny preset's test set can be, and percentile is what course report 004 used."""
+    """Percentile bootstrap of the mean of a 0/1 vector: (low, high). Percentile, not scipy's default
+    BCa: BCa is undefined when every answer is right (or wrong), as a tiny preset's test set can be."""
     from scipy import stats
 
     correct = np.asarray(correct, dtype=float)
@@ -48,13 +46,8 @@ def classification_report(
         labels, preds, labels=ids, average=None, zero_division=0.0
     )
     per_class = {
-        name: {
-            "precision": float(precision[i]),
-            "recall": float(recall[i]),
-            "f1": float(f1[i]),
-            "support": int(support[i]),
-        }
-        for i, name in enumerate(classes)
+        name: {"precision": float(p), "recall": float(r), "f1": float(f), "support": int(n)}
+        for name, p, r, f, n in zip(classes, precision, recall, f1, support, strict=True)
     }
     correct = (preds == labels).astype(float)
     low, high = bootstrap_interval(correct, resamples, seed)
@@ -73,24 +66,20 @@ def classification_report(
 # differ in the last bit as floats (1417/1821 - 1388/1821 != 1400/1821 - 1371/1821); read as a
 # spread, that noise gives t = inf and p = 0. Real differences are at least 1 / test size.
 SAME_DIFFERENCE = 1e-9
-
-
 ALPHA = 0.05  # a difference is called detected only below this (Holm-adjusted) p
 
 
-def sign_test_floor(n: int) -> float:
-    """The smallest two-sided p an exact sign test can give over n differences: 2 / 2^n."""
-    return 2.0 / 2**n
+def _mean_std(values) -> tuple[float, float]:
+    """The mean and the sample std (0 for one value)."""
+    values = list(values)
+    return float(np.mean(values)), float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
 
 
 def paired_comparison(a: list[float], b: list[float]) -> dict:
-    """Paired t-test of a - b over seeds (the same seed means the same head init and data order),
-    and, where it can reject at the seed count, the exact two-sided sign test of the same
-    differences.
-
-    When every seed gives the same nonzero difference the t-test divides by zero (t and p_value
-    are None), and the sign test is what can still decide. Its smallest p is 2 / 2^n (0.0625 at 5
-    seeds, 0.03125 at 6): below 6 seeds it cannot reject at α = 0.05, so it is left out."""
+    """Paired t-test of a - b over seeds (a seed fixes the head init and data order), and the exact
+    two-sided sign test of the same differences where it can reject: when every seed gives the same
+    nonzero difference the t-test divides by zero (t and p_value are None) and the sign test can
+    still decide. Its smallest p is 2 / 2^n: below 6 seeds it cannot reject at α = 0.05, so is left out."""
     from scipy import stats
 
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
@@ -105,7 +94,7 @@ def paired_comparison(a: list[float], b: list[float]) -> dict:
     else:
         result.update(t=None, p_value=None)
     nonzero = diff[np.abs(diff) >= SAME_DIFFERENCE]
-    if len(nonzero) and sign_test_floor(len(nonzero)) < ALPHA:
+    if len(nonzero) and 2.0 / 2 ** len(nonzero) < ALPHA:
         result["sign_test_p"] = float(stats.binomtest(int((nonzero > 0).sum()), len(nonzero)).pvalue)
     # a side that is one fit for every seed (the linear probe or TF-IDF on all labels) leaves a
     # one-sample test of the other side's seeds against that value: named so, not "paired"
@@ -115,11 +104,10 @@ def paired_comparison(a: list[float], b: list[float]) -> dict:
 
 
 def decisive_p(test: dict) -> float | None:
-    """The p a verdict rests on: the multi-bootstrap's, which counts every source of noise at once,
-    where the summary has it (Holm-adjusted in its family); before it, the seed test's, Holm-adjusted
-    where the test is one of a family; where the seeds' differences have no spread, the sign
-    test's, else the test over test texts (both sides one fit for every seed, as the linear probe
-    and TF-IDF on all labels: the seeds then vary nothing, and the texts are the only sample left)."""
+    """The p a verdict rests on: the multi-bootstrap's (every source of noise at once) where the
+    summary has it, else the seed test's; Holm-adjusted where in a family. Where the seeds'
+    differences have no spread, the sign test's, else the test over texts (both sides one fit for
+    every seed, as the linear probe and TF-IDF on all labels: the texts are the only sample left)."""
     boot = test.get("multiboot")
     if boot is not None:
         return boot.get("p_holm", boot["p_value"])
@@ -148,7 +136,7 @@ def detected(boot: dict, alpha: float = ALPHA) -> bool:
 
 def verdict_of(test: dict) -> str:
     """The verdict a summary keeps beside its test (decided once its family's Holm p was known),
-    else `verdict` now: what every sentence and headline file quotes, the report in its own words."""
+    else `verdict` now: what every sentence and headline file quotes."""
     return test.get("verdict") or verdict(test)
 
 
@@ -167,11 +155,11 @@ def holm(p_values: list[float | None]) -> list[float | None]:
 
 
 def gap_trend(curve: dict, start: str = "pretrained", against: str = "scratch") -> dict | None:
-    """Does `start` − `against` change with the labels? The seed is the unit: each seed's paired
-    differences get their own least-squares line on log10 of the label count, and the seeds'
-    slopes are tested against 0 (one-sample t over seeds). Regressing every (label count, seed)
-    difference as if independent would count each seed once per label count. Returns the mean
-    slope per tenfold labels, its 95 % interval and p; None without two label counts and two seeds."""
+    """Does `start` − `against` change with the labels? Each seed's differences get their own OLS
+    line on log10 of the label count and the seeds' slopes are tested against 0 (one-sample t):
+    pooling every (label count, seed) difference would count each seed once per label count.
+    Returns the mean slope per tenfold labels, its 95 % interval and p; None without two label
+    counts and two seeds."""
     from scipy import stats
 
     by_seed: dict[str, list[tuple[float, float]]] = {}
@@ -213,20 +201,12 @@ def start_summary(
     """The finetune summary's start table: test accuracy per start with all labels (mean, std, per
     seed). Its tests against scratch are the curve's all-labels ones (`curve_summary`), which carry
     the Holm p across the label counts."""
-    summary = {
-        "starts": {
-            start: {
-                "test_accuracy_mean": float(np.mean(list(acc.values()))),
-                "test_accuracy_std": float(np.std(list(acc.values()), ddof=1)) if len(acc) > 1 else 0.0,
-                "test_accuracy_by_seed": {str(s): a for s, a in acc.items()},
-            }
-            for start, acc in tests.items()
-        },
-        "seeds": list(seeds),
-        "epochs": epochs,
-        "classes": classes,
-    }
-    return summary
+    starts = {}
+    for start, acc in tests.items():
+        mean, std = _mean_std(acc.values())
+        starts[start] = {"test_accuracy_mean": mean, "test_accuracy_std": std}
+        starts[start]["test_accuracy_by_seed"] = {str(s): a for s, a in acc.items()}
+    return {"starts": starts, "seeds": list(seeds), "epochs": epochs, "classes": classes}
 
 
 def curve_summary(
@@ -250,39 +230,29 @@ def curve_summary(
             if "validation_accuracy" in g
         }
         seeds = sorted(tests["scratch"])
-        entry = {
-            start: {
-                "mean": float(np.mean(list(acc.values()))),
-                "std": float(np.std(list(acc.values()), ddof=1)) if len(acc) > 1 else 0.0,
-                "n": len(acc),  # seeds: the protocol runs the same ones at every label count
-                "by_seed": {str(s): float(a) for s, a in sorted(acc.items())},
+        entry = {}
+        for start, acc in tests.items():
+            if start in starts:  # n: seeds, the protocol runs the same ones at every label count
+                mean, std = _mean_std(acc.values())
+                entry[start] = {"mean": mean, "std": std, "n": len(acc), "by_seed": _by_seed(acc)}
                 # the chosen epoch's validation accuracy: how far one seed moves what a choice reads
-                **(
-                    {"validation_by_seed": {str(s): float(a) for s, a in sorted(validation[start].items())}}
-                    if start in validation
-                    else {}
-                ),
-            }
-            for start, acc in tests.items()
-            if start in starts
-        }
+                if start in validation:
+                    entry[start]["validation_by_seed"] = _by_seed(validation[start])
         entry["n_train"] = int(at_count["n_train"].max())
+        # the other side's accuracy per seed, its name in the predictions, and whether they have it
+        against = {"scratch": (tests["scratch"], "scratch", items is not None)}
         baseline = _tfidf_by_seed(tfidf, labels, seeds)
+        if baseline is not None:
+            against["tfidf"] = (baseline, "tfidf_lr", items is not None and items.has_tfidf)
         for start in ordered(tests):  # every start, against scratch and against TF-IDF
-            if start != "scratch":
-                entry[f"{start}_vs_scratch"] = paired_comparison(
-                    [tests[start][s] for s in seeds], [tests["scratch"][s] for s in seeds]
-                )
-                if items is not None:
-                    entry[f"{start}_vs_scratch"]["items"] = items.compare(labels, start, "scratch")
-                    entry[f"{start}_vs_scratch"]["multiboot"] = items.multiboot(labels, start, "scratch")
-            if baseline is not None:
-                entry[f"{start}_vs_tfidf"] = paired_comparison(
-                    [tests[start][s] for s in seeds], [baseline[s] for s in seeds]
-                )
-                if items is not None and items.has_tfidf:
-                    entry[f"{start}_vs_tfidf"]["items"] = items.compare(labels, start, "tfidf_lr")
-                    entry[f"{start}_vs_tfidf"]["multiboot"] = items.multiboot(labels, start, "tfidf_lr")
+            for name, (other, predicted, by_text) in against.items():
+                if (start, name) == ("scratch", "scratch"):
+                    continue
+                test = paired_comparison([tests[start][s] for s in seeds], [other[s] for s in seeds])
+                if by_text:
+                    test["items"] = items.compare(labels, start, predicted)
+                    test["multiboot"] = items.multiboot(labels, start, predicted)
+                entry[f"{start}_vs_{name}"] = test
         curve[labels] = entry
     curve = dict(sorted(curve.items(), key=lambda item: item[1]["n_train"]))
     families = {key for entry in curve.values() for key in entry if "_vs_" in key}
@@ -295,6 +265,10 @@ def curve_summary(
             test["p_holm"] = adjusted
             test["verdict"] = verdict(test)  # the multi-bootstrap's Holm p decides, where there is one
     return curve
+
+
+def _by_seed(accuracy: dict) -> dict[str, float]:
+    return {str(s): float(a) for s, a in sorted(accuracy.items())}
 
 
 def _tfidf_by_seed(tfidf: dict | None, labels: str, seeds: list[int]) -> dict[int, float] | None:
@@ -312,13 +286,8 @@ def snapshot_curve(runs, labels: str) -> list[dict]:
     """The pretraining-tokens curve: pretrained − scratch at `labels` labels for each start
     (scratch = 0 tokens, each snapshot, the final model), paired over the snapshot runs' seeds."""
     at = runs[runs["chosen"] & (runs["labels"] == labels)]
-    scratch = dict(
-        zip(
-            at.loc[at["start"] == "scratch", "seed"],
-            at.loc[at["start"] == "scratch", "test_accuracy"],
-            strict=True,
-        )
-    )
+    at_scratch = at[at["start"] == "scratch"]
+    scratch = dict(zip(at_scratch["seed"], at_scratch["test_accuracy"], strict=True))
     pretrained = at[at["start"] == "pretrained"]
     points = [
         {

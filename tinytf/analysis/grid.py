@@ -1,15 +1,12 @@
-"""The grid study (the core of stages `grid`, `grid_finalists` and `evaluate`), by successive
-halving: round one trains every optimizer x lr x batch size x epochs cell on grid.seed; round two
-trains the cells ranked 1..K (grid.finalists) on grid.finalist_seeds too; the winner is the
-finalist with the best mean validation accuracy over its seeds, tested against the runner-up.
-One seed's validation accuracy moves by most of a point, so a one-seed winner would be luck.
+"""The grid study (stages `grid`, `grid_finalists` and `evaluate`), by successive halving: round
+one trains every optimizer x lr x batch size x epochs cell on grid.seed; round two trains the cells
+ranked 1..K (grid.finalists) on grid.finalist_seeds too; the winner is the finalist with the best
+mean validation accuracy over its seeds, tested against the runner-up (one seed's validation
+accuracy moves by most of a point: a one-seed winner would be luck).
 
-Cells are a DVC matrix: each writes `data/grid/<key>.result.json` (curves, final validation
-metrics, per-text validation results) and `data/grid/<key>.pt` + `.json` (the trained
-classifier), so adding a value to a list runs only the new cells; finalists write the same files
-as `data/grid_finalists/r<rank>-s<seed>.*`. The same cells give course report 004's optimizer
-comparison: fix lr and batch size and read the curves per optimizer.
-"""
+Cells are a DVC matrix, so adding a value to a list runs only the new cells: each writes
+`data/grid/<key>.result.json` and `.pt` + `.json` (the trained classifier); finalists write the
+same files as `data/grid_finalists/r<rank>-s<seed>.*`."""
 
 from __future__ import annotations
 
@@ -29,6 +26,7 @@ from tinytf.params.config import GridParams
 
 # what reports/metrics.json records of the best cell
 BEST_COLUMNS = ["optimizer", "lr", "batch_size", "epochs", "validation_accuracy", "validation_loss"]
+CELL = {"optimizer": str, "lr": float, "batch_size": int, "epochs": int}  # a cell's values and types
 
 
 class MissingCell(FileNotFoundError):
@@ -41,14 +39,10 @@ class MissingCell(FileNotFoundError):
 
 def cell_key(optimizer: str, lr: float, batch_size: int, epochs: int) -> str:
     """A cell's one name: its file stem in data/grid, its name in every table, and the stem
-    dvc.yaml's matrix writes (`${item.optimizer}-lr${item.lr}-...`: DVC formats a number with str)."""
-    return f"{optimizer}-lr{format_lr(lr)}-bs{batch_size}-ep{epochs}"
-
-
-def format_lr(lr: float) -> str:
-    """The lr as DVC writes `${item.lr}` (str of the YAML number): 0.001 for `1e-3` or `0.001`,
-    2e-05 for `2.0e-5`, 1 for `1` (an integral lr, which params.yaml gives as a whole number)."""
-    return str(int(lr)) if float(lr).is_integer() else str(float(lr))
+    dvc.yaml's matrix writes (`${item.optimizer}-lr${item.lr}-...`). DVC formats the lr with str of
+    the YAML number: 0.001 for `1e-3`, 2e-05 for `2.0e-5`, 1 for `1` (params.yaml's integral lr)."""
+    lr_name = str(int(lr)) if float(lr).is_integer() else str(float(lr))
+    return f"{optimizer}-lr{lr_name}-bs{batch_size}-ep{epochs}"
 
 
 def finalist_key(rank: int, seed: int) -> str:
@@ -127,22 +121,15 @@ def cell_at_rank(params: GridParams, grid_dir: str | Path, rank: int) -> dict:
     if not 1 <= rank <= len(ranked):
         raise ValueError(f"rank {rank}: the grid has {len(ranked)} cells")
     row = ranked.iloc[rank - 1]
-    return {
-        "optimizer": str(row["optimizer"]),
-        "lr": float(row["lr"]),
-        "batch_size": int(row["batch_size"]),
-        "epochs": int(row["epochs"]),
-    }
+    return {k: cast(row[k]) for k, cast in CELL.items()}
 
 
 def _run_row(cell: dict, result: dict, seed: int, checkpoint: Path) -> dict:
-    final = result["final"]
     return {
         **cell,
         "key": cell_key(**cell),
         "seed": seed,
-        "validation_accuracy": final["validation_accuracy"],
-        "validation_loss": final["validation_loss"],
+        **{k: result["final"][k] for k in ("validation_accuracy", "validation_loss")},
         "checkpoint": str(checkpoint),
         "correct": np.asarray(result["validation_correct"], dtype=float),
     }
@@ -160,7 +147,7 @@ def load_runs(
     ]
     by_rank = {ranks[row["key"]]: row for row in rows}
     for rank in params.finalists:
-        cell = {k: by_rank[rank][k] for k in ("optimizer", "lr", "batch_size", "epochs")}
+        cell = {k: by_rank[rank][k] for k in CELL}
         for seed in params.finalist_seeds:
             path = Path(finalists_dir) / f"{finalist_key(rank, seed)}.result.json"
             result = json.loads(path.read_text()) if path.exists() else {}
@@ -175,11 +162,7 @@ def summarize_finalists(runs: pd.DataFrame, finalists: list[int]) -> pd.DataFram
     lower mean validation loss, then round-one rank)."""
     rows = runs[runs["rank"].isin(finalists)]
     summary = rows.groupby("key", sort=False).agg(
-        rank=("rank", "first"),
-        optimizer=("optimizer", "first"),
-        lr=("lr", "first"),
-        batch_size=("batch_size", "first"),
-        epochs=("epochs", "first"),
+        **{column: (column, "first") for column in ("rank", *CELL)},
         seeds=("seed", list),
         validation_by_seed=("validation_accuracy", list),
         validation_accuracy_mean=("validation_accuracy", "mean"),
@@ -201,10 +184,7 @@ def _finalist(row: pd.Series) -> dict:
     return {
         "key": str(row["key"]),
         "rank": int(row["rank"]),
-        "optimizer": str(row["optimizer"]),
-        "lr": float(row["lr"]),
-        "batch_size": int(row["batch_size"]),
-        "epochs": int(row["epochs"]),
+        **{k: cast(row[k]) for k, cast in CELL.items()},
         "seeds": [int(s) for s in row["seeds"]],
         "validation_by_seed": {
             str(s): float(a) for s, a in zip(row["seeds"], row["validation_by_seed"], strict=True)
@@ -216,12 +196,10 @@ def _finalist(row: pd.Series) -> dict:
 
 
 def winner_test(runs: pd.DataFrame, winner: str, runner_up: str) -> dict:
-    """Winner vs runner-up, paired over their seeds (t-test) and over validation texts (each
-    text's share of seeds right, permutation test, reported beside it). The outcome rests on one
-    test, the decisive one of the label curve's rule (`decisive_p`: the seeds' t-test, the texts'
-    where the seeds vary nothing), so it is not two looks: "tie" unless it detects the winner
-    higher. On a tie the protocol still serves the higher mean, but the report must not call it
-    better."""
+    """Winner vs runner-up, paired over their seeds (t-test) and over validation texts (permutation
+    test, reported beside it). The outcome rests on one test, the label curve's `decisive_p`, so it
+    is not two looks: "tie" unless it detects the winner higher. On a tie the protocol still serves
+    the higher mean, but the report must not call it better."""
     a = runs[runs["key"] == winner].sort_values("seed")
     b = runs[runs["key"] == runner_up].sort_values("seed")
     test = paired_comparison(a["validation_accuracy"].tolist(), b["validation_accuracy"].tolist())
@@ -249,10 +227,10 @@ def optimizer_verdict(runs: pd.DataFrame, summary: pd.DataFrame, optimizers: lis
             accuracy = float(row["validation_accuracy"])
         best[name] = {"key": str(row["key"]), "validation_accuracy": accuracy, "chosen_by": basis}
     correct = {row["key"]: row["correct"] for _, row in round_one.iterrows()}
-    pairs = []
-    for a, b in combinations(optimizers, 2):
-        test = item_comparison(correct[best[a]["key"]], correct[best[b]["key"]])
-        pairs.append({"a": a, "b": b, **test})
+    pairs = [
+        {"a": a, "b": b, **item_comparison(correct[best[a]["key"]], correct[best[b]["key"]])}
+        for a, b in combinations(optimizers, 2)
+    ]
     for pair, p in zip(pairs, holm([t["p_value"] for t in pairs]), strict=True):
         pair["p_holm"] = p
         pair["verdict"] = verdict(pair)
@@ -281,12 +259,12 @@ def grid_selection(
     runs = load_runs(params, grid_dir, finalists_dir, results)
     summary = summarize_finalists(runs, params.finalists)
     winner = summary.iloc[0]
-    mine = runs[runs["key"] == winner["key"]]
-    served = mine.sort_values(
-        ["validation_accuracy", "validation_loss"], ascending=[False, True], kind="stable"
+    served = (
+        runs[runs["key"] == winner["key"]]
+        .sort_values(["validation_accuracy", "validation_loss"], ascending=[False, True], kind="stable")
+        .iloc[0]
     )
-    served = served.iloc[0]
-    selection = {
+    return {
         "finalists": [_finalist(row) for _, row in summary.iterrows()],
         "winner": _finalist(winner),
         "runner_up": _finalist(summary.iloc[1]) if len(summary) > 1 else None,
@@ -299,4 +277,3 @@ def grid_selection(
         "test": winner_test(runs, winner["key"], summary.iloc[1]["key"]) if len(summary) > 1 else None,
         "optimizers": optimizer_verdict(runs, summary, list(params.optimizers), params.seed),
     }
-    return selection

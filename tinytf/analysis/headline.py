@@ -1,8 +1,7 @@
 """The headline files' view of the study's tests: reports/metrics.json (the evaluate stage) and
-reports/headline.json (the report, what `dvc exp show` makes columns of) quote each comparison as
-one block: its estimate, 95 % interval, p and Holm p, and the sources of noise it resampled
-together, with the verdict they give. The seed-only and text-only tests travel beside it in
-metrics.json as diagnostics, named for what they hold fixed; no verdict rests on them."""
+reports/headline.json (what `dvc exp show` makes columns of) quote each comparison as one block:
+its estimate, 95 % interval, p, Holm p, the sources of noise resampled together and the verdict.
+The seed-only and text-only tests travel beside it in metrics.json as diagnostics only."""
 
 from __future__ import annotations
 
@@ -13,9 +12,8 @@ HEADLINE_TESTS = ("pretrained_vs_scratch", "pretrained_vs_tfidf")
 
 
 def brief_test(test: dict, diagnostics: bool = True) -> dict:
-    """One comparison as the headline files carry it. From the multi-bootstrap where the summary
-    has one (pretraining runs, seeds and test movies drawn at once), else from the seed test (an
-    older run's summary: its interval is the t interval, where the seeds have a spread).
+    """One comparison as the headline files carry it: from the multi-bootstrap where the summary
+    has one, else from the seed test (an older run's summary: its interval is the t interval).
     `diagnostics`: also the seed-only and text-only p (headline.json leaves them out: DVC makes a
     column of every number)."""
     boot = test.get("multiboot")
@@ -23,12 +21,8 @@ def brief_test(test: dict, diagnostics: bool = True) -> dict:
         estimate, (low, high), sources = boot["estimate"], boot["ci95"], ", ".join(boot["sources"])
         p, p_holm = boot["p_value"], boot.get("p_holm")
     else:
-        estimate, p, p_holm, sources = (
-            test["mean_difference"],
-            test.get("p_value"),
-            test.get("p_holm"),
-            "seed",
-        )
+        estimate, sources = test["mean_difference"], "seed"
+        p, p_holm = test.get("p_value"), test.get("p_holm")
         half = test.get("ci95")  # a half-width, where the seed test computed one
         low, high = (None, None) if half is None else (estimate - half, estimate + half)
     brief = {"estimate": estimate, "ci95_low": low, "ci95_high": high, "p_value": p, "p_holm": p_holm,
@@ -41,10 +35,9 @@ def brief_test(test: dict, diagnostics: bool = True) -> dict:
 
 
 def headline_metrics(report: dict, best: dict, finetune: dict, baselines: dict) -> dict:
-    """reports/metrics.json: the best cell's test figures, the cell itself, each start's
-    fine-tuning accuracy with all labels and the test of pretrained against scratch, the
-    baselines with all labels, and along the labelled-data curve every start and TF-IDF + LR with
-    the comparisons of pretrained against scratch and against TF-IDF + LR (`brief_test`)."""
+    """reports/metrics.json: the best cell and its test figures, each start (and pretrained vs
+    scratch) and baseline with all labels, and along the labelled-data curve every start, TF-IDF +
+    LR and the HEADLINE_TESTS (`brief_test`)."""
     metrics = {
         "test_accuracy": report["accuracy"],
         "test_accuracy_ci95": report["accuracy_ci95"],

@@ -1,12 +1,7 @@
 """Test items as a source of noise: every run's per-text predictions, and the paired test of two
-starts over the test texts.
-
-A test over seeds asks whether another seed would change the verdict; every such p is
-conditional on the one test set. The item test asks the other question: would another test set
-of the same size? Each text gets each side's share of seeds that classified it correctly; the
-per-text differences are paired (the same text, both sides), and a paired permutation test
-(signs flipped per text, scipy's `permutation_test`) gives the p of "no difference in accuracy".
-"""
+starts over the test texts. A test over seeds is conditional on the one test set; the item test
+asks whether another test set of the same size would change the verdict: each text gets each
+side's share of seeds right, and a paired permutation test over texts gives the p."""
 
 from __future__ import annotations
 
@@ -100,18 +95,13 @@ class ItemSource:
         from tinytf.analysis.multiboot import multi_bootstrap
 
         nest = nest_of(self.bodies.get(start) or self.bodies.get(other))  # pairs share a seed's body
-        return multi_bootstrap(
-            correct_by_item(self.frame, start=start, labels=labels),
-            correct_by_item(self.frame, start=other, labels=labels),
-            self.groups,
-            nest=nest,
-        )
+        return multi_bootstrap(*self._sides(labels, start, other), self.groups, nest=nest)
 
     def compare(self, labels: str, start: str, other: str) -> dict:
-        return item_comparison(
-            correct_by_item(self.frame, start=start, labels=labels),
-            correct_by_item(self.frame, start=other, labels=labels),
-        )
+        return item_comparison(*self._sides(labels, start, other))
+
+    def _sides(self, labels: str, *starts: str) -> list[np.ndarray]:
+        return [correct_by_item(self.frame, start=start, labels=labels) for start in starts]
 
 
 def chosen_predictions(predictions: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:

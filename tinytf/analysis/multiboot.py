@@ -1,23 +1,16 @@
 """One interval over every source of noise: the Multi-Bootstrap of MultiBERTs (Sellam et al.,
 2022, §3), for two sides' accuracy on the same test texts.
 
-A side is a 0/1 array (runs..., texts): which texts each run got right. Its leading axes are the
-run-to-run sources, crossed (pretraining runs x fine-tuning seeds, say; one fit of TF-IDF is one
-run). Each resample draws every leading axis's indices with replacement, independently, and the
-test texts by cluster (every text of a drawn movie; a text is its own cluster without groups):
-the same draws for both sides where they share a source, as a seed pairs two starts. The
-statistic is the difference of the two mean accuracies over the drawn runs and texts.
+A side is a 0/1 array (runs..., texts): which texts each run got right, its leading axes the
+crossed run-to-run sources (one fit of TF-IDF is one run). Each resample draws every leading
+axis's indices with replacement, independently, and the texts by cluster (every text of a drawn
+movie), the same draws for both sides where they share a source, as a seed pairs two starts.
+Runs nested in pretraining runs (`nest`) draw the bodies, then each drawn body's seeds, so the
+interval counts the bodies' spread as well as the seeds'. Each resample is a weighted mean.
 
-Runs may also be nested in pretraining runs (`nest`: each fine-tuning seed of the first axis
-fine-tunes one body): a resample then draws the bodies with replacement and, inside each drawn
-body, its seeds with replacement (the hierarchical bootstrap of MultiBERTs' §3 for one seed per
-body-seed pair), so the interval counts the bodies' spread as well as the seeds'.
-
-Why written here: scipy's `bootstrap` resamples independent observations along one axis, and
-no maintained package resamples a crossed design with clustered items; the MultiBERTs code is
-research code, not a library. The arithmetic is a weighted mean per resample (counts of each
-drawn cluster and run), so 2,000 resamples of 5 x 5 runs over 1,275 texts take milliseconds.
-"""
+Why written here: scipy's `bootstrap` resamples independent observations along one axis, no
+maintained package resamples a crossed design with clustered items, and the MultiBERTs code is
+research code, not a library."""
 
 from __future__ import annotations
 
@@ -89,12 +82,10 @@ def multi_bootstrap(
     items = _draws(rng, sizes.size, resamples)
     axes_a, axes_b = [], []
     for i, (n_a, n_b) in enumerate(zip(a.shape[:-1], b.shape[:-1], strict=True)):
-        nested = i == 0 and nest is not None and len(nest) == max(n_a, n_b)
-        shared = (
-            _nested_draws(rng, np.asarray(nest), resamples)
-            if nested
-            else _draws(rng, max(n_a, n_b), resamples)
-        )
+        if i == 0 and nest is not None and len(nest) == max(n_a, n_b):
+            shared = _nested_draws(rng, np.asarray(nest), resamples)
+        else:
+            shared = _draws(rng, max(n_a, n_b), resamples)
         axes_a.append(shared if n_a == shared.shape[1] else np.ones((resamples, 1)))
         axes_b.append(shared if n_b == shared.shape[1] else np.ones((resamples, 1)))
         if 1 < min(n_a, n_b) and n_a != n_b:

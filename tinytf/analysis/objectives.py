@@ -14,11 +14,10 @@ ARMS = ["pretrained", "scratch"]
 
 
 def objective_comparison(causal_runs: pd.DataFrame, masked_runs: pd.DataFrame) -> dict:
-    """Per label count: each objective's pretrained start and its own scratch (mean test accuracy:
-    a scratch body has the run's attention, so a masked run's scratch is bidirectional), the
-    paired test of masked − causal over the seeds, Holm-adjusted across the label counts, and
-    each start against scratch as its own run tested it. Raises DataError when the two runs do
-    not share their label counts and seeds."""
+    """Per label count: each objective's pretrained start and its own scratch (a scratch body has
+    the run's attention: a masked run's is bidirectional), masked − causal paired over the seeds
+    (Holm across the label counts) and each start against scratch as its own run tested it.
+    Raises DataError when the two runs do not share their label counts and seeds."""
     causal, masked = curve_summary(causal_runs, ARMS), curve_summary(masked_runs, ARMS)
     if list(causal) != list(masked):
         raise DataError(f"the runs' label counts differ: causal {list(causal)}, masked {list(masked)}")
@@ -47,10 +46,8 @@ def objective_comparison(causal_runs: pd.DataFrame, masked_runs: pd.DataFrame) -
     for family in FAMILIES:
         tests = [entry[family] for entry in curve.values()]
         for test in tests:  # the 95 % interval of the mean paired difference, half-width
-            n = test["n"]
-            test["ci95"] = (
-                float(stats.t.ppf(0.975, n - 1) * test["std_difference"] / n**0.5) if n > 1 else None
-            )
+            n, std = test["n"], test["std_difference"]
+            test["ci95"] = float(stats.t.ppf(0.975, n - 1) * std / n**0.5) if n > 1 else None
         _holm_into(tests)
     return {
         "label_curve": curve,
@@ -83,16 +80,11 @@ def add_multiboot(
     and test texts by movie (tinytf.analysis.multiboot), Holm across the counts: what the verdict
     rests on. `causal`, `masked`: each run's (runs.csv, predictions); a seed's bodies in the two
     runs share their pretraining seed (init and batch order), so the draws pair them."""
-
     from tinytf.analysis.items import bodies_by_seed, chosen_predictions, correct_by_item, nest_of
     from tinytf.analysis.multiboot import multi_bootstrap
 
-    (causal_runs, causal_pred), (masked_runs, masked_pred) = causal, masked
-    causal_pred, masked_pred = (
-        chosen_predictions(causal_pred, causal_runs),
-        chosen_predictions(masked_pred, masked_runs),
-    )
-    nest = nest_of(bodies_by_seed(masked_runs).get("pretrained"))
+    causal_pred, masked_pred = (chosen_predictions(pred, runs) for runs, pred in (causal, masked))
+    nest = nest_of(bodies_by_seed(masked[0]).get("pretrained"))
     boots: dict[str, list[dict]] = {family: [] for family in FAMILIES}
     for labels, entry in comparison["label_curve"].items():
         m, c = ({start: correct_by_item(pred, start=start, labels=labels) for start in ARMS}

@@ -1,12 +1,9 @@
 """What a seeded design can detect, and the variants study's verdicts from its cells.
 
-The variants study is a two-way design: positional encoding x head merge, seeds as replicates.
-One linear model (statsmodels OLS, dev perplexity ~ positional encoding + head merge) gives each
-main effect with its t-test and 95 % interval, the other factor held in the model rather than
-pooled into the noise. An equivalence sentence comes only from that interval: the data exclude
-a difference larger than its farther bound; the detectable difference is the one this test has
-(its standard error at 80 % power).
-"""
+The variants study is a two-way design (positional encoding x head merge, seeds as replicates):
+one OLS model gives each main effect its t-test and 95 % interval, the other factor held in the
+model rather than pooled into the noise. An equivalence sentence comes only from that interval
+(the data exclude a difference beyond its farther bound)."""
 
 from __future__ import annotations
 
@@ -29,14 +26,17 @@ TEST = (
 
 def detectable_difference(std: float, n_per_group: int, pooled_df: int) -> float:
     """The smallest difference of two means of `n_per_group` runs each that a two-sided t-test at
-    α = 0.05 finds with 80 % power, given the seed-to-seed `std` (pooled over `pooled_df` degrees
-    of freedom)."""
-    from scipy import stats
-
+    α = 0.05 finds with 80 % power, given the seed-to-seed `std` pooled over `pooled_df` df."""
     if pooled_df < 1 or not np.isfinite(std):
         raise DataError(f"a detectable difference needs a seed spread, got std {std} on {pooled_df} df")
-    t = stats.t.ppf(1 - ALPHA / 2, pooled_df) + stats.t.ppf(POWER, pooled_df)
-    return float(t * std * np.sqrt(2 / n_per_group))
+    return float(_t_power(pooled_df) * std * np.sqrt(2 / n_per_group))
+
+
+def _t_power(df: float) -> float:
+    """A difference of this many standard errors is detected at ALPHA with POWER (two-sided t)."""
+    from scipy import stats
+
+    return stats.t.ppf(1 - ALPHA / 2, df) + stats.t.ppf(POWER, df)
 
 
 def pooled_seed_std(
@@ -98,8 +98,6 @@ def two_way_fit(cells: pd.DataFrame, metric: str):
 
 def variants_verdicts(cells: pd.DataFrame, metric: str = "dev") -> dict:
     """The study's power and one verdict per main-effect comparison, from one linear model."""
-    from scipy import stats
-
     std, df = pooled_seed_std(cells, metric)
     mean = float(cells[metric].mean())
     seeds = int(cells.groupby(["pos_encoding", "head_merge"])[metric].count().min())
@@ -132,13 +130,12 @@ def variants_verdicts(cells: pd.DataFrame, metric: str = "dev") -> dict:
             entry.update(ci95=None, ci95_bounds=None, p_value=None, detectable=None)
         else:
             low, high = (float(v) for v in fit.conf_int(ALPHA).loc[term])
-            t = stats.t.ppf(1 - ALPHA / 2, fit.df_resid) + stats.t.ppf(POWER, fit.df_resid)
             entry.update(
                 difference=float(fit.params[term]),
                 ci95=(high - low) / 2,
                 ci95_bounds=[low, high],
                 p_value=float(fit.pvalues[term]),
-                detectable=float(t * fit.bse[term]),
+                detectable=float(_t_power(fit.df_resid) * fit.bse[term]),
             )
             detectables.append(entry["detectable"])
         entry["sentence"] = sentence(entry, factor)

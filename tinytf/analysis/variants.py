@@ -1,9 +1,6 @@
-"""Course report 004's architecture study, the results side: each cell's result file (written by
-stage `variants`, `write_cell`) and the perplexity table over the cells the current params define
-(stage `variants_table`, `summarize` and `write_summary`), mean ± std over seeds. A cell's name
-(`cell_key`) is the file stem both sides use; dvc.yaml's matrix writes the same one
-(`${item.pos}-${item.merge}-${item.seed}`), and the stage refuses an --out that differs.
-"""
+"""Course report 004's architecture study, the results side: each cell's result file (stage
+`variants`) and the perplexity table, mean ± std over seeds, over the cells the current params
+define (stage `variants_table`). Both find a cell by `cell_key`, as dvc.yaml's matrix names it."""
 
 from __future__ import annotations
 

@@ -1,13 +1,12 @@
 """Attention as selection and averaging (course report 004 §1), built in closed form and checked numerically.
 
 One query q against n keys K (n, d) and values V (n, d) gives weights w = softmax(scale * q K^T) and
-output w V. The seed does not scale the scores, so `scale` defaults to 1; pass 1/sqrt(d) for the
-scaled dot product (a construction then only needs a sqrt(d)-times longer query).
+output w V. The seed does not scale the scores, so `scale` defaults to 1 (1/sqrt(d) for the scaled
+dot product only needs a sqrt(d)-times longer query).
 
-Why not the course report's method (`torch.linalg.lstsq` for q K^T = a target score vector with k=100)? A
-target like (100, 0, 0, 0) asks for n equations in d unknowns; with n > d it is generally
-infeasible and least squares silently returns something else. But softmax only sees score
-*differences*, so we ask for exactly what we need instead:
+Not the course report's `torch.linalg.lstsq` for q K^T = a target score vector such as (100, 0, 0, 0):
+with n > d those n equations in d unknowns are generally infeasible, and least squares silently
+returns something else. Softmax only sees score *differences*, so we ask for just what we need:
 
     winners (the set S to select or average) get one common score c, via u.(k_s - k_s0) = 0,
     every other key scores at least m below it,                    via u.(k_s0 - k_l) >= 1,
@@ -84,16 +83,9 @@ def _direction(K: Tensor, winners: list[int]) -> tuple[Tensor | None, str]:
     d = K.shape[1]
     c = np.r_[np.zeros(d), -1.0]  # minimise -t
     A_ub = np.c_[-gt.numpy(), np.ones(len(gt))]  # t - gt @ u <= 0
-    A_eq = np.c_[eq.numpy(), np.zeros(len(eq))] if len(eq) else None
-    res = linprog(
-        c,
-        A_ub=A_ub,
-        b_ub=np.zeros(len(gt)),
-        A_eq=A_eq,
-        b_eq=np.zeros(len(eq)) if len(eq) else None,
-        bounds=[(-1, 1)] * d + [(None, 1)],
-        method="highs",
-    )
+    A_eq, b_eq = (np.c_[eq.numpy(), np.zeros(len(eq))], np.zeros(len(eq))) if len(eq) else (None, None)
+    bounds = [(-1, 1)] * d + [(None, 1)]
+    res = linprog(c, A_ub=A_ub, b_ub=np.zeros(len(gt)), A_eq=A_eq, b_eq=b_eq, bounds=bounds, method="highs")
     if res.status != 0 or res.x[-1] <= 1e-9:
         return None, "infeasible: no query separates these keys (one lies inside the others' hull)"
     return torch.as_tensor(res.x[:d] / res.x[-1], dtype=K.dtype), "LP"
@@ -139,8 +131,8 @@ def identity_queries(K, V, tol: float = 1e-3, scale: float = 1.0) -> Probe:
     """Q (n, d) whose row i selects v_i, so softmax(Q K^T) ~ I and softmax(Q K^T) V ~ V."""
     rows = [select_query(K, V, i, tol, scale) for i in range(len(K))]
     target = torch.eye(len(K), dtype=K.dtype)
-    if any(r.query is None for r in rows):
-        bad = [i for i, r in enumerate(rows) if r.query is None]
+    bad = [i for i, r in enumerate(rows) if r.query is None]
+    if bad:
         return _check("identity Q", f"infeasible for rows {bad}", None, None, K, V, target, tol, scale)
     methods = sorted({r.method for r in rows})
     Q = torch.stack([r.query for r in rows])
@@ -176,8 +168,8 @@ def unit_key_to_select(K, V, q: Tensor, tol: float = 1e-3, scale: float = 1.0) -
     u = q / q.norm()
     lead = q.norm() - (K[others] @ q).max()
     if lead > 0:
-        how = f"k2 = q/‖q‖; q lengthened ×{max(1.0, m / (scale * lead.item())):.2f}"
-        q_new = q * max(1.0, m / (scale * lead.item()))  # never shorten a query that already selects
+        alpha = max(1.0, m / (scale * lead.item()))  # never shorten a query that already selects
+        how, q_new = f"k2 = q/‖q‖; q lengthened ×{alpha:.2f}", q * alpha
     else:
         # A winner at the origin must beat every other key: w.(0 - k_j) >= 1, i.e. w.k_j <= -1.
         origin = torch.zeros(1, K.shape[1], dtype=K.dtype)
@@ -203,13 +195,10 @@ def _fmt(w: Tensor | None) -> str:
 
 
 def run_probes(seed: int = 0, n: int = 4, d: int = 3, scale: float = 1.0, tol: float = 1e-3) -> pd.DataFrame:
-    """All six exercises of course report 004 §1 on one seeded key/value set; one row per exercise.
-
-    Columns: exercise, method (construction used), query_norm (‖q‖; the longest row for the identity
-    Q), weights and target (rounded; the diagonal for the identity), weight_err and output_err (max
-    abs error of the weights and of the output against the target's output), pass (both within tol,
-    the output within 2 tol max|V|). Exercises 5 and 6 reuse the query of exercise 4, as the seed does.
-    """
+    """All six exercises of course report 004 §1 on one seeded key/value set; one row per exercise:
+    the construction used, ‖q‖ (the longest row for the identity Q), the weights and target (the
+    diagonal for the identity), the max abs errors of the weights and the output, and whether both
+    are within tol (the output within 2 tol max|V|)."""
     K, V = make_kv(seed, n, d)
     avg01 = average_query(K, V, [0, 1], tol, scale, name="average v0, v1")
     probes = [

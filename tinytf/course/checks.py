@@ -1,7 +1,6 @@
 """Checks that build and run models: parameter counts (closed form against a built module), the
 course reports' arithmetic, the course claims PyTorch settles, and where the pretrained model's
-heads look. The `checks` stage writes their tables; the report only reads them.
-"""
+heads look. The `checks` stage writes their tables; the report only reads them."""
 
 from __future__ import annotations
 
@@ -18,8 +17,6 @@ from tinytf.io import write_json
 from tinytf.model.architecture import ModelConfig
 from tinytf.model.param_count import COURSE_CLAIMS, analytic_counts, count_parameters, course_lab_config
 from tinytf.model.transformer import TinyTransformer
-
-# ------------------------------------------------------------------------------------ parameters
 
 
 def parameter_table(ours: ModelConfig, lab: ModelConfig) -> pd.DataFrame:
@@ -62,9 +59,6 @@ def course_claims_table() -> pd.DataFrame:
     )
 
 
-# ---------------------------------------------------------------------------------- attention
-
-
 @torch.no_grad()
 def attention_weights(
     model: TinyTransformer, tokenizer: Tokenizer, text: str
@@ -77,9 +71,6 @@ def attention_weights(
         return tokens, []
     weights = [w[0].float().numpy() for w in model.eval().attention_weights(torch.tensor([ids]))]
     return tokens, weights
-
-
-# ------------------------------------------------------------------------ claims checked in PyTorch
 
 
 def _tiny(**kw) -> ModelConfig:
@@ -107,10 +98,9 @@ def pytorch_checks() -> pd.DataFrame:
 
 
 def _checks() -> list[tuple[str, ...]]:
-    # in this order: each draws from the seeded generator
-    rows = [_encoder_mask_check()]
+    mask_row = _encoder_mask_check()  # in this order: each draws from the seeded generator
     shift_row, ids = _shift_check()
-    return rows + [shift_row, _reweight_check(ids)]
+    return [mask_row, shift_row, _reweight_check(ids)]
 
 
 def _encoder_mask_check() -> tuple[str, ...]:
@@ -182,9 +172,6 @@ def _reweight_check(ids: torch.Tensor) -> tuple[str, ...]:
         f"ours: {ours:.3g}; whole-sequence norm: head weights change by {leak:.3g}",
         "a norm over the sequence lets position t see later tokens (a causal leak); ours is causal",
     )
-
-
-# ---------------------------------------------------------------------------------- the tables
 
 
 def write_checks(

@@ -6,22 +6,13 @@ For a source of length M and a target of length N, with hidden size D:
     decoder self-attention   the same on the target, causal      scores N x N   O(N^2 D)
     encoder-decoder (cross)  target queries x source keys        scores N x M   O(N M D)
 
-What is timed is the attention core only: softmax(Q K^T / sqrt(D/H)) V over H heads, the causal mask
-when there is one, and the head merge. The Q/K/V/output projections are left out on purpose: they
-cost O(L D^2) whatever the attention pattern, and would hide the L^2 term we are here to see.
+Only the attention core is timed (scores, mask, softmax, head merge): the Q/K/V/output projections
+cost O(L D^2) whatever the pattern, and would hide the L^2 term we are here to see.
 
-Memory. On CUDA we report the allocator's peak during one call (`torch.cuda.max_memory_allocated`)
-minus what was allocated before it (the inputs). On CPU torch has no peak counter, so the number is
-*analytic*: the sum of numel * element_size over the tensors the attention function creates
-(scores, mask, softmax weights, per-head and merged outputs). It is exact arithmetic, not an
-allocator measurement: scratch buffers inside the BLAS kernels are not counted, and it is a sum,
-not a peak (scores and weights are both alive at the softmax, so here the two agree on the L^2 part).
-Note the causal mask does not halve anything in this written-out form: the N x N scores are computed
-in full and the future half is overwritten with -inf.
-
-Times are the median of `repeats` calls after a warm-up call, with `time.perf_counter`; batch and
-heads are fixed. Exponents are least-squares slopes in log-log space (`fit_exponents`).
-"""
+Memory: on CUDA, the allocator's peak during one call less the inputs. CPU torch has no peak
+counter, so there the number is analytic: the bytes of the tensors `attention` creates (not BLAS
+scratch; a sum, not a peak, though both agree on the L^2 part, as scores and weights are both alive
+at the softmax). The causal mask halves nothing: the N x N scores are computed in full."""
 
 from __future__ import annotations
 
@@ -56,9 +47,8 @@ def attention(q: Tensor, k: Tensor, v: Tensor, heads: int, causal: bool = False)
     scores = (q @ k.transpose(-2, -1)).mul_(1.0 / math.sqrt(hd))  # (B, H, Lq, Lk): the L^2 tensor
     created.append(scores)
     if causal:
-        future = torch.ones(Lq, Lk, dtype=torch.bool, device=q.device).triu_(
-            1
-        )  # True = key after query = blocked
+        # True = key after query = blocked
+        future = torch.ones(Lq, Lk, dtype=torch.bool, device=q.device).triu_(1)
         created.append(future)
         scores.masked_fill_(future, float("-inf"))  # in place: no second L^2 tensor
     weights = scores.softmax(dim=-1)  # a new (B, H, Lq, Lk) tensor
@@ -112,24 +102,19 @@ def measure(
     seed: int = 0,
     threads: int | None = 1,
 ) -> pd.DataFrame:
-    """Time and memory of each attention kind over the grid lengths x hidden_sizes.
+    """Time (median of `repeats`) and memory of each attention kind over lengths x hidden_sizes.
+    Cross attention varies M with N = fixed_length, then N with M = fixed_length.
 
-    Cross attention is measured along two lines through (fixed_length, fixed_length): source length M
-    varied with N = fixed_length, and target length N varied with M = fixed_length.
+    After one warm-up call each, the repeats run in rounds over the whole sweep: a burst of load
+    from another process then costs one sample of many configurations (which the median drops)
+    instead of every sample of one.
 
-    Every configuration is called once to warm up, then the repeats run in rounds over the whole
-    sweep: a burst of load from another process then costs one sample of many configurations (which
-    the median drops) instead of every sample of one.
+    The defaults keep every L^2 tensor above 32 MiB (B*H*Lq*Lk*4 bytes >= 2*8*768*768*4): glibc
+    serves larger blocks with a fresh mmap each call, smaller ones from reused memory several times
+    faster, so a sweep straddling the threshold would fit that regime change, not L^2.
 
-    The defaults keep every L^2 tensor above 32 MiB (B*H*Lq*Lk*4 bytes >= 2*8*768*768*4). On CPU,
-    glibc serves blocks above that size with a fresh mmap on every call, so each call pays for
-    zeroing new pages; below it, freed memory is reused and the same softmax runs several times
-    faster per element. A sweep straddling the threshold would fit that regime change, not L^2.
-
-    threads: CPU threads for torch during the sweep (restored afterwards; None leaves torch's setting).
-    One by default: on a shared machine a multi-threaded op waits for its slowest thread, and a thread
-    descheduled by another process adds whole scheduler ticks (milliseconds) to a short call.
-    """
+    threads: CPU threads for torch during the sweep (restored afterwards; None leaves it). One by
+    default: a multi-threaded op waits for its slowest thread, which another process may deschedule."""
     for D in hidden_sizes:
         if D % heads:
             raise ValueError(f"hidden size {D} is not divisible by heads={heads}")
@@ -183,13 +168,10 @@ def _fit_row(kind, variable, hidden, lq, lk, sub, x) -> dict:
 
 
 def fit_exponents(df: pd.DataFrame, min_points: int = 3) -> pd.DataFrame:
-    """Exponents of time and memory vs each varied quantity, with the others held fixed.
-
-    variable "length": self-attention, Lq = Lk = L varied (expect 2), per hidden size.
-    variable "length_k" / "length_q": cross attention, one length varied, the other fixed (expect 1).
-    variable "hidden": D varied at fixed (Lq, Lk); the fixed one of length_q/length_k is filled in.
-    A line is fitted only through at least `min_points` distinct values.
-    """
+    """Exponents of time and memory vs each varied quantity, the others fixed, through at least
+    `min_points` distinct values. variable "length": self-attention, Lq = Lk = L (expect 2), per
+    hidden size; "length_k" / "length_q": cross attention, one length varied, the other fixed
+    (expect 1); "hidden": D varied at fixed (Lq, Lk)."""
     out = []
     nan = float("nan")
     for (kind, D), g in df.groupby(["kind", "hidden"], sort=False):
@@ -236,15 +218,13 @@ def plot_loglog(df: pd.DataFrame, fits: pd.DataFrame, path) -> Path:
     # for D, one line per kind: the hidden-size fit at that kind's largest score matrix
     by_hidden = fits[fits.variable == "hidden"].assign(area=lambda t: t.length_q * t.length_k)
     by_hidden = by_hidden.sort_values("area").groupby("kind", sort=False).tail(1)
-    for col, (ycol, what, unit, scale) in enumerate(
-        (("seconds", "time", "ms", 1e3), ("bytes", "memory", "MiB", 2**-20))
-    ):
-        for row, (sel, xlabel, title) in enumerate(
-            (
-                (by_length, "sequence length (tokens)", f"vs length (D={D})"),
-                (by_hidden, "hidden size D", "vs hidden size"),
-            )
-        ):
+    measures = (("seconds", "time", "ms", 1e3), ("bytes", "memory", "MiB", 2**-20))
+    panels = (
+        (by_length, "sequence length (tokens)", f"vs length (D={D})"),
+        (by_hidden, "hidden size D", "vs hidden size"),
+    )
+    for col, (ycol, what, unit, scale) in enumerate(measures):
+        for row, (sel, xlabel, title) in enumerate(panels):
             ax = axes[row, col]
             for _, f in sel.iterrows():
                 sub, x, label = _sweep(df, f)
