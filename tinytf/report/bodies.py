@@ -1,11 +1,7 @@
 """The report's "who pretrained the body" table: scratch, our own language model and an external
-encoder (the `hf` start) side by side, with their size, what they were pretrained on, what a
-fine-tuning run cost and the test accuracy, all on the same splits.
-
-Rows come from what the stages wrote: every fine-tuning start at all labels (finetune summary and
-timings: mean ± std over seeds), and the grid's best cell as evaluate scored it on test (one
-seed, with the bootstrap interval), whichever start `grid.start` gave it.
-"""
+encoder (the `hf` start) side by side, with their size, pretraining, fine-tuning cost and test
+accuracy: every fine-tuning start at all labels (mean ± std over seeds), and the grid's best cell
+as evaluate scored it on test (one seed, with the bootstrap interval)."""
 
 from __future__ import annotations
 
@@ -41,13 +37,6 @@ def lm_corpus(data_card: dict | None, source: str) -> str:
     return f"{source} plus in-domain text" if (notes.get("in_domain") or {}).get("parts") else source
 
 
-def our_pretraining(pretrained_meta: dict | None, corpus: str) -> str:
-    """`corpus`: what it read, as `lm_corpus` says it."""
-    tokens = (pretrained_meta or {}).get("pretrain_tokens")
-    amount = f", {tokens / 1e6:.1f}M tokens" if tokens else ""
-    return f"this pipeline's language model ({corpus}{amount})"
-
-
 def bodies_table(
     finetune: dict | None,
     timings: pd.DataFrame | None,
@@ -60,13 +49,13 @@ def bodies_table(
     classifier_parameters: int | None = None,
 ) -> pd.DataFrame:
     """One row per start; `best_result`/`best_model` are the grid's best cell files (result and
-    model JSON). `classifier_parameters`: what our classifier uses, body and head (checks' closed
-    form); the stages count every parameter of the module, which also holds the LM head it never
-    uses (1.0M of 2.6M by default), so our rows take this count where it is given."""
-    ours = our_pretraining(pretrained_meta, corpus)
+    model JSON). Our rows take `classifier_parameters` (checks' closed form, body and head) where
+    given: the stages count every parameter of the module, with the LM head it never uses."""
+    tokens = (pretrained_meta or {}).get("pretrain_tokens")
+    amount = f", {tokens / 1e6:.1f}M tokens" if tokens else ""
+    ours = f"this pipeline's language model ({corpus}{amount})"  # `corpus`: as `lm_corpus` says it
 
-    def size(start: str, counted: int | None) -> int | None:
-        """Our classifier's own count where given; the external encoder's as its stage counted it."""
+    def size(start: str, counted: int | None) -> int | None:  # the external encoder's as counted
         return counted if start == "hf" or classifier_parameters is None else classifier_parameters
 
     hf_source = (finetune or {}).get("hf_checkpoint")

@@ -1,17 +1,6 @@
-"""The report stage's core: render reports/README.md, reports/tables/*.{md,csv} and reports/plots/*.png.
-
-Reads only what the upstream stages wrote (no training): the data card, the tokenizer, the
-pretrained model, pretraining metrics and curves, the variants cells, the fine-tuning summary and
-curves, the grid cells, the evaluation, and (if present) the probes and the attention-cost fits.
-A missing input is listed in the README with the command that makes it; a malformed one raises
-`DataError` naming the file. Output depends only on the inputs (no timestamps), and every file is
-written atomically. The stages' own files (data/reports/, DVC-cached) are published beside the
-README at the same relative paths, so reports/ is the whole of what git holds of a run.
-
-Three steps: `read` the facts (tinytf.report.read), `derive` the README's view from them
-(tinytf.report.derive) and `render` it (tinytf.report.render); the tables and plots are the
-sections' (tinytf.report.sections).
-"""
+"""The report stage's core: reports/README.md, tables/*.{md,csv}, plots/*.png and dvc/*.csv from
+the upstream stages' files only (no training, no timestamps). `read` the facts, `derive` the
+README's view from them and `render` it; the tables and plots are the sections'."""
 
 from __future__ import annotations
 
@@ -37,12 +26,9 @@ def build_report(params: Params, root: str | Path = ".", out_dir: str | Path = "
     # read and check every input first: a malformed file stops the build before anything is written
     facts = read(root, params)
     items = sections(facts, params)
-    tables = [t for t in items if isinstance(t, Table)]
-    plots = [p for p in items if isinstance(p, Plot)]
-    listed = [(t.link, f"**{t.title}** — {t.sentence}") for t in tables]
-    listing = Listing(
-        facts.missing, facts.notes, listed, [(p.link, p.sentence) for p in plots], facts.published
-    )
+    tables = [(t.link, f"**{t.title}** — {t.sentence}") for t in items if isinstance(t, Table)]
+    plots = [(p.link, p.sentence) for p in items if isinstance(p, Plot)]
+    listing = Listing(facts.missing, facts.notes, tables, plots, facts.published)
     # the README is rendered from what readme.json holds (plain JSON), so a committed README can be
     # checked against its view (tests/contract/test_committed_reports.py)
     view = json.loads(json.dumps(derive(facts, params, listing)))

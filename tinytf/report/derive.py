@@ -9,8 +9,10 @@ from tinytf.analysis.evaluation import detected, verdict
 from tinytf.params.starts import present, subject
 from tinytf.report import derive_answers, derive_course, derive_transfer
 from tinytf.report.champion import name
+from tinytf.report.derive_answers import starts
 from tinytf.report.derive_transfer import paired_view
 from tinytf.report.facts import Facts, Listing
+from tinytf.report.tables import CELL
 
 
 def derive(f: Facts, params, listing: Listing) -> dict:
@@ -35,11 +37,6 @@ def tfidf_all(f: Facts) -> float | None:
     return ((f.baselines or {}).get("label_curve", {}).get("all", {}).get("tfidf_lr") or {}).get("mean")
 
 
-def starts(finetune: dict) -> dict:
-    """{start: [mean, std]} of test accuracy, in the starts table's order (phrases.starts_text says it)."""
-    return {s: [a["test_accuracy_mean"], a["test_accuracy_std"]] for s, a in finetune["starts"].items()}
-
-
 def headline(f: Facts) -> dict:
     m = f.metrics
     return {
@@ -48,9 +45,7 @@ def headline(f: Facts) -> dict:
         else {
             **{k: m[k] for k in ("test_accuracy", "test_accuracy_ci95", "test_macro_f1")},
             "n": (f.test_report or {}).get("n"),
-            "best": {
-                k: m["best"][k] for k in ("optimizer", "lr", "batch_size", "epochs", "validation_accuracy")
-            },
+            "best": {k: m["best"][k] for k in (*CELL, "validation_accuracy")},
             "seeds": len(m["best"].get("seeds", [0])),
         },
         "champion": champion(f.champion_vs),

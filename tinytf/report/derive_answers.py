@@ -6,11 +6,16 @@ from __future__ import annotations
 
 from tinytf.report.derive_course import first_epoch, plain, variants_text
 from tinytf.report.derive_transfer import paired_view
-from tinytf.report.tables import ordered_splits
+from tinytf.report.tables import CELL, in_order, ordered_splits
 
 
 def answers(f, p) -> dict:
     return {"lab": lab(f, p), "discussion": discussion(f), "attention": attention(f, p), "tuning": tuning(f)}
+
+
+def starts(finetune: dict) -> dict:
+    """{start: [mean, std]} of test accuracy, in the starts table's order (phrases.starts_text says it)."""
+    return {s: [a["test_accuracy_mean"], a["test_accuracy_std"]] for s, a in finetune["starts"].items()}
 
 
 def lab(f, p) -> dict:
@@ -35,9 +40,7 @@ def lab(f, p) -> dict:
         gap = [float(d["train_accuracy"]), float(d["validation_accuracy"])]
     return {
         "model": model,
-        "starts": None
-        if s is None
-        else {a: [e["test_accuracy_mean"], e["test_accuracy_std"]] for a, e in s["starts"].items()},
+        "starts": None if s is None else starts(s),
         "vs_scratch": paired_view(s["pretrained_vs_scratch"]) if s and "pretrained_vs_scratch" in s else None,
         "first_epoch": gap,
         "masked": f.objective == "masked" and s is not None,
@@ -52,15 +55,8 @@ def discussion(f) -> dict:
         top = []
         for col in ("previous token", "first token", "self"):
             h = heads.loc[heads[col].idxmax()]
-            top.append(
-                [
-                    int(h["layer"]),
-                    int(h["head"]),
-                    float(h[col]),
-                    "itself" if col == "self" else f"the {col}",
-                    float(h["uniform"]),
-                ]
-            )
+            where = "itself" if col == "self" else f"the {col}"
+            top.append([int(h["layer"]), int(h["head"]), float(h[col]), where, float(h["uniform"])])
     measured = None
     if fits is not None:
         rows = fits[fits["variable"].isin(["length", "length_k", "length_q"])]
@@ -84,8 +80,7 @@ def attention(f, p) -> dict:
     pretrain = None
     if f.pretrain is not None:
         m, scored = f.pretrain, f.pretrain.get("samples", {})
-        names = [x.name for x in p.pretrain.samples if x.name in scored]
-        names += sorted(set(scored) - {x.name for x in p.pretrain.samples})
+        names = in_order(scored, [x.name for x in p.pretrain.samples])
         pretrain = {
             "train": m.get("train_perplexity"),
             "dev": m["validation_perplexity"],
@@ -125,12 +120,7 @@ def tuning(f) -> dict:
     if f.grid is not None:
         g, b = f.grid, f.best
         per_opt = g.groupby("optimizer", sort=False)["validation_accuracy"].max()
-        cell = g[
-            (g["optimizer"] == b["optimizer"])
-            & (g["lr"] == b["lr"])
-            & (g["batch_size"] == b["batch_size"])
-            & (g["epochs"] == b["epochs"])
-        ].iloc[0]
+        cell = g[(g[list(CELL)] == [b[k] for k in CELL]).all(axis=1)].iloc[0]
         grid = {
             "optimizers": [[o, float(a)] for o, a in per_opt.items()],
             "cells": len(g),

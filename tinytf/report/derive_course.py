@@ -40,14 +40,16 @@ def variants_text(stats: pd.DataFrame, merges: tuple[str, ...], col: str = "dev"
     return "; ".join(parts)
 
 
-def spread(stats: pd.DataFrame, pairs: list[tuple[str, str]], col: str = "dev") -> dict | None:
-    """The largest gap of (pos, merge) to (pos, concat) and the largest seed std among them."""
+def spread(stats: pd.DataFrame) -> dict | None:
+    """The largest gap of shuffle or shift to concat at the same positions, and their largest std."""
     gaps, stds = [], []
-    for pos, merge in pairs:
-        a, b = variant(stats, pos, merge, col), variant(stats, pos, "concat", col)
-        if a and b:
-            gaps.append(abs(a[0] - b[0]))
-            stds += [a[1], b[1]]
+    for pos in dict.fromkeys(stats["pos_encoding"]):
+        b = variant(stats, pos, "concat")
+        for merge in ("shuffle", "shift"):
+            a = variant(stats, pos, merge)
+            if a and b:
+                gaps.append(abs(a[0] - b[0]))
+                stds += [a[1], b[1]]
     if not gaps:
         return None
     return {"gap": max(gaps), "std": None if any(math.isnan(s) for s in stds) else max(stds)}
@@ -72,11 +74,6 @@ def wrong(f, p) -> dict:
     if f.checks is None or f.counts is None:  # the checks stage has not run: its claims cannot be quoted
         return {**out, "checks": None}
     stats = f.variants
-    merges = (
-        [(pos, m) for pos in dict.fromkeys(stats["pos_encoding"]) for m in ("shuffle", "shift")]
-        if stats is not None
-        else []
-    )
     reweight = stats is not None and (stats["head_merge"] == "reweight").any()
     return {
         **out,
@@ -88,7 +85,7 @@ def wrong(f, p) -> dict:
         "cls_head": f.counts["cls_head"],
         "merges": None
         if stats is None
-        else {"dev": variants_text(stats, ("concat", "shuffle", "shift")), "spread": spread(stats, merges)},
+        else {"dev": variants_text(stats, ("concat", "shuffle", "shift")), "spread": spread(stats)},
         "reweight": [
             [col, variants_text(stats, ("concat", "reweight"), col)]
             for col in ("dev", "normal")
@@ -160,11 +157,10 @@ def grid_note(f, p) -> dict:
         [plain(k), float(a)]
         for k, a in frame.groupby(by, sort=by != "optimizer")["validation_accuracy"].max().items()
     ]
-    smallest = float(g["lr"].min())
     return {
         **out,
         "by_lr": best(g, "lr"),
-        "smallest": smallest,
+        "smallest": float(g["lr"].min()),
         "at_smallest": best(g[g["lr"] == g["lr"].min()], "optimizer"),
         "majority": f.majority_val,
         "sgd": best(g[g["optimizer"] == "SGD"], "lr") if "SGD" in set(g["optimizer"]) else None,

@@ -20,6 +20,9 @@ PUBLISHED = (
 ON_MAJORITY = 0.005
 WIDE = 0.2
 
+# each verdict of a start against TF-IDF + LR, worded with TF-IDF as the subject
+VERBS = {"lower": "it beats", "no detectable difference": "no difference detected from", "higher": "loses to"}
+
 # the keys of a test dict the phrasing filters read (tinytf.report.phrases)
 TEST_KEYS = ("mean_difference", "t", "p_value", "p_holm", "test", "sign_test_p", "n")
 ITEM_KEYS = ("n_items", "p_value", "mean_difference")
@@ -113,19 +116,13 @@ def against_tfidf(labels: str, entry: dict) -> dict | None:
     if not tests:
         return None
     said = {start: verdict_of(test) for start, test in tests.items()}
-    names = {v: [name(a) for a, w in said.items() if w == v] for v in ("lower", "higher")}
-    tied = [name(a) for a, v in said.items() if v == "no detectable difference"]
+    names = {v: [name(a) for a, w in said.items() if w == v] for v in VERBS}
     if len(names["lower"]) == len(tests):
         summary = "it beats every start"
     elif len(names["higher"]) == len(tests):
         summary = "every start beats it"
     else:
-        parts = (
-            ("it beats", names["lower"]),
-            ("no difference detected from", tied),
-            ("loses to", names["higher"]),
-        )
-        summary = ", ".join(f"{verb} {' and '.join(who)}" for verb, who in parts if who)
+        summary = ", ".join(f"{VERBS[v]} {' and '.join(who)}" for v, who in names.items() if who)
     first = next(iter(tests))
     return {
         "labels": labels,
@@ -136,8 +133,7 @@ def against_tfidf(labels: str, entry: dict) -> dict | None:
 
 
 def too_few(test: dict, pretrained: float, scratch: float, majority: float | None) -> str | None:
-    """Why a miss says nothing at all (a tiny run): 'majority' where both starts sit on the
-    majority class, 'wide' where the interval spans more than WIDE; else None."""
+    """Why a miss says nothing at all: 'majority', 'wide' or None."""
     if majority is not None and max(abs(pretrained - majority), abs(scratch - majority)) < ON_MAJORITY:
         return "majority"
     low, high = (test.get("multiboot") or {}).get("ci95", (0.0, 0.0))

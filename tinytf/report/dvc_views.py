@@ -1,13 +1,9 @@
-"""What `dvc exp show` and `dvc plots show` compare across experiments, built from the report's facts.
+"""What `dvc exp show` and `dvc plots show` compare across experiments, from the report's facts.
 
-`dvc exp show` makes a column of every number in a declared metrics file, so the pipeline
-declares one: `reports/headline.json`, the scalar summaries a person compares between runs
-(test accuracy and its interval, pretrained − scratch and pretrained − TF-IDF with all labels,
-each as one block: estimate, 95 % interval, p, Holm p, the sources of noise it resampled and
-its verdict; the labelled-data curve, the LM's perplexities), at most 30 of them. The data card,
-tokenizer statistics and per-seed summaries stay reports. DVC's plot templates draw one line per y column and cannot
-group rows, so the fine-tuning curves become one column per start (mean over seeds), and the
-confusion matrix becomes one (actual, predicted) row per test text for the `confusion` template.
+`dvc exp show` makes a column of every number in a metrics file, so `reports/headline.json` holds
+only the scalars a person compares between runs (at most 30). DVC's plot templates draw one line
+per y column and cannot group rows, so the fine-tuning curves become one column per start (mean
+over seeds), and the confusion matrix one (actual, predicted) row per test text.
 """
 
 from __future__ import annotations
@@ -42,16 +38,8 @@ def headline(f: Facts) -> dict:
             for _, row in f.label_curve.iterrows()
         }
     if f.pretrain:
-        out["lm"] = {
-            key: f.pretrain[key]
-            for key in (
-                "validation_perplexity",
-                "validation_word_perplexity",
-                "test_word_perplexity",
-                "tokens",
-            )
-            if key in f.pretrain
-        }
+        keys = ("validation_perplexity", "validation_word_perplexity", "test_word_perplexity", "tokens")
+        out["lm"] = {key: f.pretrain[key] for key in keys if key in f.pretrain}
     return out
 
 
@@ -85,11 +73,6 @@ def confusion_rows(test_report: dict) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["actual", "predicted"])
 
 
-def grid_points(grid: pd.DataFrame) -> pd.DataFrame:
-    """Validation accuracy of every grid cell, named by its key."""
-    return grid[["key", "validation_accuracy"]].sort_values("validation_accuracy", ascending=False)
-
-
 def plot_views(f: Facts) -> dict[str, pd.DataFrame]:
     """reports/dvc/<name>.csv: the fine-tuning curves per start, the label curve, the confusion
     rows and the grid, each where its input is."""
@@ -101,5 +84,7 @@ def plot_views(f: Facts) -> dict[str, pd.DataFrame]:
     if f.test_report is not None:
         views["confusion"] = confusion_rows(f.test_report)
     if f.grid is not None:
-        views["grid"] = grid_points(f.grid)
+        views["grid"] = f.grid[["key", "validation_accuracy"]].sort_values(
+            "validation_accuracy", ascending=False
+        )
     return views

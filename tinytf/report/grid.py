@@ -36,13 +36,12 @@ def grid_tables(f, params) -> list:
         selection=selection_text(selection) if selection else "",
     )
     table = rt.grid_table(cells, cell_key(**best), finalists)
-    curves = caption("plot_optimizer_curves", lr=best["lr"], batch_size=best["batch_size"])
+    lr, batch_size = best["lr"], best["batch_size"]
+    curves = caption("plot_optimizer_curves", lr=lr, batch_size=batch_size)
     return out + [
         Table("grid", "Optimizer × learning rate × batch size × epochs", sentence, table),
         Plot("grid_heatmaps", caption("plot_grid_heatmaps"), plot_grid_heatmaps, (cells,)),
-        Plot(
-            "optimizer_curves", curves, plot_optimizer_curves, (f.grid_curves, best["lr"], best["batch_size"])
-        ),
+        Plot("optimizer_curves", curves, plot_optimizer_curves, (f.grid_curves, lr, batch_size)),
     ]
 
 

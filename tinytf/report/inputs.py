@@ -17,9 +17,6 @@ from tinytf.report.facts import UPSTREAM
 
 @dataclass
 class Inputs:
-    """Reads the upstream files (`UPSTREAM[name]`) under `root`; absent ones are listed in
-    `missing` instead of raising."""
-
     root: Path
     missing: list[tuple[str, str, str]] = field(default_factory=list)  # (what, path, how to make it)
     body: int = 1  # the first of pretrain.seeds: whose pretraining files the report reads
@@ -28,12 +25,11 @@ class Inputs:
         return self.root / UPSTREAM[name].path.format(seed=self.body)
 
     def exists(self, name: str) -> Path | None:
-        what, _, stage = UPSTREAM[name]
         path = self.path(name)
-        rel = str(path.relative_to(self.root))
         if path.exists():
             return path
-        self.missing.append((what, rel, f"dvc repro {stage}"))
+        what, _, stage = UPSTREAM[name]
+        self.missing.append((what, str(path.relative_to(self.root)), f"dvc repro {stage}"))
         return None
 
     def json(self, name: str, keys: tuple[str, ...] = ()) -> dict | None:
@@ -52,7 +48,7 @@ class Inputs:
     def split(self, name: str) -> pd.DataFrame | None:
         """A table the checks stage wrote as {"columns", "data"}."""
         data = self.json(name, keys=("columns", "data"))
-        return None if data is None else split_frame(data, self.path(name))
+        return None if data is None else pd.DataFrame(data["data"], columns=data["columns"])
 
     def parquet(self, name: str, columns: tuple[str, ...] = ()) -> pd.DataFrame | None:
         return self._frame(name, columns, pd.read_parquet, "parquet file", (OSError, ValueError))
@@ -77,13 +73,6 @@ class Inputs:
         if absent:
             raise DataError(f"{path}: missing column(s) {absent}; has {list(frame.columns)}")
         return frame
-
-
-def split_frame(data: dict, path: Path | str) -> pd.DataFrame:
-    """A table written as {"columns": [...], "data": [[...], ...]} (the checks stage's JSON)."""
-    if not isinstance(data, dict) or not {"columns", "data"} <= set(data):
-        raise DataError(f"{path}: expected a table with 'columns' and 'data'")
-    return pd.DataFrame(data["data"], columns=data["columns"])
 
 
 def require(data: dict, path: Path | str, *dotted: str) -> None:

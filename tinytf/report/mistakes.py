@@ -57,10 +57,8 @@ def disagreements(predictions: pd.DataFrame, texts: list[str], classes: list[str
 def champion_mistakes(predictions: pd.DataFrame, texts: list[str], classes: list[str]) -> pd.DataFrame:
     """The served model's wrong test answers, the most confident first."""
     test = predictions[predictions["split"] == "test"]
-    wrong = test[test["prediction"] != test["label"]].sort_values(
-        ["probability", "item"], ascending=[False, True]
-    )
-    wrong = wrong.head(2 * ROWS)
+    wrong = test[test["prediction"] != test["label"]]
+    wrong = wrong.sort_values(["probability", "item"], ascending=[False, True]).head(2 * ROWS)
     return pd.DataFrame(
         {
             "item": wrong["item"],
@@ -84,7 +82,8 @@ def mistakes_tables(f, params) -> list:
         chosen = chosen_predictions(finetune, runs)
         chosen = chosen[chosen["labels"] == "all"]
         path = UPSTREAM["finetune_predictions"].path
-        sentence = caption("disagreements", seeds=_seeds(chosen), rows=ROWS, path=path)
+        seeds = chosen.loc[chosen["start"] == "pretrained", "seed"].nunique()
+        sentence = caption("disagreements", seeds=int(seeds), rows=ROWS, path=path)
         table = disagreements(chosen, texts, classes)
         title = "Where pretrained and scratch disagree"
         out.append(Table("disagreements", title, sentence, table, None, ".2f"))
@@ -97,7 +96,3 @@ def mistakes_tables(f, params) -> list:
         title = "The served model's most confident mistakes"
         out.append(Table("champion_mistakes", title, sentence, table, None, ".3f"))
     return out
-
-
-def _seeds(rows: pd.DataFrame) -> int:
-    return int(rows.loc[rows["start"] == "pretrained", "seed"].nunique())

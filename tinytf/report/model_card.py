@@ -41,7 +41,7 @@ def model_card(facts: CardFacts) -> str:
 
 def card_view(f: CardFacts) -> dict:
     """What the card's template (templates/model_card.md.j2) words, from the facts."""
-    selection, classes = f.metrics.get("grid_selection") or {}, f.report["classes"]
+    selection, classes, splits = f.metrics.get("grid_selection") or {}, f.report["classes"], f.data["splits"]
     runner_up = None
     if selection.get("test"):
         runner_up = {**selection["runner_up"], "said": runner_up_outcome(selection["test"])}
@@ -55,13 +55,9 @@ def card_view(f: CardFacts) -> dict:
         "classes": classes,
         "source": f.data["source"],
         "splits": [
-            [
-                s,
-                f.data["splits"][s]["rows"],
-                [f.data["splits"][s].get("labels", {}).get(c, 0) for c in classes],
-            ]
+            [s, splits[s]["rows"], [splits[s].get("labels", {}).get(c, 0) for c in classes]]
             for s in ("train", "validation", "test")
-            if s in f.data["splits"]
+            if s in splits
         ],
         "seeds": f.best.get("seeds") or [f.seed],
         "runner_up": runner_up,

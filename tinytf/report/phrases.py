@@ -69,12 +69,11 @@ def multiboot_text(test: dict) -> str:
     boot = test.get("multiboot")
     if boot is None:
         return ""
-    low, high = (100 * x for x in boot["ci95"])
     drawn = " and ".join(
         {"seed": "seeds", "pretraining run": "pretraining runs"}.get(s, f"test {s}s") for s in boot["sources"]
     )
     holm = f", Holm p = {boot['p_holm']:.3g}" if boot.get("p_holm") is not None else ""
-    return f"95 % CI [{low:+.1f}, {high:+.1f}] over {drawn} at once (multi-bootstrap p = {boot['p_value']:.3g}{holm})"
+    return f"{interval(boot)} over {drawn} at once (multi-bootstrap p = {boot['p_value']:.3g}{holm})"
 
 
 def interval(boot: dict) -> str:

@@ -29,13 +29,17 @@ def _band(ax, frame: pd.DataFrame, x: str, y: str, label: str) -> None:
     stats = frame.groupby(x)[y].agg(["mean", "std"]).reset_index()
     line = ax.plot(stats[x], stats["mean"], marker="o", label=label)[0]
     if stats["std"].notna().any():
-        ax.fill_between(
-            stats[x],
-            stats["mean"] - stats["std"].fillna(0),
-            stats["mean"] + stats["std"].fillna(0),
-            color=line.get_color(),
-            alpha=0.2,
-        )
+        std = stats["std"].fillna(0)
+        ax.fill_between(stats[x], stats["mean"] - std, stats["mean"] + std, color=line.get_color(), alpha=0.2)
+
+
+def _finish(*axes, epochs: bool = True) -> None:
+    """A small legend and a light grid on each axis; whole numbers on an x axis that counts `epochs`."""
+    for ax in axes:
+        ax.legend(fontsize=8)
+        ax.grid(alpha=0.3)
+        if epochs:
+            ax.xaxis.get_major_locator().set_params(integer=True)
 
 
 def plot_finetune_curves(curves: pd.DataFrame, path: str | Path) -> Path:
@@ -52,17 +56,10 @@ def plot_finetune_curves(curves: pd.DataFrame, path: str | Path) -> Path:
         means = frame.groupby("epoch")[["train_accuracy", "train_loss"]].mean()
         acc_ax.plot(means.index, means["train_accuracy"], linestyle="--", alpha=0.7, label=f"{start} (train)")
         loss_ax.plot(means.index, means["train_loss"], linestyle="--", alpha=0.7, label=f"{start} (train)")
-    n_seeds = curves["seed"].nunique()
-    acc_ax.set(
-        title=f"Accuracy per epoch (mean ± std over {n_seeds} seeds)",
-        xlabel="epoch",
-        ylabel="accuracy (fraction correct)",
-    )
+    title = f"Accuracy per epoch (mean ± std over {curves['seed'].nunique()} seeds)"
+    acc_ax.set(title=title, xlabel="epoch", ylabel="accuracy (fraction correct)")
     loss_ax.set(title="Cross-entropy loss per epoch", xlabel="epoch", ylabel="loss (nats per text)")
-    for ax in (acc_ax, loss_ax):
-        ax.legend(fontsize=8)
-        ax.grid(alpha=0.3)
-        ax.xaxis.get_major_locator().set_params(integer=True)
+    _finish(acc_ax, loss_ax)
     return _save(fig, path)
 
 
@@ -83,44 +80,17 @@ def plot_optimizer_curves(curves: pd.DataFrame, lr: float, batch_size: int, path
     chosen = chosen[chosen["epochs"] == chosen["epochs"].max()]
     fig, (loss_ax, acc_ax) = plt.subplots(1, 2, figsize=(11, 4))
     for optimizer, frame in chosen.groupby("optimizer", sort=False):
-        line = loss_ax.plot(frame["epoch"], frame["train_loss"], marker="o", label=f"{optimizer} train")[0]
-        loss_ax.plot(
-            frame["epoch"],
-            frame["validation_loss"],
-            marker="s",
-            linestyle="--",
-            color=line.get_color(),
-            label=f"{optimizer} validation",
-        )
-        acc_ax.plot(
-            frame["epoch"],
-            frame["train_accuracy"],
-            marker="o",
-            color=line.get_color(),
-            label=f"{optimizer} train",
-        )
-        acc_ax.plot(
-            frame["epoch"],
-            frame["validation_accuracy"],
-            marker="s",
-            linestyle="--",
-            color=line.get_color(),
-            label=f"{optimizer} validation",
-        )
-    loss_ax.set(
-        title=f"Loss by optimizer (lr={lr:g}, batch {batch_size})",
-        xlabel="epoch",
-        ylabel="cross-entropy (nats per text)",
-    )
-    acc_ax.set(
-        title=f"Accuracy by optimizer (lr={lr:g}, batch {batch_size})",
-        xlabel="epoch",
-        ylabel="accuracy (fraction correct)",
-    )
-    for ax in (loss_ax, acc_ax):
-        ax.legend(fontsize=8)
-        ax.grid(alpha=0.3)
-        ax.xaxis.get_major_locator().set_params(integer=True)
+        epoch = frame["epoch"]
+        line = loss_ax.plot(epoch, frame["train_loss"], marker="o", label=f"{optimizer} train")[0]
+        color = line.get_color()
+        style = {"marker": "s", "linestyle": "--", "color": color, "label": f"{optimizer} validation"}
+        loss_ax.plot(epoch, frame["validation_loss"], **style)
+        acc_ax.plot(epoch, frame["train_accuracy"], marker="o", color=color, label=f"{optimizer} train")
+        acc_ax.plot(epoch, frame["validation_accuracy"], **style)
+    at = f"(lr={lr:g}, batch {batch_size})"
+    loss_ax.set(title=f"Loss by optimizer {at}", xlabel="epoch", ylabel="cross-entropy (nats per text)")
+    acc_ax.set(title=f"Accuracy by optimizer {at}", xlabel="epoch", ylabel="accuracy (fraction correct)")
+    _finish(loss_ax, acc_ax)
     return _save(fig, path)
 
 
@@ -133,13 +103,8 @@ def plot_grid_heatmaps(table: pd.DataFrame, path: str | Path) -> Path:
         pivot = frame.pivot_table(
             index="batch_size", columns="lr", values="validation_accuracy", aggfunc="max"
         )
-        image = ax.imshow(
-            pivot.to_numpy(),
-            cmap="viridis",
-            vmin=table["validation_accuracy"].min(),
-            vmax=table["validation_accuracy"].max(),
-            aspect="auto",
-        )
+        low, high = table["validation_accuracy"].min(), table["validation_accuracy"].max()
+        image = ax.imshow(pivot.to_numpy(), cmap="viridis", vmin=low, vmax=high, aspect="auto")
         ax.set_xticks(range(len(pivot.columns)), [f"{v:g}" for v in pivot.columns])
         ax.set_yticks(range(len(pivot.index)), [str(v) for v in pivot.index])
         for (i, j), value in np.ndenumerate(pivot.to_numpy()):
@@ -176,14 +141,8 @@ def plot_label_curve(curve: pd.DataFrame, path: str | Path) -> Path:
     for name, style in (("tfidf_lr", "--"), ("majority", ":")):
         if f"{name} mean" in curve:
             label = "TF-IDF + logistic regression" if name == "tfidf_lr" else "majority class"
-            ax.plot(
-                x,
-                curve[f"{name} mean"],
-                linestyle=style,
-                color="gray" if name == "majority" else "black",
-                marker=".",
-                label=label,
-            )
+            color = "gray" if name == "majority" else "black"
+            ax.plot(x, curve[f"{name} mean"], linestyle=style, color=color, marker=".", label=label)
     ax.set_xscale("log")
     ax.set(
         title="Test accuracy against labelled examples (mean ± std over seeds)",
@@ -212,6 +171,5 @@ def plot_snapshot_curve(points: pd.DataFrame, labels: str, path: str | Path) -> 
         xlabel="pretraining tokens (millions)",
         ylabel="test accuracy gain (percentage points)",
     )
-    ax.legend(fontsize=8)
-    ax.grid(alpha=0.3)
+    _finish(ax, epochs=False)
     return _save(fig, path)

@@ -29,9 +29,8 @@ def published(root: Path) -> list[str]:
 
 
 def publish(stage_files: Path, staging: Path) -> None:
-    """Copy each entry the stages wrote under data/reports/ (DVC-cached, git-ignored) into the
-    report's staging folder: swapped in with the README, each replaces its namesake whole, so
-    reports/ holds every stage's tables and summaries of this run and git can commit them."""
+    """Copy each entry under `stage_files` into the report's staging folder: swapped in with the
+    README, each replaces its namesake whole."""
     if not stage_files.is_dir():
         return
     for entry in sorted(stage_files.iterdir()):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from tinytf.analysis.grid import MissingCell, best_cell, cell_key, load_cells, load_curves
+from tinytf.analysis.grid import BEST_COLUMNS, MissingCell, best_cell, cell_key, load_cells, load_curves
 from tinytf.data.predictions import RUN_KEYS
 from tinytf.errors import DataError
 from tinytf.report import tables as rt
@@ -20,17 +20,7 @@ from tinytf.report.inputs import Inputs, require
 from tinytf.report.run_card import load_records
 from tinytf.report.run_card import run_card as card_lines
 
-METRICS_KEYS = (
-    "test_accuracy",
-    "test_accuracy_ci95",
-    "test_macro_f1",
-    "best.optimizer",
-    "best.lr",
-    "best.batch_size",
-    "best.epochs",
-    "best.validation_accuracy",
-    "best.validation_loss",
-)
+METRICS_KEYS = ("test_accuracy", "test_accuracy_ci95", "test_macro_f1", *(f"best.{k}" for k in BEST_COLUMNS))
 TEST_KEYS = ("accuracy", "per_class", "confusion_matrix", "classes", "n")
 PREDICTIONS = ("start", "labels", "split", "item", "prediction")
 
@@ -45,9 +35,9 @@ def grid(inputs: Inputs, params, found: dict) -> dict:
         return out
     cells, curves = loaded
     if metrics is not None:
-        best = {k: metrics["best"][k] for k in ("optimizer", "lr", "batch_size", "epochs")}
+        best = {k: metrics["best"][k] for k in rt.CELL}
     else:
-        best = best_cell(cells)[["optimizer", "lr", "batch_size", "epochs"]].to_dict()
+        best = best_cell(cells)[list(rt.CELL)].to_dict()
     if cell_key(**best) not in set(cells["key"]):
         out["notes"] = [
             f"`reports/metrics.json` names best cell {cell_key(**best)}, which is not in the current grid: "
@@ -65,7 +55,7 @@ def _grid_cells(inputs: Inputs, params, grid_dir: Path) -> tuple[pd.DataFrame, p
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise DataError(f"{path}: not valid JSON ({exc})") from None
         if isinstance(result, dict) and "cell" in result:
-            columns = (f"final.{k}" for k in rt.GRID_COLUMNS[4:])
+            columns = (f"final.{k}" for k in rt.CELL_METRICS)
             require(result, path, "history", "final", "checkpoint", *columns)
     try:
         return load_cells(params.grid, grid_dir), load_curves(params.grid, grid_dir)
@@ -86,7 +76,7 @@ def bodies(inputs: Inputs, params, found: dict) -> dict:
     timings = inputs.csv("finetune_timings", ("start", "labels", "seconds"))
     best_result = best_model = None
     if metrics is not None and found.get("grid") is not None:
-        key = cell_key(**{k: metrics["best"][k] for k in ("optimizer", "lr", "batch_size", "epochs")})
+        key = cell_key(**found["best"])  # metrics.json's best cell (read_runs.grid)
         best_result, best_model = (
             _json(inputs.path("grid") / f"{key}{end}") for end in (".result.json", ".json")
         )

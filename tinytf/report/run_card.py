@@ -75,10 +75,9 @@ def run_card(records: list[dict], precision: dict[str, str] | None = None) -> li
     if not records:
         return []
     seconds: Counter[str] = Counter()
-    runs: Counter[str] = Counter()
     for record in records:
         seconds[record["stage"]] += record["seconds"]
-        runs[record["stage"]] += 1
+    runs = Counter(record["stage"] for record in records)
     times = ", ".join(
         f"{stage}{f' ({runs[stage]} cells)' if runs[stage] > 1 else ''} {duration(s)}"
         for stage, s in seconds.items()

@@ -1,8 +1,6 @@
-"""The report's tables and plots, section by section, from the facts (tinytf.report.read): each
-section returns what it shows, in the order the README lists them, and nothing of a section
-whose inputs are missing; their sentences are templates/captions.md.j2's. The plots module is
-imported when a section draws (matplotlib is slow to import, and the report's text tests stub
-it)."""
+"""The report's tables and plots, section by section, in the order the README lists them, and
+nothing of a section whose inputs are missing; their sentences are templates/captions.md.j2's. The
+plots module is imported when a section draws (matplotlib is slow to import; text tests stub it)."""
 
 from __future__ import annotations
 

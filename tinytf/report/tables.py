@@ -18,9 +18,6 @@ from tinytf.report.phrases import pm
 ID_COLUMNS = ("pos_encoding", "head_merge", "seed")
 
 
-# ----------------------------------------------------------------------------------------- data
-
-
 def majority_share(stats: dict, split: str) -> float | None:
     """Share of the most frequent class in a sentiment split: the accuracy of always guessing it."""
     labels = stats.get("sentiment", {}).get("splits", {}).get(split, {}).get("labels")
@@ -29,9 +26,14 @@ def majority_share(stats: dict, split: str) -> float | None:
     return max(labels.values()) / max(sum(labels.values()), 1)
 
 
+def in_order(keys, first) -> list:
+    """`keys` in the order of `first` (JSON files store keys sorted), then the others sorted."""
+    return [k for k in first if k in keys] + sorted(set(keys) - set(first))
+
+
 def ordered_splits(splits: dict) -> dict:
-    """train, validation, test first (JSON files store keys sorted), then anything else."""
-    return {k: splits[k] for k in [*[s for s in SPLITS if s in splits], *sorted(set(splits) - set(SPLITS))]}
+    """train, validation, test first, then anything else."""
+    return {k: splits[k] for k in in_order(splits, SPLITS)}
 
 
 def data_card_table(stats: dict, path: Path | str = "reports/data.json") -> pd.DataFrame:
@@ -44,9 +46,7 @@ def data_card_table(stats: dict, path: Path | str = "reports/data.json") -> pd.D
             )
             total = max(s["rows"], 1)
             counts = s.get("labels", {})
-            names = [c for c in entry.get("classes", []) if c in counts] + sorted(
-                set(counts) - set(entry.get("classes", []))
-            )
+            names = in_order(counts, entry.get("classes", []))
             labels = ", ".join(f"{k} {counts[k]:,} ({counts[k] / total:.1%})" for k in names)
             rows.append(
                 {
@@ -65,34 +65,23 @@ def data_card_table(stats: dict, path: Path | str = "reports/data.json") -> pd.D
     return pd.DataFrame(rows)
 
 
-# ----------------------------------------------------------------------------------- pretraining
-
-
 def pretrain_table(metrics: dict, order: list[str] = ()) -> pd.DataFrame:
     """Loss and perplexity per split and sample sentence (course report 004's baseline table, transposed)."""
-    rows = []
-    for split, label in (("train", "train"), ("validation", "dev"), ("test", "test")):
-        if f"{split}_loss" in metrics:
-            rows.append(
-                {
-                    "text": label,
-                    "loss (nats/token)": metrics[f"{split}_loss"],
-                    "perplexity (per token)": metrics[f"{split}_perplexity"],
-                    "perplexity (per word)": metrics.get(f"{split}_word_perplexity", np.nan),
-                }
-            )
-    samples = metrics.get("samples", {})
-    for name in [n for n in order if n in samples] + sorted(set(samples) - set(order)):
-        s = samples[name]
-        rows.append(
-            {
-                "text": f"sample: {name}",
-                "loss (nats/token)": s["loss"],
-                "perplexity (per token)": s["perplexity"],
-                "perplexity (per word)": np.nan,
-            }
+    rows = [
+        (
+            label,
+            metrics[f"{split}_loss"],
+            metrics[f"{split}_perplexity"],
+            metrics.get(f"{split}_word_perplexity", np.nan),
         )
-    return pd.DataFrame(rows)
+        for split, label in (("train", "train"), ("validation", "dev"), ("test", "test"))
+        if f"{split}_loss" in metrics
+    ]
+    samples = metrics.get("samples", {})
+    for name in in_order(samples, order):
+        rows.append((f"sample: {name}", samples[name]["loss"], samples[name]["perplexity"], np.nan))
+    columns = ["text", "loss (nats/token)", "perplexity (per token)", "perplexity (per word)"]
+    return pd.DataFrame(rows, columns=columns)
 
 
 def variants_stats(cells: pd.DataFrame) -> pd.DataFrame:
@@ -112,23 +101,15 @@ def variants_markdown_frame(stats: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-# -------------------------------------------------------------------------------------- finetune
-
-
 def finetune_table(summary: dict, path: Path | str) -> pd.DataFrame:
     rows = []
     for start, a in summary["starts"].items():
         require(
             a, f"{path} (start {start})", "test_accuracy_mean", "test_accuracy_std", "test_accuracy_by_seed"
         )
-        row = {
-            "start": start,
-            "test accuracy mean": a["test_accuracy_mean"],
-            "std": a["test_accuracy_std"],
-            "seeds": len(a["test_accuracy_by_seed"]),
-        }
-        row.update({f"seed {s}": v for s, v in a["test_accuracy_by_seed"].items()})
-        rows.append(row)
+        by_seed = a["test_accuracy_by_seed"]
+        row = {"start": start, "test accuracy mean": a["test_accuracy_mean"], "std": a["test_accuracy_std"]}
+        rows.append({**row, "seeds": len(by_seed), **{f"seed {s}": v for s, v in by_seed.items()}})
     return pd.DataFrame(rows)
 
 
@@ -137,37 +118,19 @@ def paired_tests_table(summary: dict, path: Path | str) -> pd.DataFrame:
     for key, test in summary.items():
         if key.endswith("_vs_scratch") and isinstance(test, dict):
             require(test, f"{path} ({key})", "mean_difference", "n")
-            rows.append(
-                {
-                    "comparison": key.replace("_vs_", " − "),
-                    "mean difference": test["mean_difference"],
-                    "t": test.get("t"),
-                    "p value": test.get("p_value"),
-                    "paired seeds": test["n"],
-                }
-            )
+            comparison = key.replace("_vs_", " − ")
+            rows.append((comparison, test["mean_difference"], test.get("t"), test.get("p_value"), test["n"]))
     return pd.DataFrame(rows, columns=["comparison", "mean difference", "t", "p value", "paired seeds"])
 
 
-# ------------------------------------------------------------------------------- grid, evaluation
-
-
-GRID_COLUMNS = (
-    "optimizer",
-    "lr",
-    "batch_size",
-    "epochs",
-    "train_loss",
-    "train_accuracy",
-    "validation_loss",
-    "validation_accuracy",
-)
+CELL = ("optimizer", "lr", "batch_size", "epochs")  # what names a grid cell
+CELL_METRICS = ("train_loss", "train_accuracy", "validation_loss", "validation_accuracy")  # a cell's result
 
 
 def grid_table(cells: pd.DataFrame, best_key: str, finalists: list[dict] | None = None) -> pd.DataFrame:
     """Every cell's round-one metrics; a finalist also gets its round-one rank and its validation
     accuracy's mean ± std over all its seeds; the winner is marked `best`."""
-    out = cells[list(GRID_COLUMNS)].copy()
+    out = cells[[*CELL, *CELL_METRICS]].copy()
     if finalists:
         by_key = {f["key"]: f for f in finalists}
         mine = [by_key.get(key) for key in cells["key"]]
@@ -269,8 +232,8 @@ def protocol_history(path: Path) -> pd.DataFrame | None:
     except (IndexError, KeyError, TypeError, json.JSONDecodeError) as exc:
         raise DataError(f"{path}: its last line is not a protocol_history record ({exc})") from None
 
-    def moved(before: dict, after: dict, key: str, fmt: str) -> str:
-        return f"{format(before[key], fmt)} → {format(after[key], fmt)}"
+    def moved(r: dict, part: str, key: str, fmt: str) -> str:
+        return f"{format(r['before'][part][key], fmt)} → {format(r['after'][part][key], fmt)}"
 
     return pd.DataFrame(
         [
@@ -280,15 +243,11 @@ def protocol_history(path: Path) -> pd.DataFrame | None:
                 "runs compared": f"{r['before_rev']} → {r['after_rev'] or 'the committed run'}",
                 "committed": r["when"] or "",
                 **{
-                    f"pretrained − scratch, {c} labels (points)": moved(
-                        r["before"]["gap"], r["after"]["gap"], c, "+.1f"
-                    )
+                    f"pretrained − scratch, {c} labels (points)": moved(r, "gap", c, "+.1f")
                     for c in HISTORY_COUNTS
                 },
                 **{
-                    f"{s}, all labels (%)": moved(
-                        r["before"]["all_labels"], r["after"]["all_labels"], s, ".1f"
-                    )
+                    f"{s}, all labels (%)": moved(r, "all_labels", s, ".1f")
                     for s in ("pretrained", "scratch")
                 },
             }

@@ -21,33 +21,18 @@ def curve_frame(finetune: dict, baselines: dict | None, path) -> pd.DataFrame:
         rt.require(entry, f"{path} (label_curve {labels})", "scratch", "n_train")
         row = {"labels": labels, "n_train": entry["n_train"]}
         for start in present(entry):
-            row.update(
-                {
-                    f"{start} mean": entry[start]["mean"],
-                    f"{start} std": entry[start]["std"],
-                    f"{start} seeds": len(entry[start]["by_seed"]),
-                }
-            )
+            e = entry[start]
+            row |= {f"{start} mean": e["mean"], f"{start} std": e["std"], f"{start} seeds": len(e["by_seed"])}
         base = (baselines or {}).get("label_curve", {}).get(labels)
         if base is not None:
-            row.update(
-                {
-                    "majority mean": base["majority"]["mean"],
-                    "tfidf_lr mean": base["tfidf_lr"]["mean"],
-                    "tfidf_lr std": base["tfidf_lr"]["std"],
-                }
-            )
+            row["majority mean"] = base["majority"]["mean"]
+            row |= {"tfidf_lr mean": base["tfidf_lr"]["mean"], "tfidf_lr std": base["tfidf_lr"]["std"]}
         for start, other in _differences(entry):
             test = entry.get(f"{start}_vs_{other}")
             if test:
                 name = f"{start} − {'TF-IDF' if other == 'tfidf' else other}"
-                row.update(
-                    {
-                        name: test["mean_difference"],
-                        f"{name} p": test.get("p_value"),
-                        f"{name} p (Holm)": test.get("p_holm"),
-                    }
-                )
+                row[name] = test["mean_difference"]
+                row |= {f"{name} p": test.get("p_value"), f"{name} p (Holm)": test.get("p_holm")}
                 if start == "pretrained" and "items" in test:
                     row[f"{name} p (texts)"] = test["items"]["p_value"]
                 if "multiboot" in test:  # v3: every source at once, what the verdict rests on

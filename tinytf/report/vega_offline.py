@@ -68,8 +68,7 @@ def template(cache: Path) -> str:
     for entry in VEGA_SCRIPTS.values():
         code = script(*entry, cache).replace("</script", "<\\/script")
         parts.append(f"<script>/* {entry[0]} from npm, as DVC links it */\n{code}\n</script>")
-    inline = "\n".join(parts)
-    return PAGE_HTML.replace("{scripts}", inline)
+    return PAGE_HTML.replace("{scripts}", "\n".join(parts))
 
 
 def main(argv: list[str] | None = None) -> int:
