@@ -1,8 +1,5 @@
-"""One exception type for every problem a user can fix (bad params, bad data, bad files).
-
-The CLI and the stage scripts turn it into a one-line message and exit status 2, so a
-scheduled run fails with a sentence that names the key or file instead of a traceback.
-"""
+"""One exception type for every problem a user can fix: the CLI and the stages turn it into a
+one-line message naming the key or file, and exit status 2, instead of a traceback."""
 
 
 class TinyTFError(Exception):

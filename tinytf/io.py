@@ -1,9 +1,6 @@
-"""Atomic file writes, staged outputs and checksums.
-
-Every output goes to a temporary file in the same directory and is renamed into place,
-so an interrupted or failing stage never leaves a half-written file behind; `staged` does the
-same for all of a stage's outputs together, so a failing stage leaves the previous ones whole.
-"""
+"""Atomic file writes, staged outputs and checksums: every output is written beside its target and
+renamed into place (`staged`: all of a stage's outputs together), so an interrupted or failing stage
+leaves the previous outputs whole, never a half-written file."""
 
 from __future__ import annotations
 
@@ -50,10 +47,8 @@ def is_main_rank() -> bool:
 
 @contextlib.contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
-    """Yield a temporary path beside `path`; rename it onto `path` only if the block succeeds.
-
-    Under torchrun only rank 0 renames: the other ranks run the same code (so their control
-    flow matches) but their copies are dropped, and no two processes replace one file."""
+    """Yield a temporary path beside `path`; rename it onto `path` only if the block succeeds. Under
+    torchrun only rank 0 renames: the other ranks run the same code, their copies dropped."""
     target = Path(path)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -115,19 +110,16 @@ def write_parquet(path: str | Path, frame) -> None:
 def write_npy(path: str | Path, array) -> None:
     import numpy as np
 
-    with atomic_path(path) as tmp:
-        with open(tmp, "wb") as handle:
-            np.save(handle, array)
+    with atomic_path(path) as tmp, open(tmp, "wb") as handle:  # np.save would add .npy to a path
+        np.save(handle, array)
 
 
 @contextlib.contextmanager
 def staged(folders: Iterable[str | Path], tag: str) -> Iterator[dict[Path, Path]]:
-    """Yield an empty staging folder for each of `folders` (beside it: one disk, so renames);
-    write there what belongs in the folder. Only when the block succeeds does each top-level
-    entry written replace its namesake in the folder, whole (a folder with all it holds, so no
-    stale file survives), every folder's entries together or none. If the block fails or the
-    process dies, the previous outputs are as they were. `tag` names the writer (a stage, a
-    matrix cell), so two writers beside one folder stage apart."""
+    """Yield an empty staging folder beside each of `folders` (one disk, so renames). Only when the
+    block succeeds does each top-level entry written replace its namesake whole (no stale file
+    survives), every folder's entries together or none. `tag` names the writer (a stage, a matrix
+    cell), so two writers beside one folder stage apart."""
     rank = "" if is_main_rank() else f".rank{os.environ['RANK']}"
     staging = {Path(f): Path(f).parent / f".{Path(f).name}.{tag}{rank}.staging.tmp" for f in folders}
     for target in staging:  # refuse before any work, not after it

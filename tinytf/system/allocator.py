@@ -1,18 +1,12 @@
 """The C library's allocator told to keep freed memory for the next step, in every stage process.
 
-glibc's malloc serves each request above its mmap threshold with a fresh mmap and unmaps it on
-free, so the next step's tensor of the same size (the LM's logits) is faulted in again, a zeroed
-page at a time (what keeping it saves: benchmarks/README.md, "Studies that ended").
+glibc's malloc mmaps each request above its mmap threshold and unmaps it on free, so the next
+step's tensor of the same size is faulted in again, a zeroed page at a time (benchmarks/README.md,
+"Studies that ended"). So: no mmap for large requests, and the heap's free top given back only
+beyond `KEEP_BYTES`. jemalloc or tcmalloc would need LD_PRELOAD in every stage, DDP rank and worker.
 
-Two `mallopt` settings, set as a stage or worker process starts: no mmap for large requests,
-and the heap's free top given back to the system only beyond `KEEP_BYTES`; the memory stays
-with the process (tests/unit/system/test_allocator.py bounds it). jemalloc or tcmalloc would do
-the same, but only through LD_PRELOAD in every stage command, DDP rank and worker.
-
-`TINYTF_ALLOCATOR=default` (against `keep`, the default) leaves the allocator as the C library
-set it: an allocator changes no result, the same params give the same numbers either way.
-Without glibc (macOS, musl) nothing is changed. The MLflow tag `tinytf.allocator` says which a
-run had.
+`TINYTF_ALLOCATOR=default` leaves the C library's allocator as it is (no result changes either
+way); without glibc nothing is changed. The MLflow tag `tinytf.allocator` says which a run had.
 """
 
 from __future__ import annotations

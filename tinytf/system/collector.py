@@ -1,18 +1,11 @@
 """Python's cyclic garbage collector kept out of a stage process's start and end.
 
-A stage's imports (torch, pandas, MLflow, torch._dynamo) allocate millions of objects in bursts,
-none of them garbage, and the collector walks the growing heap again and again; at exit it walks
-it once more while the modules are torn down (`python benchmarks/stage_process.py` measures both).
-
-So a stage pauses the collector before its imports (the top of stages/common.py) and `resume`
-freezes what they built (`gc.freeze`: moved to a generation the collector never walks; freed as
-usual once nothing refers to it) and turns the collector back on before the stage's own work,
-whose garbage is collected as it always was; `freeze_for_exit` freezes the heap again once the
-stage is done. `paused` does the same around MLflow's import and store, which live as long as
-the process. `python benchmarks/stage_process.py` measures a stage process's start and end both
-ways. When garbage is collected changes no result.
-
-`TINYTF_GC=default` (against `pause`, the default) leaves the collector as Python set it.
+A stage's imports allocate millions of objects, none of them garbage, and the collector walks the
+growing heap again and again, and once more at exit (`python benchmarks/stage_process.py`). So a
+stage pauses it before its imports (stages/common.py); `resume` freezes what they built (`gc.freeze`:
+never walked, freed as usual once unreferenced) and turns it back on for the stage's own work;
+`freeze_for_exit` freezes the heap again at the end; `paused` does the same around MLflow's import
+and store. When garbage is collected changes no result. `TINYTF_GC=default` leaves Python's own.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""What this CPU offers bf16 matmuls, read from /proc/cpuinfo; without torch, so the tracking
-edge can name the machine in a run's tags and the runtime can pick bf16 from one reader.
-
-Runs with the same params give the same numbers on the same kind of CPU, but an AMX machine and
-an AVX-512 BF16 one round bf16 matmuls differently, so their figures differ in the last digits.
-"""
+"""What this CPU offers bf16 matmuls, read from /proc/cpuinfo without torch (for the run's tags and
+the runtime's bf16 choice). An AMX machine and an AVX-512 BF16 one round bf16 matmuls differently,
+so the same params give figures that differ in the last digits."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""A stage run's record: its wall time, the commit it ran at and whether the code differed from
-it, the machine (CPU, its bf16 units, the GPU it used) and the versions of the tools. Each stage
-writes one beside its outputs (`--record`, a DVC output), so the report's run card says where
-and how long every output was made, also when DVC restored it from its cache instead of running.
-
-Without torch (a stage that never imports it reports none): a GPU is named only when the stage
-itself used CUDA.
-"""
+"""A stage run's record (`--record`, a DVC output): its wall time, the commit and the code changed from
+it, the machine and the tools' versions, so the report says where and how long every output was made,
+also when DVC restored it from its cache. Without torch: a GPU is named only if the stage used CUDA."""
 
 from __future__ import annotations
 
@@ -25,9 +20,9 @@ TOOLS = ("torch", "dvc", "mlflow")
 SHOWN_CHANGES = 10
 
 
-def _git(root: Path, *args: str) -> str | None:
+def git(root: Path, *args: str, timeout: float = 20) -> str | None:
     try:
-        out = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=20)
+        out = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=timeout)
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout if out.returncode == 0 else None
@@ -36,8 +31,8 @@ def _git(root: Path, *args: str) -> str | None:
 def code_state(root: Path) -> dict:
     """{"commit", "changed"}: HEAD, and the code files (CODE) that differ from it (a temporary DVC
     experiment's params.yaml, say); commit None outside a git checkout."""
-    head = _git(root, "rev-parse", "HEAD")
-    status = _git(root, "status", "--porcelain", "--untracked-files=no", "--", *CODE) or ""
+    head = git(root, "rev-parse", "HEAD")
+    status = git(root, "status", "--porcelain", "--untracked-files=no", "--", *CODE) or ""
     changed = sorted(line[3:] for line in status.splitlines() if line[3:])
     return {"commit": head.strip() if head else None, "changed": changed[:SHOWN_CHANGES]}
 

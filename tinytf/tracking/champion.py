@@ -1,12 +1,7 @@
-"""The registered champion as a real MLflow model: a `pyfunc` that takes raw texts.
-
-`mlflow.pyfunc.load_model("models:/tinytf-sentiment@champion").predict(pd.DataFrame({"text": [...]}))`
-returns one row per text (`label` and `p_<class>`), and `mlflow models serve` serves the same
-model over HTTP. The model carries everything it needs: weights and architecture, the
-tokenizer, the class names, `max_length`, and tinytf's own code (`code_paths`), so it loads
-where tinytf is not installed. Like `tracking`, this module sits at the edge: it imports
-mlflow, and only stages and the CLI import it.
-"""
+"""The registered champion as a real MLflow model: a `pyfunc` that takes raw texts and returns one
+row per text (`label` and `p_<class>`), also under `mlflow models serve`. It carries its weights,
+tokenizer, class names, `max_length` and tinytf's own code (`code_paths`), so it loads where tinytf
+is not installed. It imports mlflow: only stages and the CLI import it."""
 
 from __future__ import annotations
 
@@ -48,9 +43,8 @@ def log_champion(
     tags: dict[str, str] | None = None,
 ) -> str:
     """Log the model to the active run, register it under `name` with `tags` and point `alias` at
-    it (None: register only); returns the version. A version of `name` that serves the same
-    weights (with the same tokenizer, classes and max_length: one sha256 of them all) is reused as
-    it is (its tags kept), not registered again: a rerun adds no version, and its run logs no model."""
+    it (None: register only); returns the version. A version that serves the same bundle (one
+    sha256) is reused as it is: a rerun adds no version, and its run logs no model."""
     from tinytf.tracking import champion_model  # the file MLflow logs and runs to load the model
 
     with tempfile.TemporaryDirectory(prefix="tinytf-champion-") as tmp:
@@ -93,16 +87,14 @@ def version_serving(name: str, served: str) -> str | None:
 
 
 def _log_bundle(bundle: Path, name: str, max_length: int, external: bool):
-    """Log the bundle as the pyfunc model `classifier` of the active run and register it as `name`."""
     import tinytf
     from tinytf.tracking import champion_model
     from tinytf.tracking.predictor import SentimentPredictor
 
     example = pd.DataFrame({"text": EXAMPLE})
     files = [bundle / name for name in ("model.pt", "tokenizer.json", "labels.json")]
-    output = SentimentPredictor.from_files(*files, max_length, load=champion_model.load_classifier).predict(
-        EXAMPLE
-    )
+    predictor = SentimentPredictor.from_files(*files, max_length, load=champion_model.load_classifier)
+    output = predictor.predict(EXAMPLE)
     # log_model checks the model by loading it back, with a progress bar over its artifacts:
     # a line of carriage returns in the stage's log (promotion's own loads say the same)
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
@@ -128,9 +120,8 @@ TEST_TABLE = "champion_test_predictions.json"  # the evaluate run's table of the
 
 
 def log_test_table(texts: list[str], classes: list[str], labels, predictions, probabilities) -> None:
-    """The champion's test predictions as an MLflow table of the active run (the UI shows it as a
-    table to sort and filter): each text, its true class, the predicted one and the probability the
-    model gave it (`probabilities`, one per text, as evaluate_test_split gives them)."""
+    """The champion's test predictions as an MLflow table of the active run (the UI sorts and
+    filters it): each text, its true and predicted class and the probability the model gave it."""
     table = pd.DataFrame(
         {
             "text": list(texts),
@@ -192,9 +183,8 @@ def load_champion(uri: str, store: str):
 
 
 def way_out(uri: str) -> str:
-    """What to run when `uri` names an alias nobody set: the newest registered version and the two
-    commands that work (use that version, or bring its experiment into the workspace and evaluate
-    there), or, with no version at all, the pipeline."""
+    """What to run when `uri` names an alias nobody set: use the newest version, or apply its
+    experiment and evaluate; with no version at all, the pipeline."""
     name, _, alias = uri.removeprefix("models:/").partition("@")
     try:
         versions = mlflow.MlflowClient().search_model_versions(f"name = '{name}'") if alias else []
@@ -204,12 +194,10 @@ def way_out(uri: str) -> str:
         return "run the pipeline (evaluate registers it)"
     newest = max(versions, key=lambda v: int(v.version))
     experiment = (newest.tags or {}).get("tinytf.experiment")
-    made = f" by experiment {experiment}" if experiment else ""
-    apply = (
-        f", or make it the workspace's run: dvc exp apply {experiment} && dvc repro --single-item evaluate"
-        if experiment
-        else ""
-    )
+    made = apply = ""
+    if experiment:
+        made = f" by experiment {experiment}"
+        apply = f", or make it the workspace's run: dvc exp apply {experiment} && dvc repro --single-item evaluate"
     return (
         f"no version is @{alias} yet; the newest is {newest.version}{made}: "
         f'tinytf predict --model models:/{name}/{newest.version} "your text"{apply}'
@@ -218,13 +206,7 @@ def way_out(uri: str) -> str:
 
 def unreachable(message: str) -> bool:
     """MLflow's message for a request that got no answer (refused, timed out, no such host)."""
-    signs = (
-        "Max retries exceeded",
-        "Connection refused",
-        "timed out",
-        "Read timed out",
-        "Failed to establish",
-    )
+    signs = ("Max retries exceeded", "Connection refused", "timed out", "Failed to establish")
     return any(sign in message for sign in signs)
 
 
@@ -270,8 +252,8 @@ def predict_command(uri: str, names: list[str], texts: list[str], store: str) ->
 
 
 def own_check(model):
-    """The champion's checks, to name the texts as the command line does ("text 2", a file) rather
-    than by row; None for a model logged before they existed, or not by tinytf."""
+    """The champion's checks, naming texts as the command line does ("text 2"), not by row; None for
+    a model logged before they existed, or not by tinytf."""
     try:
         return getattr(model.unwrap_python_model(), "check", None)
     except mlflow.exceptions.MlflowException:  # not a python_function model of our own

@@ -1,9 +1,6 @@
-"""The champion's model code, logged as a file: MLflow's "models from code", which it recommends
-over a pickled `PythonModel` object. Loading the model runs this file (with tinytf on the path
-from the model's `code_paths`) instead of unpickling code, and logging it prints no
-deserialisation warning. `tinytf.tracking.champion` logs it; importing it there only sets the model
-MLflow's loader reads, and makes this file a dep of the stage that logs it.
-"""
+"""The champion's model code, logged as a file (MLflow's "models from code", which it recommends over
+a pickled `PythonModel`): loading the model runs this file, with tinytf on the path from its
+`code_paths`. `tinytf.tracking.champion` logs it; importing it only sets the model MLflow's loader reads."""
 
 from __future__ import annotations
 
@@ -22,11 +19,10 @@ NO_LM_HEAD = "lm_head_dropped"
 
 
 def write_bundle(checkpoint: Path, tokenizer: Path, labels: Path, into: Path, max_length: int) -> str:
-    """The files the served model loads, written into `into`; returns their digest: the sha256 of
-    the weights', the tokenizer's and the class names' sha256 and `max_length`, what it answers
-    with (the same weights read with another tokenizer are another model). The weights are the checkpoint's without the LM head, which classifying never reads (about 40 %
-    of the default model's): dropped here, when the model is packaged, so that training and every
-    checkpoint DVC tracks stay as they are. An external encoder (`hf`) has no LM head to drop."""
+    """The files the served model loads, written into `into`; returns one sha256 of the weights,
+    tokenizer, class names and `max_length` (the same weights with another tokenizer are another
+    model). The LM head, which classifying never reads, is dropped here, at packaging, so training
+    and the checkpoints DVC tracks stay as they are; an external encoder (`hf`) has none."""
     from tinytf.io import sha256_file, write_bytes, write_json
     from tinytf.model.checkpoint import load_weights, read_config, serialize
 
@@ -41,13 +37,8 @@ def write_bundle(checkpoint: Path, tokenizer: Path, labels: Path, into: Path, ma
     write_json(into / "model.json", {**meta, "sha256": weights})
     shutil.copy2(tokenizer, into / "tokenizer.json")
     shutil.copy2(labels, into / "labels.json")
-    served = [
-        weights,
-        sha256_file(into / "tokenizer.json"),
-        sha256_file(into / "labels.json"),
-        str(max_length),
-    ]
-    return hashlib.sha256(" ".join(served).encode()).hexdigest()
+    served = [weights, sha256_file(into / "tokenizer.json"), sha256_file(into / "labels.json")]
+    return hashlib.sha256(" ".join([*served, str(max_length)]).encode()).hexdigest()
 
 
 def load_classifier(checkpoint: Path, rebuild: str | None = None):
@@ -90,11 +81,9 @@ class SentimentModel(mlflow.pyfunc.PythonModel):
         )
 
     def check(self, texts: list, names: list[str]) -> None:
-        """Refuse a request the model cannot answer truly, or that is too large to answer within
-        bounded memory: a null, non-string, blank or over-long text, too many rows, bytes or tokens
-        (tinytf.data.texts), or a text that gives no tokens. An `MlflowException` with
-        INVALID_PARAMETER_VALUE is what MLflow's scoring server answers with a 400 and this message;
-        any other exception becomes a 400 carrying a traceback with the server's paths."""
+        """Refuse a request the model cannot answer truly or within bounded memory (tinytf.data.texts).
+        An `MlflowException` with INVALID_PARAMETER_VALUE is what MLflow's scoring server answers
+        with a 400 and this message; any other exception's 400 carries a traceback with its paths."""
         from tinytf.data.texts import check_request_tokens, check_rows, refuse_tokenless
         from tinytf.data.tokenizer import encode
         from tinytf.errors import DataError

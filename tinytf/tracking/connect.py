@@ -1,7 +1,6 @@
-"""The tracking store: the repository whose MLflow store records a run (also from the temporary
-copy a DVC experiment runs in), its URI, the HTTP bounds every client shares, and `connect`, which
-makes the store and the experiment. mlflow is imported inside `connect` alone: the command line
-asks the rest before it decides to import mlflow."""
+"""The tracking store: the repository whose store records a run, its URI, the HTTP bounds every
+client shares, and `connect`. mlflow is imported inside `connect` alone: the command line asks the
+rest before it decides to import mlflow."""
 
 from __future__ import annotations
 
@@ -19,18 +18,11 @@ ARTIFACT_DIR = "mlartifacts"
 
 
 def project_root() -> Path:
-    """The repository whose mlflow.db records this run.
-
-    `dvc exp run --queue` runs each experiment in a temporary copy under
-    `<repo>/.dvc/tmp/exps/`; its runs belong in the store of <repo>, not of the copy that
-    DVC deletes afterwards.
-    """
+    """The repository whose mlflow.db records this run: an experiment's temporary copy under
+    `<repo>/.dvc/tmp/exps/` is deleted afterwards, so its runs belong in <repo>'s store."""
     root = Path(os.environ.get("DVC_ROOT") or os.getcwd()).resolve()
     marker = f"{os.sep}.dvc{os.sep}tmp{os.sep}exps{os.sep}"
-    text = str(root)
-    if marker in text:
-        return Path(text.split(marker, 1)[0])
-    return root
+    return Path(str(root).split(marker, 1)[0])
 
 
 def in_temporary_copy() -> bool:
@@ -47,8 +39,7 @@ def tracking_uri() -> str:
 
 def bound_http() -> None:
     """A tracking server that does not answer is said within seconds, not after MLflow's default
-    retries with backoff (minutes: `tinytf predict` once printed nothing for 247 s). The stages and
-    `tinytf predict` share these; a user's own settings win."""
+    retries with backoff (minutes); a user's own settings win."""
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "10")
 
@@ -83,15 +74,12 @@ def connect(experiment: str):
             _new_store()
         missing = mlflow.get_experiment_by_name(experiment) is None
     if missing:
-        artifacts = None
         # beside the store at the repository root, never in the cwd's ./mlruns: a temporary or
         # queued experiment runs in a copy that DVC deletes
-        if own_store:
-            artifacts = (project_root() / ARTIFACT_DIR / experiment).as_uri()
+        artifacts = (project_root() / ARTIFACT_DIR / experiment).as_uri() if own_store else None
         try:
-            # kept for the MLflow 3 UIs before the sidebar's GenAI / Model training switch (we allow
-            # >=3.1); from the switch on (3.17's bundle never reads the tag) the switch decides, and
-            # `tinytf ui`'s link sets it (tinytf.tracking.store.runs_page)
+            # for the MLflow 3 UIs (we allow >=3.1) before the sidebar's GenAI / Model training
+            # switch; after it, `tinytf ui`'s link sets the switch (tinytf.tracking.store.runs_page)
             mlflow.create_experiment(
                 experiment,
                 artifact_location=artifacts,

@@ -1,10 +1,6 @@
 """Raw texts in, a label and class probabilities out: the classifier as a user (or a server) calls it.
-
-Everything a prediction needs travels with it: the checkpoint (weights and architecture), the
-tokenizer file, the class names and the `max_length` the model was trained with. Texts are
-tokenized and truncated exactly as `tokenize` and the batch collate did in training, then
-scored in fp32 in eval mode, in batches of texts of similar length.
-"""
+Texts are tokenized and truncated exactly as in training, then scored in fp32 in eval mode, in
+batches of texts of similar length."""
 
 from __future__ import annotations
 
@@ -50,10 +46,9 @@ class SentimentPredictor:
         rebuild: str | None = None,
         load=load_model,
     ):
-        """`rebuild`: what a damaged file's message tells to do (tinytf.model.checkpoint). Each file
-        is checked against the model, in one line naming it, as `tinytf score` checks its own: the
-        class names one per output, the tokenizer's ids within the model's embedding. `load(checkpoint,
-        rebuild=...)` builds the model (the served bundle's has no LM head: tinytf.tracking.champion_model)."""
+        """`rebuild`: what a damaged file's message tells to do (tinytf.model.checkpoint). Each file is
+        checked against the model in one line naming it: one class name per output, the tokenizer's
+        ids within the embedding. `load` builds the model (the served bundle's has no LM head)."""
         fix = rebuild or "rebuild it with the stage that wrote it"
         classes = read_classes(labels, fix)
         model = load(checkpoint, rebuild=rebuild)
@@ -89,8 +84,7 @@ class SentimentPredictor:
 
 
 def read_classes(labels: str | Path, fix: str) -> list[str]:
-    """The class names in `labels` ({"classes": [...]}, as prepare writes it), refused in one line
-    naming the file when it is not that: at least two distinct strings."""
+    """The class names in `labels` ({"classes": [...]}: at least two distinct strings), else refused."""
     try:
         classes = json.loads(Path(labels).read_text(encoding="utf-8")).get("classes")
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError) as exc:

@@ -1,13 +1,11 @@
 """The promotion gate: a model `evaluate` registers becomes @champion only when it is at least as good
-as the current champion on today's validation split, both scored through their own pyfunc (the model
-`tinytf predict` and `mlflow models serve` run). The champion it replaces becomes @previous, and
-`tinytf champion rollback` swaps the two back.
+as the current champion on today's validation split (never test: DESIGN.md's protocol), both scored
+through their own pyfunc. The champion it replaces becomes @previous; `tinytf champion rollback`
+swaps the two back.
 
-Validation, never test: what is served is chosen the way the grid cell was (DESIGN.md's protocol).
 Not `mlflow.validate_evaluation_results`: its `MetricThreshold` refuses a `min_absolute_change` of 0
-(our rule is "no worse", not "better by some margin"), and it reads the results of `mlflow.evaluate`,
-whose default classifier evaluator computes plots and artifacts we do not need for one accuracy on
-the same texts. Like `champion`, this module sits at the edge: only stages and the CLI import it.
+(our rule is "no worse"), and `mlflow.evaluate`'s classifier evaluator computes plots and artifacts
+we do not need for one accuracy. Only stages and the CLI import this module.
 """
 
 from __future__ import annotations
@@ -41,9 +39,6 @@ class Decision:
     champion_version: str | None  # the version that was @champion when the gate ran
     candidate_version: str | None  # None: nothing registered (tracking off)
 
-    def as_dict(self) -> dict:
-        return dataclasses.asdict(self)
-
 
 def aliases(name: str) -> dict[str, str]:
     """{alias: version} of the registered model `name`; {} when nothing is registered under it."""
@@ -59,11 +54,9 @@ def aliases(name: str) -> dict[str, str]:
 def decide(
     name: str, candidate: str, texts: list[str], labels: list[str], tolerance: float = 0.0
 ) -> Decision:
-    """Promote `candidate` (a version of `name`) or not: against the current @champion's accuracy on
-    `texts` (their true class names `labels`), promoted when at most `tolerance` below it (0: at
-    least as good; a tie promotes, so the newest run names the served model); without comparing
-    when there is no champion, when it does not load, or when it answers with other classes or
-    reads texts with another tokenizer."""
+    """Promote `candidate` (a version of `name`) when its accuracy on `texts` is at most `tolerance`
+    below the current @champion's (a tie promotes: the newest run names the served model); without
+    comparing when there is no champion, it does not load, or has other classes or tokenizer."""
     current = aliases(name).get(CHAMPION)
     if current is None:
         return Decision(True, "promoted: no version was @champion", None, candidate)
@@ -102,9 +95,8 @@ def _load(name: str, version: str, into: Path):
 
 
 def _incomparable(ours: Path, theirs: Path, version: str) -> str | None:
-    """Why the champion's accuracy says nothing about ours, or None. Other classes: its labels are
-    not ours. Another tokenizer: the champion came from another study (corpus, vocabulary), and the
-    workspace's run is the study asked for now."""
+    """Why the champion's accuracy says nothing about ours, or None: other classes, or another
+    tokenizer (another study's champion; the workspace's run is the study asked for now)."""
     classes = [json.loads((b / "labels.json").read_text(encoding="utf-8"))["classes"] for b in (ours, theirs)]
     if classes[0] != classes[1]:
         return f"replaced without comparison: champion v{version} has classes {classes[1]}, ours {classes[0]}"
@@ -118,8 +110,7 @@ def _incomparable(ours: Path, theirs: Path, version: str) -> str | None:
 
 
 def accuracy(model, texts: list[str], labels: list[str]) -> float:
-    """The share of `texts` whose predicted `label` is the true class name, in requests the model's
-    own limits accept (tinytf.data.texts)."""
+    """The share of `texts` predicted as their true class name, in requests the model accepts."""
     predicted = []
     for part in requests(texts):
         predicted.extend(model.predict(pd.DataFrame({"text": part}))["label"].tolist())
@@ -170,23 +161,20 @@ EXPERIMENT_TAG = "tinytf.experiment"  # a version a temporary or queued experime
 
 
 def claim(name: str, version: str) -> None:
-    """The workspace's run serves `version`: where an experiment registered these weights first,
-    the version is the workspace's now, and no longer names the experiment."""
+    """The workspace's run serves `version`: it no longer names the experiment that registered it."""
     client = mlflow.MlflowClient()
     if EXPERIMENT_TAG in (client.get_model_version(name, version).tags or {}):
         client.delete_model_version_tag(name, version, EXPERIMENT_TAG)
 
 
-# the registered model's tag that holds a rollback's aliases before and after ({"from": {alias:
-# version or null}, "to": ...}) while its alias moves run: a kill between them leaves the tag, and
-# `tinytf champion` finishes the rollback from it
+# a rollback's aliases before and after ({"from": {alias: version or null}, "to": ...}) while they
+# move: a kill between them leaves this registered model's tag, and `tinytf champion` finishes from it
 ROLLBACK_TAG = "tinytf.rollback"
 
 
 def rollback(name: str) -> str:
-    """Swap @champion and @previous; what was done, in a line. The intent is recorded first (a tag
-    on the registered model), then the aliases move, then the tag goes: a kill in between leaves
-    a state `repair` names and finishes, never both aliases on one version with the other lost."""
+    """Swap @champion and @previous; what was done, in a line. The intent is recorded (ROLLBACK_TAG)
+    before the aliases move: a kill in between leaves a state `repair` finishes."""
     said = repair(name)
     if said:
         return said  # the interrupted rollback was the one asked for
@@ -217,8 +205,7 @@ def _move(name: str, target: dict[str, str | None]) -> None:
 
 def repair(name: str) -> str | None:
     """Finish a rollback that a kill interrupted; what was done, or None when none was pending.
-    Aliases moved since by something else (evaluate promoting a version) win: the record is
-    dropped, not replayed over them."""
+    Aliases moved since by something else (evaluate) win: the record is dropped, not replayed."""
     try:
         tags = mlflow.MlflowClient().get_registered_model(name).tags or {}
     except mlflow.exceptions.MlflowException as exc:

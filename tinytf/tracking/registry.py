@@ -1,14 +1,12 @@
-"""The evaluate stage's registry step, behind one call: register the served cell's model (a
-version per distinct served bundle), then decide whether it becomes @champion (the promotion
-gate, tinytf.tracking.promotion) and, once the stage's outputs are in place, move the aliases.
-mlflow is imported inside the functions: the stage runs where it is not installed (tracking off),
-and each function runs through the tracker's `call`, which turns a failure into tracking off."""
+"""The evaluate stage's registry step: register the served model, decide whether it becomes @champion
+(tinytf.tracking.promotion) and, once the outputs are in place, move the aliases. mlflow is imported
+inside the functions, each run through the tracker's `call`: the stage runs where it is not installed."""
 
 from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -18,8 +16,8 @@ from tinytf.tracking.connect import in_temporary_copy
 
 @dataclass(frozen=True)
 class Candidate:
-    """The served model as the registry takes it: its checkpoint, the data folder (tokenizer,
-    labels, validation texts), its max_length and its classes in label order."""
+    """The served model: its checkpoint, the data folder (tokenizer, labels, validation texts), its
+    max_length and its classes in label order."""
 
     checkpoint: Path
     data_dir: Path
@@ -77,7 +75,7 @@ def register_champion(checkpoint: Path, data_dir: Path, max_length: int, name: s
 def decide_promotion(name: str, version: str, texts: list[str], labels: list[str], tolerance: float) -> dict:
     from tinytf.tracking.promotion import decide
 
-    return decide(name, version, texts, labels, tolerance).as_dict()
+    return asdict(decide(name, version, texts, labels, tolerance))
 
 
 def settle_promotion(name: str, promotion: dict) -> None:

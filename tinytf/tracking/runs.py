@@ -1,11 +1,6 @@
-"""MLflow at the edge: every stage run is an MLflow run, and tracking never breaks training.
-
-`stage_run(...)` opens a run with the stage's flattened params and tags (git commit, stage,
-params hash, DVC experiment name). The `Tracker` it yields forwards calls to MLflow; the
-first failure (server down, database locked, disk full) is reported once on stderr and
-tracking is switched off for the rest of the run, so the stage still completes and writes
-its outputs. `tinytf` core code only ever sees a `Tracker`, never mlflow itself.
-"""
+"""Every stage run is an MLflow run, and tracking never breaks training: the `Tracker` that
+`stage_run` yields reports MLflow's first failure once on stderr and turns tracking off, so the
+stage still writes its outputs. Core code only ever sees a `Tracker`, never mlflow itself."""
 
 from __future__ import annotations
 
@@ -14,7 +9,6 @@ import hashlib
 import json
 import os
 import socket
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -23,26 +17,11 @@ from typing import Any
 
 from tinytf.cli.urls import redacted
 from tinytf.io import sha256_file
-from tinytf.params.schema import flatten
 from tinytf.system import allocator
 from tinytf.system.cpu import cpu_kind
+from tinytf.system.record import git
 from tinytf.tracking import study
-from tinytf.tracking.connect import (
-    DEFAULT_EXPERIMENT,
-    connect,
-    project_root,
-    tracking_uri,
-)
-
-
-def git_commit(root: Path) -> str:
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10
-        )
-        return out.stdout.strip() if out.returncode == 0 else "unknown"
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
+from tinytf.tracking.connect import DEFAULT_EXPERIMENT, connect, project_root, tracking_uri
 
 
 def params_hash(params: dict) -> str:
@@ -61,12 +40,8 @@ LOCK_WAIT_S = sum(_backoff(a) for a in range(LOCK_RETRIES - 1))  # the retries' 
 
 
 def retry_locked(fn, *args, **kwargs):
-    """Call fn, retrying while SQLite says "database is locked".
-
-    Two experiments of `dvc queue start -j 2` write to one mlflow.db; SQLite lets one writer
-    in at a time and the other gets this error after its busy timeout. Waiting and retrying
-    (for up to about a minute) turns a lost metric into a short delay.
-    """
+    """Call fn, retrying while SQLite says "database is locked": parallel experiments (`dvc queue
+    start -j 2`) share one mlflow.db, which lets one writer in at a time."""
     for attempt in range(LOCK_RETRIES):
         try:
             return fn(*args, **kwargs)
@@ -115,8 +90,7 @@ class Tracker:
             )
 
     def log_params(self, params: dict) -> None:
-        flat = {k: json.dumps(v) if isinstance(v, (list, dict)) else v for k, v in flatten(params).items()}
-        self._call("log_params", "log_params", flat)
+        self._call("log_params", "log_params", study.flat_params(params))
 
     def log_metrics(self, metrics: dict[str, float], step: int | None = None) -> None:
         clean = {k: float(v) for k, v in metrics.items() if v is not None}
@@ -138,16 +112,11 @@ class Tracker:
             self._call("log_artifact", "log_artifact", str(path), artifact_path)
 
     def log_dataset(self, frame, path: str | Path, name: str, context: str) -> None:
-        """Log a DataFrame as a run input; MLflow records its digest, schema and source."""
-
         def _log():
             with _dataset_warnings_silenced():
-                # Two full passes of MLflow's over every value are skipped (seconds on a
-                # multi-million-row LM split): its digest maps type() over the whole frame although it
-                # hashes only 10k rows, so we pass the sha256 of the file written, which covers
-                # every row; and it infers the schema value by value, where the columns hold one
-                # type each, so a sample tells it (`schema` is a cached property: filling the
-                # cache first spares the pass).
+                # two of MLflow's passes over every value skipped: its digest maps type() over the
+                # whole frame (the written file's sha256 covers every row), and its schema is
+                # inferred value by value (a cached property: a sample fills it, one type a column)
                 digest = sha256_file(path)[:8] if Path(path).exists() else None
                 dataset = self._mlflow.data.from_pandas(frame, source=str(path), name=name, digest=digest)
                 dataset.__dict__["schema"] = self._mlflow.models.infer_signature(frame.head(1000)).inputs
@@ -156,8 +125,7 @@ class Tracker:
         self._call("log_input", _log)
 
     def log_file_inputs(self, paths: dict[str, str | Path], context: str) -> None:
-        """Files a run trained or was scored on (`context`: train, validation, test), as dataset
-        inputs named by key with the file's sha256 as digest (MLflow's metadata-only dataset)."""
+        """Files a run trained or was scored on, as metadata-only dataset inputs named by key."""
 
         def _log():
             from mlflow.data.dataset_source_registry import resolve_dataset_source
@@ -176,19 +144,15 @@ class Tracker:
         self._call("set_tags", "set_tags", tags)
 
     def call(self, what: str, fn, *args, **kwargs):
-        """Run `fn(*args)` against MLflow as the other logging calls run (skipped while tracking is
-        off; a failure warns once and turns tracking off): for edge code such as `tinytf.tracking.champion`
-        that talks to MLflow itself. Not an import of it here, so stages that do not register a
-        model do not depend on that code."""
+        """Run `fn(*args)` as the logging calls run, for edge code that talks to MLflow itself
+        (tinytf.tracking.champion, not imported here: stages that register no model skip it)."""
         return self._call(what, fn, *args, **kwargs)
 
 
 @contextlib.contextmanager
 def _dataset_warnings_silenced() -> Iterator[None]:
     """mlflow warns that a local path "can be interpreted in multiple ways" (its registry holds
-    LocalArtifactDatasetSource twice, so both readings are the same) and that int columns cannot
-    hold NaN; neither applies to our files, and unsilenced the first printed about 20 times in a
-    `make repro` log."""
+    LocalArtifactDatasetSource twice) and that int columns cannot hold NaN: neither applies here."""
     import warnings
 
     with warnings.catch_warnings():
@@ -197,8 +161,8 @@ def _dataset_warnings_silenced() -> Iterator[None]:
 
 
 class TrackerCallback:
-    """Training events -> MLflow: per-step metrics at their step, per-epoch metrics at their epoch
-    (a `tinytf.train.loop.Callback` by shape: this module does not import torch)."""
+    """Training events -> MLflow metrics at their step or epoch (a `tinytf.train.loop.Callback` by
+    shape: this module does not import torch)."""
 
     def __init__(self, tracker: Tracker, prefix: str = ""):
         self.tracker, self.prefix = tracker, prefix
@@ -210,12 +174,11 @@ class TrackerCallback:
         self.tracker.log_metrics(self._epoch_values(metrics), step=epoch)
 
     def on_end(self, metrics: dict) -> None:
-        self.tracker.log_metrics({f"{self.prefix}{k}": v for k, v in metrics.items()})
+        self.tracker.log_metrics(self._step_values(metrics))
 
     def replay(self, events: list[tuple[str, int, dict]]) -> None:
-        """A finished run's events in one MLflow `log_batch` (which splits it at MLflow's batch
-        limits): a call a step cost about 0.3 s a fine-tuning run on a SQLite store
-        (benchmarks/finetune_breakdown.py's tracking part)."""
+        """A finished run's events in one `log_batch`: a call a step is slow on a SQLite store
+        (benchmarks/finetune_breakdown.py)."""
         rows = [
             (index, self._step_values(m) if name == "on_step" else self._epoch_values(m))
             for name, index, m in events
@@ -240,9 +203,8 @@ def _open_run(
     system_metrics: bool,
     shared: dict[str, str],
 ):
-    """Connects, then starts the run `stage_run` describes (or resumes the one left RUNNING) and
-    marks any other left-behind run of the same stage, name and params KILLED. `group`: the key and
-    params of the matrix's parent run, which gets the `shared` tags (commit, study) too."""
+    """Start (or resume) the run `stage_run` describes and mark other left-behind ones KILLED.
+    `group`: the key and params of the matrix's parent run, which gets the `shared` tags too."""
     mlflow = retry_locked(connect, experiment)
     tags = {}
     if group is not None:
@@ -305,18 +267,11 @@ def stage_run(
 ) -> Iterator[Tracker]:
     """One MLflow run around a stage (or a nested child run); FAILED if the block raises.
 
-    `group_key` makes the run a child of the parent run of that group (one per DVC matrix
-    and its params, in one study), so the cells of a grid appear together in the UI; the parent
-    records `group_params`, the params the matrix shares. Every run is tagged with its commit and
-    `tinytf.study` (tinytf.tracking.study), the same for one repro. The experiment is
-    `MLFLOW_EXPERIMENT_NAME` (MLflow's own variable) unless given, else "tinytf": where runs are
-    filed is not a param, since it changes no output.
-
-    A run of the same stage, name and params left RUNNING by a process that died on this machine
-    is continued when `resume` (the stage resumes its training state: same run id, metrics go on
-    at their steps), and otherwise marked KILLED before a new run starts. `system_metrics`: MLflow
-    samples CPU, memory (and, with nvidia-ml-py, the GPU) every 10 s beside the run's own metrics
-    (the long stages ask for it; elsewhere MLFLOW_ENABLE_SYSTEM_METRICS_LOGGING decides).
+    `group_key` makes the run a child of its DVC matrix's parent run in this study, which records
+    `group_params`. The experiment is `MLFLOW_EXPERIMENT_NAME` unless given, else "tinytf": where
+    runs are filed changes no output, so it is not a param. A run of the same stage, name and
+    params left RUNNING by a dead process on this machine is continued when `resume`, else marked
+    KILLED. `system_metrics`: MLflow samples CPU, memory and GPU beside the run's own metrics.
     """
     experiment = experiment or os.environ.get("MLFLOW_EXPERIMENT_NAME") or DEFAULT_EXPERIMENT
     if os.environ.get("TINYTF_TRACKING", "1") == "0":
@@ -325,7 +280,7 @@ def stage_run(
     if os.environ.get("RANK", "0") != "0":  # under torchrun, rank 0 alone logs
         yield Tracker(None)
         return
-    commit = git_commit(project_root())
+    commit = (git(project_root(), "rev-parse", "HEAD", timeout=10) or "unknown").strip()
     shared = {"mlflow.source.git.commit": commit, study.STUDY: study.study_id(commit)}
     group = None if group_key is None else (group_key, group_params or {})
     try:

@@ -1,6 +1,5 @@
-"""Whether a tracking server answers at all, asked before MLflow's imports (seconds) and its own
-requests: `tinytf predict` against a server that accepts connections but never answers once
-printed nothing for 247 s (MLflow's retries), then blamed the pipeline."""
+"""Whether a tracking server answers at all, asked before MLflow's imports and its own requests,
+which against a server that accepts connections but never answers wait minutes in retries."""
 
 from __future__ import annotations
 
@@ -10,10 +9,9 @@ SERVER_PROBE_TIMEOUT_S = 5
 
 
 def refuse_silent_server(store: str) -> None:
-    """One request to a tracking server's /health, before MLflow's imports and its requests (a
-    model load makes several, each waiting its full timeout on a server that accepts but never
-    answers): one that does not answer within SERVER_PROBE_TIMEOUT_S is said in one line. Any HTTP
-    answer, 401 included, is a server that runs."""
+    """One request to the server's /health (a model load makes several, each waiting its full
+    timeout): no answer within SERVER_PROBE_TIMEOUT_S is said in one line. Any HTTP answer, 401
+    included, is a server that runs."""
     if not store.startswith(("http://", "https://")):
         return
     import requests  # MLflow's own dependency

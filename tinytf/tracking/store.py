@@ -1,10 +1,7 @@
-"""The local tracking store, as a user browses and tidies it: `tinytf ui` (`make ui`) and `tinytf
-store prune`. Only the CLI imports this module (no stage does).
-
-MLflow 3's `mlflow ui` starts 4 workers, a job runner and its consumers for GenAI jobs (judges,
-trace rollups) this project never queues: 16 processes. One worker without the job runner serves
-the same pages in a sixth of the memory, and answers sooner (the figures: the commit that made
-`tinytf ui`)."""
+"""The local tracking store as a user browses and tidies it: `tinytf ui` and `tinytf store prune`
+(only the CLI imports this module). MLflow 3's `mlflow ui` starts several workers and a job runner
+for GenAI jobs this project never queues; one worker without it serves the same pages in far less
+memory (the figures: the commit that made `tinytf ui`)."""
 
 from __future__ import annotations
 
@@ -35,8 +32,8 @@ def _client(store: str):
 
 def experiment_id(store: str, experiment: str) -> str | None:
     """The id of the active experiment `experiment` in `store`, or None. A SQLite store is read
-    directly, read-only, in milliseconds: MlflowClient's imports and schema check took as long as
-    the server's own start (the commit that made `tinytf ui`), and a missing file stays missing."""
+    directly and read-only: MlflowClient's imports and schema check take as long as the server's
+    start, and a missing file stays missing."""
     if store.startswith("sqlite:///"):
         path = Path(store.removeprefix("sqlite:///"))
         if not path.is_file():
@@ -55,10 +52,9 @@ def experiment_id(store: str, experiment: str) -> str | None:
 
 
 def runs_page(store: str, experiment: str, base_url: str) -> str:
-    """The experiment's runs table in the UI at `base_url`, the sidebar switched to "Model training".
-    MLflow 3 opens an experiment on the page of that switch (default "GenAI": an empty overview),
-    whatever the experiment's tags say; `workflowType` in the URL sets it for the visit.
-    The experiments list when `experiment` is not in `store` yet."""
+    """The experiment's runs table in the UI at `base_url` (else the experiments list), the sidebar
+    on "Model training": MLflow 3 opens an experiment on that switch's page (default "GenAI", an empty
+    overview) whatever the experiment's tags say, and `workflowType` in the URL sets it."""
     found = experiment_id(store, experiment)
     page = "experiments" if found is None else f"experiments/{found}/runs"
     return f"{base_url}/#/{page}?workflowType=machine_learning"
@@ -68,10 +64,7 @@ def server_command(store: str, host: str, port: int) -> tuple[list[str], dict[st
     """The `mlflow server` argv and environment `tinytf ui` becomes."""
     argv = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", store]
     argv += ["--host", host, "--port", str(port), "--workers", "1"]
-    env = dict(os.environ)
-    for key, value in LIGHT.items():
-        env.setdefault(key, value)
-    return argv, env
+    return argv, {**LIGHT, **os.environ}
 
 
 def ui_command(store: str, host: str, port: int, experiment: str) -> None:
@@ -116,12 +109,10 @@ def _all(search) -> list:
 
 
 def plan_prune(client, store: str, experiment: str, keep: int) -> tuple[list[Doomed], list[str], int]:
-    """What `prune --keep` deletes: for each stage (a top-level run's `tinytf.stage` tag, else its
-    name), all but its `keep` newest top-level runs, each with its child runs; and the logged models
-    of those runs that no registered version serves. A stage that DVC skipped keeps the run its
-    outputs came from, however many repros ran since. A run whose model a registered version
-    serves is kept with its whole tree (`mlflow gc` does not look at the registry).
-    Returns (the doomed runs, newest first; the logged model ids; the registered runs kept)."""
+    """What `prune --keep` deletes: for each stage (`tinytf.stage` tag, else the run's name), all but its
+    `keep` newest top-level runs with their children, and those runs' logged models no registered
+    version serves. A run a registered version serves is kept with its whole tree (`mlflow gc` does
+    not look at the registry). Returns (doomed runs, newest first; logged model ids; runs kept)."""
     exp = client.get_experiment_by_name(experiment)
     if exp is None:
         raise DataError(f"{store}: no experiment {experiment!r} (MLFLOW_EXPERIMENT_NAME)")
@@ -167,9 +158,8 @@ def plan_prune(client, store: str, experiment: str, keep: int) -> tuple[list[Doo
 
 
 def collect_garbage(store: str) -> None:
-    """`mlflow gc`: the deleted runs' rows and artifact folders, and deleted logged models, go for
-    good (MLflow's whole trash, what was deleted before included). A server's store is the
-    server's to collect: `mlflow gc` needs the database itself."""
+    """`mlflow gc`: MLflow's whole trash (deleted runs' rows and artifacts, deleted logged models)
+    goes for good. It needs the database itself: a server's store is the server's to collect."""
     result = subprocess.run(
         [sys.executable, "-m", "mlflow", "gc", "--backend-store-uri", store, "--tracking-uri", store],
         capture_output=True,

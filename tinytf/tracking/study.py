@@ -1,10 +1,6 @@
-"""What a user browsing the MLflow UI needs to tell one repro's runs apart: the study tag every run
-carries and the parent run of each DVC matrix (its commit, the params it summarises, its best child
-and a note); tinytf.tracking.finetune_runs names and tags the fine-tuning runs.
-
-Imported by `tinytf.tracking.runs` (so it does not import it); mlflow is imported inside the
-functions that talk to it, so a stage without MLflow still imports this module.
-"""
+"""What tells one repro's runs apart in the MLflow UI: the study tag every run carries and the parent
+run of each DVC matrix (its commit, params, best child and a note). Imported by `tinytf.tracking.runs`;
+mlflow is imported inside the functions, so a stage without MLflow still imports this module."""
 
 from __future__ import annotations
 
@@ -47,9 +43,8 @@ NOTES = {
 
 
 def study_id(commit: str, params_file: str | Path = PARAMS_FILE) -> str:
-    """`<params hash>@<commit>`, the same on every run of one repro (Group by `tinytf.study` in the
-    UI gathers them). The hash is of params.yaml's values, so a comment does not change it; a
-    temporary experiment hashes its own params.yaml (its stages run in its copy)."""
+    """`<params hash>@<commit>`, the same on every run of one repro. The hash is of params.yaml's
+    values (a comment does not change it); a temporary experiment hashes its own copy's."""
     try:
         # libyaml where built in: a stage opens a run per fine-tuning run, each hashing the file
         values = yaml.load(
@@ -78,8 +73,8 @@ def parent_lock(root: Path) -> Iterator[None]:
 
 
 def group_parent(mlflow, experiment: str, group: str, group_key: str, tags: dict, params: dict) -> str:
-    """Find or create the parent run of one DVC matrix in one study (`tags` holds the commit and the
-    `tinytf.study` tag), holding the commit, the params it summarises and a note."""
+    """Find or create the parent run of one DVC matrix in one study (`tags`: the commit and study),
+    holding the params it summarises and a note."""
     study = tags.get(STUDY, "")
     exp = mlflow.get_experiment_by_name(experiment)
     found = mlflow.search_runs(
@@ -106,9 +101,9 @@ def group_parent(mlflow, experiment: str, group: str, group_key: str, tags: dict
 
 
 def report_best(root: Path, metric: str, value: float, higher: bool = True) -> None:
-    """Log `value` as the active run's `metric`, and, when it beats the parent run's `best_<metric>`,
-    make it the parent's best (its value, and this run's name as `tinytf.best_child`). Each child
-    logs its own value before taking the lock, so the last to take it sees every one before it."""
+    """Log `value` as the active run's `metric` and, when it beats the parent's `best_<metric>`, make
+    it the parent's best (with this run's name as `tinytf.best_child`). Each child logs its own
+    value before taking the lock, so the last to take it sees every one before it."""
     import mlflow
 
     mlflow.log_metric(metric, value)
