@@ -1,11 +1,6 @@
-"""`ModelConfig`: every architectural choice of the transformer, and the one source of its
-defaults and allowed values.
-
-`tinytf.params.config.ModelParams` (the `model:` section of params.yaml) is generated from the fields
-listed in `PARAM_FIELDS`, with the same types, defaults and limits, so the two cannot disagree.
-The defaults are params.yaml's CPU-sized model (tests/unit/params compares them); the course lab's model is
-`tinytf.model.param_count.course_lab_config`. This module imports no torch, so validating
-params stays cheap.
+"""`ModelConfig`: every architectural choice of the transformer, the one source of its defaults and
+allowed values (`tinytf.params.config.ModelParams` is generated from `PARAM_FIELDS`). It imports no
+torch, so validating params stays cheap.
 """
 
 from __future__ import annotations
@@ -23,7 +18,6 @@ AttnImpl = Literal["manual", "sdpa"]
 Activation = Literal["relu", "gelu"]
 
 HEAD_MERGES: tuple[str, ...] = typing.get_args(HeadMerge)
-POS_ENCODINGS: tuple[str, ...] = typing.get_args(PosEncoding)
 
 
 # Upper bounds of the sizes: far above a model this project trains, low enough that a typo in
@@ -41,9 +35,8 @@ class ModelConfig:
 
     arch: Arch = "tinytf"
     vocab_size: int = _positive(100, MAX_VOCAB)  # set from the tokenizer, never from params
-    block_size: int = field(
-        default=128, metadata={"ge": 2, "le": MAX_LENGTH}
-    )  # positional table size, longest input
+    # positional table size, longest input
+    block_size: int = field(default=128, metadata={"ge": 2, "le": MAX_LENGTH})
     n_layer: int = _positive(4, MAX_LAYERS)
     n_head: int = _positive(4, MAX_HEADS)
     d_model: int = _positive(128, MAX_WIDTH // 4)

@@ -1,12 +1,8 @@
 """Multi-head self-attention written out, its masks, and the head-merge variants of course report 004.
 
 Shapes: B batch, L sequence length, D = d_model, H heads, hd = D // H (head size).
-
-Mask convention used everywhere in tinytf: a *boolean* tensor where True means "this query may
-attend to this key" (the convention of `F.scaled_dot_product_attention`). Note that
-`nn.MultiheadAttention` uses the opposite one (True = masked out); the tests translate. The
-written-out path also takes the same mask as an additive float one (`attention_bias`: 0 where
-allowed, -inf elsewhere), built once for all the layers of a forward pass.
+Masks are boolean, True = "this query may attend to this key" (SDPA's convention; the opposite of
+`nn.MultiheadAttention`'s), or the same as an additive float one (`attention_bias`).
 """
 
 from __future__ import annotations
@@ -22,42 +18,30 @@ from tinytf.model.dropout import Dropout
 
 
 def build_attention_mask(attention_mask: Tensor | None, seq_len: int, causal: bool) -> Tensor | None:
-    """Combine key padding and (optionally) causality into one boolean mask (B, 1, L, L).
-
-    attention_mask is the tokenizer's (B, L) mask: 1 = real token, 0 = padding. Returns None when
-    there is no padding mask; the attention then applies causality itself (`is_causal`), which lets
-    SDPA pick its fastest kernel for the common un-padded LM batch.
-    """
+    """Combine key padding (the tokenizer's (B, L) mask, 1 = real token) and (optionally) causality
+    into one boolean mask (B, 1, L, L). None without a padding mask: the attention then applies
+    causality itself (`is_causal`), which lets SDPA pick its fastest kernel."""
     if attention_mask is None:
         return None
     device = attention_mask.device
     allowed = attention_mask.bool()[:, None, None, :]  # (B, 1, 1, L): which keys are real
     if causal:
         allowed = allowed & torch.ones(seq_len, seq_len, dtype=torch.bool, device=device).tril()
-    # A query whose every visible key is padding (a left-padded position under causal masking, or any
-    # all-padding row) would take a softmax over only -inf: NaN, which also poisons the backward pass
-    # even when the loss ignores that position. Letting every position see itself keeps those rows
-    # finite. Only padded queries are affected (a real query always sees itself anyway), their outputs
-    # are never read (pooling and the loss skip pads), and no real query ever attends to a pad key.
+    # A query whose every visible key is padding would take a softmax over only -inf: NaN, which
+    # also poisons the backward pass. Letting every position see itself keeps those rows finite;
+    # only padded queries change (a real one sees itself anyway), and their outputs are never read.
     return allowed | torch.eye(seq_len, dtype=torch.bool, device=device)
 
 
 def attention_bias(allowed: Tensor) -> Tensor:
-    """The boolean mask as an additive fp32 one: 0 where a query may attend, -inf where not.
-
-    Adding it to the logits gives what `masked_fill(~allowed, -inf)` gives, as one vectorised
-    kernel with a free backward; torch's CPU `masked_fill` over a mask broadcast across heads is
-    not vectorised (benchmarks/classifier_throughput.py measures the step)."""
+    """The boolean mask as an additive fp32 one (0 / -inf): what `masked_fill(~allowed, -inf)` gives,
+    but vectorised; torch's CPU `masked_fill` over a mask broadcast across heads is not."""
     return torch.where(allowed, 0.0, float("-inf"))
 
 
 def head_norm_weights(y: Tensor, eps: float = 1e-12) -> Tensor:
-    """Per-token norm share of each head: w_h = ||o_h|| / sum_h' ||o_h'||, shape (B, H, L).
-
-    y is the per-head attention output (B, H, L, hd). The norm is taken over the head's hd features
-    at one token, never across positions: a norm over the whole (L, hd) matrix would let the weight
-    at position t depend on tokens after t (a causal leak) and on the sequence length.
-    """
+    """Per-token norm share of each head: w_h = ||o_h|| / sum_h' ||o_h'||, (B, H, L, hd) -> (B, H, L).
+    The norm is over one token's hd features, never across positions, which would leak the future."""
     norms = y.float().pow(2).sum(-1).add(eps).sqrt()  # eps: finite gradient when a head outputs 0
     return (norms / norms.sum(dim=1, keepdim=True)).to(y.dtype)
 
@@ -86,12 +70,8 @@ def merge_heads(y: Tensor, head_merge: str, head_order: Tensor | None = None) ->
 
 
 class SelfAttention(nn.Module):
-    """softmax(Q K^T / sqrt(hd)) V over H heads, then a head merge and the output projection.
-
-    Two implementations of the same math: "manual" (written out, can return the weights) and
-    "sdpa" (`F.scaled_dot_product_attention`, fused kernels). Asking for the weights always takes
-    the manual path, since SDPA does not expose them.
-    """
+    """softmax(Q K^T / sqrt(hd)) V over H heads, then a head merge and the output projection;
+    "manual" (written out, can return the weights) or "sdpa" (fused kernels)."""
 
     def __init__(
         self,
@@ -160,7 +140,6 @@ class SelfAttention(nn.Module):
         return self.attn_impl == "sdpa" and not need_weights and self._sdpa_is_faster(x)
 
     def _sdpa_is_faster(self, x: Tensor) -> bool:
-        """Whether SDPA beats the written-out math on x's device (see `sdpa_is_faster`)."""
         return sdpa_is_faster(
             x.device.type,
             compiling=torch.compiler.is_compiling(),
@@ -173,19 +152,13 @@ class SelfAttention(nn.Module):
 def sdpa_is_faster(
     device_type: str, compiling: bool, training_dropout: bool, records_grad: bool, low_precision: bool = False
 ) -> bool:
-    """Whether SDPA beats the written-out math (the same math, equal up to rounding) on a device type:
-    - on CUDA it always does: its flash kernel never writes the L x L scores to memory, under compile
-      too, and drops out inside the kernel (benchmarks/pretrain_throughput.py --nanogpt);
-    - elsewhere, under torch.compile in fp32 without dropout it does too: its CPU flash kernels,
-      forward and backward, beat the two fp32 matmuls and the L x L scores they write
-      (pretrain_throughput.py --precision fp32 on a CPU without bf16 units);
-    - under torch.compile in bf16 (autocast) it does not: inductor fuses the scale, mask, softmax
-      and dropout around the two matmuls, where SDPA stays an opaque kernel (benchmarks/);
-    - with dropout in training, SDPA would fall back to the same math with torch's slower random
-      numbers (tinytf.model.dropout explains why ours);
-    - wherever autograd records it on a CPU (its input requires grad, so a backward may follow):
-      at these short lengths SDPA's CPU backward is the slower one (benchmarks/attention_paths.py).
-    It does in inference (under no_grad)."""
+    """Whether SDPA beats the written-out math (equal up to rounding) on a device type:
+    - on CUDA always: its flash kernel never writes the L x L scores, and drops out inside;
+    - with dropout in training elsewhere, no: it would use torch's slower random numbers;
+    - under torch.compile, in fp32 yes (CPU flash kernels), in bf16 no: inductor fuses the scale,
+      mask, softmax and dropout around the matmuls, where SDPA stays opaque;
+    - on a CPU where autograd records it, no: at these lengths its backward is the slower one;
+    - in inference, yes (benchmarks/pretrain_throughput.py, benchmarks/attention_paths.py)."""
     if device_type == "cuda":
         return True
     if training_dropout:

@@ -1,23 +1,11 @@
 """Checkpoints: `state_dict`s plus a small JSON config, written atomically, loaded safely.
 
-Two kinds:
-- a *model* file (`name.pt` + `name.json`): the weights and the `ModelConfig` that builds them;
-  what later stages and `tinytf score` load;
-- a *training state* file: weights, optimizer, step, RNG states and the history so far, so a
-  killed run resumes to exactly the result of an uninterrupted one. It records a hash of the
-  params that produced it and is only resumed by a run with the same hash.
-
-A model file's JSON records the sha256 of its weights and the stage that wrote them; every
-reader (`load_weights`) checks it first, so a damaged or swapped `.pt` is refused in one line
-naming the file and how to get it back, instead of loading and answering with other numbers.
-
-Everything loads with `torch.load(..., weights_only=True)`: a file carrying arbitrary pickled
-objects is refused instead of executed.
-
-The bytes of a saved file depend only on what it holds: `torch.save` to a named file records
-that name inside the zip (and atomic writes name it randomly), so both kinds are serialised
-into memory, where the record name is fixed, and written atomically from there. Retraining
-with the same params and seed then gives a byte-identical file, and DVC sees no change.
+A *model* file (`name.pt` + `name.json`: the weights, the `ModelConfig`, the weights' sha256 and the
+stage that wrote them, checked before loading), or a *training state* (weights, optimizer, step,
+RNG, history), resumed only by a run with the same params hash. Everything loads with
+`weights_only=True`. `torch.save` to a named file records that name inside the zip (and atomic
+writes name it randomly), so files are serialised in memory first: the same params and seed give
+a byte-identical file, and DVC sees no change.
 """
 
 from __future__ import annotations
@@ -42,7 +30,7 @@ from tinytf.model.transformer import ModelConfig, TinyTransformer
 
 
 def serialize(obj: Any) -> bytes:
-    """`torch.save` bytes that depend only on `obj` (the zip's record name is fixed for a buffer)."""
+    """`torch.save` bytes that depend only on `obj`."""
     buffer = io.BytesIO()
     torch.save(obj, buffer)
     return buffer.getvalue()
@@ -51,8 +39,7 @@ def serialize(obj: Any) -> bytes:
 def save_model(
     path: str | Path, model: TinyTransformer | HFClassifier, extra: dict | None = None, stage: str = ""
 ) -> None:
-    """The weights, and beside them the JSON: config, `extra`, the weights' sha256 and `stage`,
-    the dvc.yaml stage that writes the file (named when a reader finds it damaged)."""
+    """The weights, and beside them the JSON: config, `extra`, the weights' sha256 and `stage`."""
     path = Path(path)
     data = serialize(model.state_dict())
     write_bytes(path, data)
@@ -62,9 +49,8 @@ def save_model(
 
 
 def verify_weights(path: str | Path, meta: dict, rebuild: str | None = None) -> None:
-    """Refuse weights whose sha256 is not the one their JSON records. `rebuild` says how to get
-    them back; by default the writing stage's commands. A JSON without a digest (written before
-    digests were recorded) is not checked: its stage's next run records one."""
+    """Refuse weights whose sha256 is not the one their JSON records (a JSON without one is not
+    checked). `rebuild` says how to get them back; by default the writing stage's commands."""
     path = Path(path)
     expected = meta.get("sha256")
     if not expected or not path.is_file():
@@ -118,9 +104,8 @@ def read_config(path: str | Path) -> dict:
 
 
 def config_of(meta: dict, path: str | Path) -> ModelConfig:
-    """The ModelConfig a model file's JSON records, its types and sizes checked (ModelConfig's own
-    bounds) before anything is allocated from it: a damaged or hand-edited JSON once asked for
-    terabytes, or failed as a traceback."""
+    """The ModelConfig a model file's JSON records, its types and sizes checked before anything is
+    allocated from it."""
     meta_file = Path(path).with_suffix(".json")
     if not isinstance(meta.get("model"), dict):
         raise DataError(f"{meta_file}: damaged config beside the checkpoint (no `model` mapping)")
@@ -174,24 +159,11 @@ def _within(value, most: int) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= most
 
 
-def config_differences(saved: dict, expected: dict) -> list[str]:
-    keys = sorted(set(saved) | set(expected))
-    return [
-        f"{k}: checkpoint has {saved.get(k)!r}, expected {expected.get(k)!r}"
-        for k in keys
-        if saved.get(k) != expected.get(k)
-    ]
-
-
 def load_model(
     path: str | Path, expect: ModelConfig | None = None, rebuild: str | None = None
 ) -> TinyTransformer | HFClassifier:
-    """Build the model from the JSON beside `path` and load its weights: ours, or a fine-tuned
-    external encoder (`hf` in the JSON; tinytf.model.hf).
-
-    With `expect`, a config that differs (other than in fields that do not change the weights'
-    shapes or meaning, which there are none of) is refused with the fields named.
-    """
+    """Build the model from the JSON beside `path` (ours, or an external encoder's) and load its
+    weights; with `expect`, a config that differs is refused with the fields named."""
     meta = read_config(path)
     verify_weights(path, meta, rebuild)  # before anything is built from the JSON beside them
     if "hf" in meta:
@@ -205,7 +177,12 @@ def load_model(
     else:
         config = config_of(meta, path)
         if expect is not None:
-            diffs = config_differences(config.to_dict(), expect.to_dict())
+            saved, expected = config.to_dict(), expect.to_dict()
+            diffs = [
+                f"{k}: checkpoint has {saved.get(k)!r}, expected {expected.get(k)!r}"
+                for k in sorted(set(saved) | set(expected))
+                if saved.get(k) != expected.get(k)
+            ]
             if diffs:
                 raise DataError(f"{path}: config does not match the model: " + "; ".join(diffs))
         model = TinyTransformer(config)
@@ -224,8 +201,7 @@ def save_training_state(path: str | Path, state: dict) -> None:
 
 
 def load_training_state(path: str | Path, params_hash: str, say: bool = True) -> dict | None:
-    """The saved state if it exists and was made by the same params; None means start fresh (said
-    once: a caller that only asks whether the run resumes passes say=False)."""
+    """The saved state if it exists and was made by the same params; None means start fresh."""
     path = Path(path)
     if not path.exists():
         return None

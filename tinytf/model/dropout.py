@@ -1,12 +1,9 @@
 """Dropout whose random numbers are cheap on a CPU.
 
-`nn.Dropout` on a CPU draws one Mersenne Twister number per element through `bernoulli_`: about
-8 ns an element here, a third of a fine-tuning step and nearly half of a compiled pretraining
-step (benchmarks/). Drawing 64-bit integers and reading them as four 16-bit uniforms costs a
-sixth of that. The mask is the same kind of object: each element kept independently with
-probability 1 - p, kept elements scaled by 1 / (1 - p). p is rounded to a multiple of 1/65536
-(0.1 becomes 0.10000610...), and the scale uses that rounded p, so the expectation is exact.
-Draws come from torch's global generator, so seeding and resuming work as with `nn.Dropout`.
+`nn.Dropout` on a CPU draws one Mersenne Twister number per element through `bernoulli_`, a large
+share of a step (benchmarks/); drawing 64-bit integers read as four 16-bit uniforms costs a sixth
+of that. p is rounded to a multiple of 1/65536 and the scale uses that rounded p, so the expectation
+is exact. Draws come from torch's global generator, so seeding and resuming work as with `nn.Dropout`.
 """
 
 from __future__ import annotations
@@ -25,13 +22,12 @@ def mask_constants(p: float) -> tuple[int, float]:
     threshold, scale kept elements by 1 / (1 - p'), p' = p rounded to a multiple of 2^-16."""
     threshold = round(p * 2 * _HALF) - _HALF
     kept = (_HALF - threshold) / (2 * _HALF)  # 1 - p'
-    # rounded to float32 as ever (the masks used to be made in float32, then cast: the same
-    # values, at a third more of the mask's time)
+    # rounded to float32: the scale the masks have always had
     return threshold, struct.unpack("f", struct.pack("f", 1.0 / kept))[0]
 
 
 def dropout_mask(shape: torch.Size, p: float, device: torch.device, dtype: torch.dtype) -> Tensor:
-    """Keep-mask scaled by 1 / (1 - p'), p' = p rounded to a multiple of 2^-16."""
+    """Keep-mask scaled by 1 / (1 - p')."""
     return _mask(shape, *mask_constants(p), device, dtype)
 
 
@@ -41,8 +37,7 @@ def _mask(
     numel = math.prod(shape)
     bits = torch.randint(-(1 << 63), (1 << 63) - 1, ((numel + 3) // 4,), dtype=torch.int64, device=device)
     uniform = bits.view(torch.int16)[:numel].view(shape)
-    # 0/1 bytes of uint8, not bool: torch's CPU kernels that write or read bool are not
-    # vectorised (benchmarks/classifier_throughput.py measures the step)
+    # 0/1 bytes of uint8, not bool: torch's CPU kernels that write or read bool are not vectorised
     kept = torch.ge(uniform, threshold, out=torch.empty(shape, dtype=torch.uint8, device=device))
     return kept.to(dtype).mul_(scale)
 

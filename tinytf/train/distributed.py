@@ -1,14 +1,9 @@
 """Data-parallel training under `torchrun` (PyTorch DDP); a plain `python` run is one process.
 
-`torchrun --nproc_per_node=N stages/pretrain.py ...` starts N copies of a stage. Each reads
-RANK / WORLD_SIZE / LOCAL_RANK from the environment torchrun sets, joins the process group
-(NCCL on GPUs, gloo on CPUs) and takes the GPU of its local rank. Every process draws the same
-global batch and trains on its slice of it; DDP averages the gradients, so N processes with
-the same params train the same model as one process would (the same loss curve up to float
-summation order; with dropout each process draws its own masks). Only rank 0 logs, shows a
-progress bar and writes files: `tinytf.io` skips the final rename on the other ranks, and
-`tracking.stage_run` gives them a disabled tracker. Evaluation runs on every rank (the same
-numbers on each), so the loop's control flow never differs between ranks.
+Every rank draws the same global batch and trains on its slice; DDP averages the gradients, so
+N ranks train the model one process would (up to float summation order; each draws its own
+dropout masks). Only rank 0 logs and writes files; evaluation runs on every rank, so the loop's
+control flow never differs between ranks.
 """
 
 from __future__ import annotations
@@ -36,10 +31,8 @@ def local_rank() -> int:
 
 
 def relaunch_command(launcher: list[str], argv: list[str]) -> list[str] | None:
-    """The argument list that starts this script again under `launcher` (a checked list, e.g.
-    [torchrun, --nproc_per_node=8]; tinytf.params.launcher), or None when there is no launcher or
-    this process was already started by torchrun. An argument list, never a shell line, so no
-    value of params.yaml or the command line is read as code."""
+    """The argument list that starts this script again under `launcher` (tinytf.params.launcher), or
+    None without one or under torchrun already. Never a shell line: no value is read as code."""
     if not launcher or "LOCAL_RANK" in os.environ:
         return None
     # torchrun is `python -m torch.distributed.run`: the same interpreter, not whatever is on PATH
@@ -57,7 +50,7 @@ def is_main() -> bool:
 
 @cache
 def init() -> None:
-    """Join the process group once per process (NCCL where this rank has a GPU, else gloo)."""
+    """Join the process group once per process."""
     import torch.distributed as dist
 
     if not enabled() or dist.is_initialized():
@@ -82,8 +75,8 @@ class _LossModule(torch.nn.Module):
 
 
 def wrap(model: torch.nn.Module, loss_fn: Callable[[Any], torch.Tensor], device: torch.device):
-    """The DDP module whose call is `loss_fn(batch)` with gradients averaged over the ranks.
-    find_unused_parameters: the model carries both heads and a run trains one of them."""
+    """The DDP module whose call is `loss_fn(batch)`. find_unused_parameters: the model carries
+    both heads and a run trains one of them."""
     from torch.nn.parallel import DistributedDataParallel
 
     init()
@@ -99,10 +92,8 @@ def no_sync(ddp, sync: bool):
 
 
 def shard(batch: Any) -> tuple[Any, float]:
-    """This rank's contiguous slice of a global batch (tensors, or a tuple/list/dict of them,
-    batch first) and the weight that makes the ranks' averaged gradient equal the whole batch's:
-    rows here / mean rows per rank. A batch with fewer rows than ranks leaves some ranks an
-    empty slice of weight 0 (their gradients are zeros)."""
+    """This rank's contiguous slice of a global batch (tensors, or a tuple/list/dict of them) and the
+    weight (rows here / mean rows per rank) that makes the ranks' averaged gradient the whole batch's."""
     rows = _rows(batch)
     mine = torch.tensor_split(torch.arange(rows), world_size())[rank()]
     start = int(mine[0]) if len(mine) else rows
@@ -125,7 +116,7 @@ def _slice(batch, start: int, stop: int):
 
 
 def mean(value: torch.Tensor) -> torch.Tensor:
-    """The mean over ranks of a per-rank scalar (the step's loss, already weighted)."""
+    """The mean over ranks of a per-rank scalar."""
     if not enabled():
         return value
     import torch.distributed as dist
@@ -136,7 +127,8 @@ def mean(value: torch.Tensor) -> torch.Tensor:
 
 
 def sum_counts(counts: dict[str, float]) -> dict[str, float]:
-    """Running sums (loss, correct, count) added up over the ranks, for an epoch's train figures."""
+    """Running sums (loss, correct, count) added up over the ranks."""
+
     if not enabled():
         return counts
     import torch.distributed as dist

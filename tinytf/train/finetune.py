@@ -1,22 +1,11 @@
 """Fine-tuning (the core of stage `finetune`): the labelled-data curve and the pretraining-tokens curve.
 
-Three starts of the same classifier (pretrained, scratch, linear probe) are fine-tuned on
-nested subsets of the train labels (`tinytf.data.subsets`). A seed fixes the subset, the head
-initialisation and the batch order, so for one seed the starts differ only in their body: the
-comparison over seeds is paired. The recipe is chosen on validation, never on test:
-
-1. each trained start's recipe at each of the `search_labels` counts, lr x dropout from the same
-   candidates for every start, by successive halving over its first `search_seeds` seeds: every
-   candidate on the first seed, the better half on the next, and so on; the last round's best
-   mean validation accuracy wins (a knob tuned for one start or one label count only would tilt
-   the study);
-2. every run keeps its best validation epoch, and stops after `patience` validation passes in a
-   row without a better one;
-3. each count's recipe then runs every seed of that count, and the pretrained start again from
-   each pretraining snapshot at `snapshot_labels` labels, over the same seeds.
-
-The probe start is a linear probe (`tinytf.train.linear_probe`): a logistic regression on the body's
-features, computed once per start, with its C chosen on validation in each run; it has no lr.
+The starts are fine-tuned on nested subsets of the train labels (`tinytf.data.subsets`); a seed fixes
+the subset, the head's init and the batch order, so over seeds the comparison is paired. Recipes are
+chosen on validation, never on test: each trained start's lr x dropout at each `search_labels` count
+by successive halving over the first `search_seeds` seeds (tinytf.train.recipes), the same candidates
+for every start; each count's recipe then runs every seed, and the pretrained start again from each
+snapshot. The probe start (`tinytf.train.linear_probe`) chooses its C on validation in each run.
 """
 
 from __future__ import annotations
@@ -55,9 +44,7 @@ class FinetuneResult:
     pretrain_seeds: list[int | None]  # the bodies the pretrained and probe starts fine-tuned
     runs: pd.DataFrame  # one row per run: snapshot, start, labels, seed, lr, best epoch, accuracies
     curves: pd.DataFrame  # per evaluated epoch of the all-label runs (the per-epoch plot)
-    # per searched label count ("250", "all"), per trained start: the chosen lr and dropout, and
-    # every candidate's score
-    recipes: dict[str, dict[str, dict]]
+    recipes: dict[str, dict[str, dict]]  # per searched count, per trained start: choice and candidates
     search_seeds: list[int]  # the seeds the recipes were chosen over (at each `search_labels` count)
     classes: list[str]
     runtime: Runtime  # what `auto` resolved to on this machine, for the outputs to record
@@ -72,8 +59,7 @@ CallbacksFor = Callable[[dict], contextlib.AbstractContextManager[list[Callback]
 
 
 def check_label_counts(params: FinetuneParams, data_dir: str | Path) -> None:
-    """Refuse label counts the train split cannot give (`check_counts`), from the file's row count
-    alone: the stage asks before it opens its MLflow run, `run_finetune` before any run."""
+    """Refuse label counts the train split cannot give, from the file's row count alone."""
     train_file = SentimentData.folder(data_dir) / "train.parquet"
     if train_file.exists():  # a missing one is SentimentData.load's error, which says what to run first
         check_counts(params.label_counts, pq.read_metadata(train_file).num_rows, str(train_file))
@@ -84,8 +70,8 @@ def _train(trainer: Trainer, spec: RunSpec) -> RunOutcome:
 
 
 class Runner:
-    """Runs specs, each once (the lr search's runs are reused by the curve): the trained starts in
-    `tinytf.train.workers`, the linear probe here, as its features are computed once per start."""
+    """Runs specs, each once: the trained starts in `tinytf.train.workers`, the linear probe here,
+    as its features are computed once per start."""
 
     def __init__(
         self,
@@ -111,7 +97,6 @@ class Runner:
         self.progress: RunProgress | None = None  # the stage's runs done out of all, over every call
 
     def probe(self, spec: RunSpec) -> RunOutcome:
-        """The probe start's run: the probe fitted on the seed's train rows."""
         began = time.perf_counter()
         # the probe reads the frozen body (eval mode: no dropout) and fits its own head
         model, _, _ = self.trainer.build("frozen", spec.checkpoint, spec.seed, 0.0)
@@ -143,7 +128,6 @@ class Runner:
         )
 
     def __call__(self, specs: list[RunSpec]) -> list[dict]:
-        """One row per spec, in their order."""
         todo = [s for s in dict.fromkeys(specs) if s not in self.done]
         trained = [s for s in todo if s.start != "probe"]
         results = {s: kept for s in trained if (kept := self.store.load(s)) is not None}
@@ -205,11 +189,9 @@ def run_finetune(
     hf: HFParams | None = None,
     state: str | Path | None = None,
 ) -> FinetuneResult:
-    """The recipe search, the labelled-data curve and the snapshot curve; `pretrained`: the bodies
-    (tinytf.train.recipes.find_bodies), or one model with its `snapshots`. `callbacks_for(tags)`
-    wraps every run (the stage opens a nested MLflow run there). `state`: a folder that keeps each
-    finished run until the stage ends (tinytf.train.run_store), so a stopped stage started again
-    trains only what it had not finished; the caller clears it once its outputs are in place."""
+    """`pretrained`: the bodies (tinytf.train.recipes.find_bodies), or one model with its `snapshots`.
+    `callbacks_for(tags)` wraps every run; `state`: a folder that keeps each finished run until the
+    stage ends (tinytf.train.run_store), so a stopped stage started again trains only the rest."""
     if "hf" in params.starts and hf is None:
         raise ValueError("finetune.starts has 'hf': pass the hf params")
     check_label_counts(params, data_dir)
@@ -295,6 +277,5 @@ def run_finetune(
 
 
 def _one_body(model: Path, snapshots) -> Body:
-    """A single model given by path (tests, benchmarks): its pretraining seed from its config."""
     seed = read_config(model).get("pretrain_seed") if model.exists() else None
     return Body(seed, model, tuple(snapshots))

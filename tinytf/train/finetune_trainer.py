@@ -1,6 +1,5 @@
-"""One fine-tuning run (`Trainer`, built once per worker process): its model, its labelled subset,
-its schedule of epochs and validation passes, and the training events it records for the stage's
-MLflow run. `tinytf.train.finetune` plans the runs and hands them out."""
+"""One fine-tuning run (`Trainer`, built once per worker process): its model, labelled subset,
+schedule and the training events it records for the stage's MLflow run."""
 
 from __future__ import annotations
 
@@ -32,8 +31,7 @@ from tinytf.train.starts import build_start
 
 @dataclasses.dataclass(frozen=True)
 class RunOutcome:
-    """One fine-tuning run as a worker hands it back (a probe's too): the stage's process writes
-    its row, curves and predictions and replays its MLflow calls."""
+    """One fine-tuning run as a worker hands it back (a probe's too)."""
 
     row: dict  # runs.csv's columns this run fills: n_train, accuracies, epochs...
     history: list[dict]  # per evaluation, for a tracked run (the curve's seeds); else empty
@@ -47,9 +45,8 @@ MAX_EVALUATIONS = 6  # validation passes per run at most: see `schedule`
 
 
 def schedule(n_train: int, params: FinetuneParams) -> tuple[int, int]:
-    """(data epochs, epochs per validation pass) for a train set of `n_train` texts: at least
-    `epochs`, more for small subsets until `min_steps` optimizer steps, validated at most
-    MAX_EVALUATIONS times (a pass over validation costs about as much as 10 training steps)."""
+    """(data epochs, epochs per validation pass) for `n_train` texts: at least `epochs`, more for
+    small subsets until `min_steps` optimizer steps, validated at most MAX_EVALUATIONS times."""
     steps_per_epoch = math.ceil(n_train / params.batch_size)
     epochs = max(params.epochs, math.ceil(params.min_steps / steps_per_epoch))
     every = math.ceil(epochs / MAX_EVALUATIONS)
@@ -57,7 +54,7 @@ def schedule(n_train: int, params: FinetuneParams) -> tuple[int, int]:
 
 
 def subset(data: SentimentData, count: int, seed: int) -> tuple[SentimentData, np.ndarray]:
-    """The data with train cut to the seed's `count` labels, and the train rows kept."""
+    """The data with train cut to the seed's `count` labels, and the rows kept."""
     train = data.splits["train"]
     rows = label_subset(np.asarray(train.labels), count, seed)
     splits = dict(
@@ -69,14 +66,12 @@ def subset(data: SentimentData, count: int, seed: int) -> tuple[SentimentData, n
 
 
 def finetune_runtime(params: FinetuneParams, data: SentimentData) -> Runtime:
-    """The stage's runtime. Its runs are short, but on CUDA one process trains them all (one worker),
-    so one compile serves every run: the all-labels run's planned steps decide `compile: auto`."""
+    """On CUDA one process trains every run, so one compile serves them all: the all-labels run's
+    planned steps decide `compile: auto`."""
     return classifier_runtime(params, planned_steps(data, params.batch_size, params.epochs))
 
 
 class Trainer:
-    """Trains one run of a spec; built once per worker process (`tinytf.train.workers`)."""
-
     def __init__(self, params: FinetuneParams, data_dir, max_length: int, hf: HFParams | None):
         self.params, self.data_dir, self.max_length, self.hf = params, data_dir, max_length, hf
         self.data = SentimentData.load(data_dir)  # the hf start's encoding is made once, kept in it
@@ -96,7 +91,6 @@ class Trainer:
         return math.ceil(n / self.params.batch_size) * schedule(n, self.params)[0]
 
     def train(self, spec: RunSpec) -> RunOutcome:
-        """The run of `spec`, trained and tested (its best validation epoch kept)."""
         began = time.perf_counter()
         model, data, max_length = self.build(spec.start, spec.checkpoint, spec.seed, spec.dropout)
         p, (data, _) = self.params, subset(data, spec.count, spec.seed)
@@ -125,11 +119,9 @@ class Trainer:
         )
         test = evaluate_test_split(run.model, data, max_length, self.runtime)
         best = next(h for h in run.history if h["data_epochs"] == run.best_epoch)
-        validation = run.validation
+        val = run.validation
         predictions = [
-            prediction_rows(
-                spec.tags(), "validation", validation.labels, validation.predictions, validation.probabilities
-            ),
+            prediction_rows(spec.tags(), "validation", val.labels, val.predictions, val.probabilities),
             prediction_rows(spec.tags(), "test", test["labels"], test["predictions"], test["probabilities"]),
         ]
         row = {
@@ -152,7 +144,7 @@ class Trainer:
 
 
 class Recorder(Callback):
-    """A worker's training events, kept to be replayed into the stage's MLflow callbacks."""
+    """A worker's training events, to be replayed into the stage's MLflow callbacks."""
 
     def __init__(self):
         self.events: list[tuple[str, int, dict]] = []

@@ -1,10 +1,6 @@
 """One grid cell's training (stages `grid` and `grid_finalists`): the classifier trained with one
-optimizer x lr x batch size x epochs and one seed, from grid.start (hf: the external encoder of the
-`hf:` section, with its own tokenizer). Its result (curves, final validation metrics and which
-validation texts it got right) and the model are written by `tinytf.analysis.grid.write_cell`,
-beside the reader that collects the cells.
-
-Both stages call the same function, so a finalist on seed 2 differs from its round-one run by the
+optimizer x lr x batch size x epochs and one seed, from grid.start; `tinytf.analysis.grid.write_cell`
+writes it. Both stages call the same function, so a finalist differs from its round-one run by the
 seed alone.
 """
 
@@ -28,9 +24,8 @@ class CellRun:
 
 
 def logged_params(params, cell: dict, seed: int, **extra) -> dict:
-    """What a cell's MLflow run records as its params: the cell, its seed (and `extra`, a
-    finalist's rank) with the grid's fixed settings, the length texts are cut to, and the hf
-    section when the start is hf. The same for both rounds, so the UI compares their runs."""
+    """A cell's MLflow params: the cell, its seed, `extra` (a finalist's rank) and the grid's fixed
+    settings; the same for both rounds, so the UI compares their runs."""
     grid = params.grid
     return {
         "grid": {
@@ -49,8 +44,7 @@ def logged_params(params, cell: dict, seed: int, **extra) -> dict:
 def train_cell(
     params, cell: dict, seed: int, data_dir: str, pretrained: str, callbacks=(), desc: str = ""
 ) -> CellRun:
-    """Train `cell` ({optimizer, lr, batch_size, epochs}) on `seed`; `params` holds the sections
-    grid, finetune, tokenize and hf."""
+    """Train `cell` ({optimizer, lr, batch_size, epochs}) on `seed`."""
     grid, finetune = params.grid, params.finetune
     # the hf start keeps its checkpoint's own dropout, as it always has here (grid.dropout is ours)
     dropout = None if grid.start == "hf" else grid.dropout
@@ -81,8 +75,7 @@ def train_cell(
         # the report's "who pretrained the body" table: size and cost of this start
         "parameters": sum(t.numel() for t in run.model.parameters()),
         "train_seconds": round(time.perf_counter() - began, 1),
-        # per validation text, in file order, 1 where the model was right: the paired tests over
-        # texts (winner vs runner-up, optimizer vs optimizer) need the texts, not only the mean
+        # per validation text, in file order, 1 where right: for the paired tests over texts
         "validation_correct": (validation.predictions == validation.labels).astype(int).tolist(),
     }
     return CellRun(run.model, result, runtime)

@@ -1,16 +1,10 @@
 """The `probe` start: a logistic regression on the frozen body's features.
 
-Features: each layer's output, pooled over the text as the classifier pools, concatenated (the
-last layer's through the final LayerNorm, as the heads read it). This is BERT's feature-based
-approach (Devlin et al. 2019, §5.3: concatenating layers gave its best feature-based result): a
-causal LM's last layer is shaped for the next token, and part of what a text says about its
-sentiment sits in earlier layers (reports/finetune/summary.json holds what this probe scores).
-
-Fit: scikit-learn's L-BFGS logistic regression on standardised features, its C chosen on
-validation for each run, as the TF-IDF baseline's (`tinytf.analysis.baselines`) and as CLIP's
-linear probes (Radford et al. 2021, appendix A.3). A convex problem fitted exactly: in a one-seed
-trial a head trained by AdamW on length-grouped batches scored 1 to 2 points lower on the same
-features, and it has an lr, epochs and a batch order of its own to choose.
+Features: each layer's output pooled as the classifier pools, concatenated (BERT's feature-based
+approach, Devlin et al. 2019 §5.3): a causal LM's last layer is shaped for the next token, and part
+of a text's sentiment sits in earlier layers. Fit: L-BFGS logistic regression on standardised
+features, C chosen on validation (as CLIP's linear probes): a convex problem fitted exactly, with no
+lr, epochs or batch order of its own to choose.
 """
 
 from __future__ import annotations
@@ -29,7 +23,7 @@ from tinytf.train.runtime import Runtime
 
 
 def body_layers(model: TinyTransformer) -> torch.nn.ModuleList:
-    """The body's layers in order: tinytf's blocks, or the torch_encoder's encoder layers."""
+    """tinytf's blocks, or the torch_encoder's encoder layers."""
     base = model.base
     return base.blocks if hasattr(base, "blocks") else base.transformer_encoder.layers
 
@@ -38,9 +32,8 @@ def body_layers(model: TinyTransformer) -> torch.nn.ModuleList:
 def layer_features(
     model: TinyTransformer, data: SentimentData, max_length: int, runtime: Runtime
 ) -> dict[str, np.ndarray]:
-    """(texts, n_layer * d_model) fp32 features of every split, in file order: each layer's output
-    pooled (the model's `pooling`), layer by layer, the last as the body returns it (through its
-    final norm, where it has one)."""
+    """(texts, n_layer * d_model) fp32 features of every split, in file order; the last layer's
+    as the body returns it (through its final norm, where it has one)."""
     config = model.config
     prefix = data.cls_id if config.pooling == "first" else None
     model.to(runtime.device).eval()
@@ -100,9 +93,7 @@ def fit_probe(features: dict[str, np.ndarray], labels: dict[str, np.ndarray], cs
 
     best = None
     # One BLAS thread: after torch has run, its OpenMP workers spin on the cores OpenBLAS's threads
-    # wait for, and a fit at 1,000 labels ran dozens of times slower on 2 cores. It also makes the
-    # fit independent of the core count: BLAS's summation order moved L-BFGS's stopping point enough
-    # to change test predictions with all labels.
+    # wait for; and BLAS's summation order moves L-BFGS's stopping point with the core count.
     with threadpool_limits(1, user_api="blas"):
         for c in sorted(cs):
             model = make_pipeline(StandardScaler(), LogisticRegression(C=c, max_iter=5000))

@@ -1,10 +1,6 @@
-"""Language-model objectives and their evaluation: causal next-token and BERT-style masked LM.
-
-Causal LM: inputs are a block of ids, targets the same block shifted by one.
-Masked LM (Devlin et al. 2019): 15 % of positions are chosen; of those 80 % become [MASK],
-10 % a random token and 10 % stay as they are; the loss is taken only at chosen positions.
-Evaluation is deterministic: strided blocks over the whole split and, for the masked
-objective, masks drawn from a generator with a fixed seed.
+"""Language-model objectives and their evaluation: causal next-token and BERT-style masked LM
+(Devlin et al. 2019: of the chosen positions 80 % become [MASK], 10 % a random token, 10 % stay).
+Evaluation is deterministic: strided blocks, and masks drawn from a generator with a fixed seed.
 """
 
 from __future__ import annotations
@@ -16,7 +12,7 @@ import torch
 from tokenizers import Tokenizer
 
 from tinytf.data.batching import random_blocks, strided_blocks
-from tinytf.data.tokenizer import EOS, MASK, SPECIAL_TOKENS
+from tinytf.data.tokenizer import EOS, SPECIAL_TOKENS
 from tinytf.model.transformer import TinyTransformer, lm_loss, perplexity
 from tinytf.train.runtime import Runtime
 
@@ -88,12 +84,8 @@ def evaluate(
 def score_text(
     model: TinyTransformer, tokenizer: Tokenizer, text: str, runtime: Runtime | None = None
 ) -> dict[str, float]:
-    """Causal loss and perplexity of one text, every token predicted from the ones before it.
-
-    The text is preceded by [EOS], as every line is in the training stream, so its first
-    token is predicted too. Texts longer than the model's context are scored in windows
-    that each keep half a context of history.
-    """
+    """Causal loss and perplexity of one text, preceded by [EOS] as every line is in the training
+    stream; a text longer than the context is scored in windows that keep half a context of history."""
     runtime = runtime or Runtime(torch.device("cpu"), "fp32", False)
     ids = [tokenizer.token_to_id(EOS)] + tokenizer.encode(text, add_special_tokens=False).ids
     block = model.config.block_size
@@ -118,7 +110,3 @@ def score_text(
     model.train(was_training)
     mean = total / max(count, 1)
     return {"loss": mean, "perplexity": perplexity(mean), "tokens": count}
-
-
-def mask_id_of(tokenizer: Tokenizer) -> int:
-    return tokenizer.token_to_id(MASK)

@@ -1,11 +1,6 @@
-"""The training loop shared by pretraining and fine-tuning.
-
-It owns what every run needs and nothing task-specific: AdamW with linear warmup and cosine
-decay, gradient accumulation and clipping, autocast, epoch boundaries, periodic training
--state checkpoints (weights, optimizer, step, RNG, data position, history) and resuming
-from them, a stop on the first non-finite loss, and a clean stop on SIGINT. Events go to
-callbacks (minGPT style), so MLflow stays outside. Task code supplies a `BatchSource`
-(where batches come from, and how to save/restore its position) and a loss function.
+"""The training loop shared by pretraining and fine-tuning: the schedule, accumulation, clipping,
+training-state checkpoints and resuming, a stop on the first non-finite loss or on SIGINT. Events
+go to callbacks (minGPT style), so MLflow stays outside; tasks supply a `BatchSource` and a loss.
 """
 
 from __future__ import annotations
@@ -32,8 +27,8 @@ from tinytf.train.step import FiniteCheck, train_step
 
 
 class TrainingDiverged(TinyTFError):
-    """The loss became NaN or infinite; the last good checkpoint is kept. `step` and `history`
-    (the evaluated epochs before it) let a caller that kept its best epoch go on from there."""
+    """The loss became NaN or infinite; `step` and `history` let a caller that kept its best epoch
+    go on from there."""
 
     step: int = 0
     history: list[dict] = []
@@ -50,16 +45,13 @@ class BatchSource(Protocol):
 
 
 class Callback:
-    """Subclass and override what you need; the loop calls these in order."""
-
     def on_step(self, step: int, metrics: dict[str, float]) -> None: ...
     def on_epoch(self, epoch: int, metrics: dict[str, float]) -> None: ...
     def on_end(self, metrics: dict[str, float]) -> None:
         """Once, with the run's final figures (e.g. test accuracy), after the loop's caller has them."""
 
     def replay(self, events: list[tuple[str, int, dict[str, float]]]) -> None:
-        """A finished run's ("on_step" | "on_epoch", index, metrics) calls, recorded in a worker
-        process (tinytf.train.finetune), made here in order."""
+        """A finished run's ("on_step" | "on_epoch", index, metrics) calls, recorded in a worker."""
         for name, index, metrics in events:
             getattr(self, name)(index, metrics)
 
@@ -111,9 +103,8 @@ def build_optimizer(model: torch.nn.Module, cfg: LoopConfig) -> torch.optim.Opti
     optimizer_cls = getattr(torch.optim, cfg.optimizer)
     kwargs = dict(cfg.optimizer_kwargs)
     if "fused" in inspect.signature(optimizer_cls).parameters and "fused" not in kwargs:
-        # one kernel for the whole update instead of a few per parameter (benchmarks/profile_step.py
-        # lists the optimizer's operators in a step); where the class or device has no fused
-        # kernel, torch raises and the plain implementation is used
+        # one kernel for the whole update instead of a few per parameter (benchmarks/profile_step.py);
+        # where the class or device has none, torch raises and the plain implementation is used
         try:
             return optimizer_cls(groups, lr=cfg.lr, fused=True, **kwargs)
         except (RuntimeError, ValueError):
@@ -145,7 +136,7 @@ class _StopFlag:
 
 
 def _step_metrics(result, lr: float, cfg: LoopConfig, steps_per_s: float) -> dict[str, float]:
-    """A logging step's figures: reading the loss and the norm back is this step's host sync."""
+    """A logging step's figures: reading the loss and norm back is this step's host sync."""
     loss_value, grad_norm = result.values()
     metrics = {"train_loss": loss_value, "lr": lr}
     if grad_norm is not None:
@@ -171,7 +162,7 @@ def _show(bar, metrics: dict[str, float]) -> None:
 
 
 def _resume(saved: dict, model, optimizer, source: BatchSource, extra_state: dict | None):
-    """Put a saved training state back; returns (history, step, step_log)."""
+    """Returns (history, step, step_log)."""
     model.load_state_dict(saved["model"])
     optimizer.load_state_dict(saved["optimizer"])
     source.load_state(saved["source"])
@@ -196,9 +187,8 @@ def _progress_bar(cfg: LoopConfig, step: int):
     )
 
 
-# One function on purpose: the loop reads top to bottom like nanoGPT's train.py, and the state it
-# mutates (step, optimizer, history, the last good checkpoint) would otherwise travel through half
-# a dozen helpers' arguments.
+# One function on purpose: it reads top to bottom like nanoGPT's train.py, and the state it mutates
+# would otherwise travel through half a dozen helpers' arguments.
 def run_loop(  # noqa: PLR0915
     model: torch.nn.Module,
     source: BatchSource,
@@ -213,14 +203,11 @@ def run_loop(  # noqa: PLR0915
     extra_state: dict | None = None,
     stop_early: Callable[[list[dict]], bool] | None = None,
 ) -> dict:
-    """Train for cfg.total_steps optimizer steps; returns {"history": [...], "step": n, ...}.
+    """Train for cfg.total_steps optimizer steps; returns {"history", "step_log", "step"}.
 
-    `on_epoch_end(epoch, step)` evaluates and returns that epoch's metrics; they are added to
-    the history and passed to callbacks. `extra_state` is stored in every checkpoint (e.g. the
-    resolved precision, so a resumed run uses what the first run chose); a dict in it is the
-    task's own state, filled as it goes (pretraining's snapshots) and refilled in place on resume.
-    `stop_early(history)`, asked after each epoch, ends the training there when it says so
-    (fine-tuning's patience); the schedule stays the planned one.
+    `on_epoch_end(epoch, step)` returns that epoch's metrics. `extra_state` is stored in every
+    checkpoint; a dict in it is the task's own state, refilled in place on resume. `stop_early(history)`,
+    asked after each epoch, ends the training there (the schedule stays the planned one).
     """
     optimizer = build_optimizer(model, cfg)
     # step_log: the deterministic per-step values (no timings), for loss curves

@@ -1,13 +1,13 @@
 """Pretraining (the core of stage `pretrain`): train the transformer as a language model on the tokenized corpus.
 
-Per epoch it evaluates loss and perplexity on train (the first validation-sized slice, so
-the number is comparable and cheap), validation and test, plus word-level perplexity when
-the corpus is PTB (total NLL over the words, end-of-sentence included, that the literature
-divides by), and scores the sample sentences of params (course report 004's normal / weird / long).
+Per epoch: loss and perplexity on train (its first validation-sized slice, comparable and cheap),
+validation and test, and on PTB word-level perplexity (per word, end-of-sentence included, as the
+literature divides); at the end, the sample sentences of params (course report 004).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,8 +17,8 @@ import torch
 
 from tinytf.data.batching import load_tokens
 from tinytf.data.splits import SPLITS
-from tinytf.data.tokenizer import load_tokenizer
-from tinytf.io import write_json, write_text
+from tinytf.data.tokenizer import MASK, load_tokenizer
+from tinytf.io import sha256_file, write_json, write_text
 from tinytf.model.architecture import model_config
 from tinytf.model.checkpoint import save_model
 from tinytf.model.transformer import TinyTransformer
@@ -56,10 +56,7 @@ class PretrainResult:
 
 
 def code_fingerprint() -> str:
-    """sha256 over tinytf's own source: a state saved by other code (another training step, say)
-    must not be resumed, since the finished run would then mix two recipes."""
-    import hashlib
-
+    """sha256 over tinytf's own source: a state saved by other code must not be resumed."""
     digest = hashlib.sha256()
     package = Path(__file__).resolve().parents[1]
     for path in sorted(package.rglob("*.py")):
@@ -68,17 +65,12 @@ def code_fingerprint() -> str:
 
 
 def resume_key(params_hash: str, data_dir: str | Path) -> str:
-    """What a saved state must match to be resumed: the params, and also the data and code, which
-    the params alone do not pin (the tokenizer and token ids, the training step that made it)."""
+    """What a saved state must match to be resumed: the params, data and code."""
     return f"{params_hash}:{data_fingerprint(Path(data_dir))}:{code_fingerprint()}"
 
 
 def data_fingerprint(data_dir: Path) -> str:
-    """sha256 over the tokenizer and the train token ids (a few MB: well under a second)."""
-    import hashlib
-
-    from tinytf.io import sha256_file
-
+    """sha256 over the tokenizer and the train token ids."""
     parts = [
         sha256_file(data_dir / "tokenizer.json"),
         sha256_file(data_dir / "tokens" / "corpus" / "train.npy"),
@@ -87,9 +79,8 @@ def data_fingerprint(data_dir: Path) -> str:
 
 
 def lm_step_loss(model: TinyTransformer, runtime: Runtime):
-    """The loss of one batch, forward and loss in one function: compiled, the graph holds the
-    whole step (the fp32 log-softmax over the vocabulary and dropout's masks included) and its
-    backward, which is where an eager step spends its time on a CPU."""
+    """The loss of one batch, forward and loss in one function, so a compiled graph holds the whole
+    step and its backward."""
 
     def step_loss(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         return lm.lm_loss(model.forward_lm(x), y, ignore_index=lm.IGNORE)
@@ -98,19 +89,18 @@ def lm_step_loss(model: TinyTransformer, runtime: Runtime):
 
 
 def step_tokens(params: PretrainParams, block_size: int) -> int:
-    """Tokens one optimizer step trains on (the stage's and the benchmarks' tokens/s)."""
+    """Tokens one optimizer step trains on."""
     return block_size * params.batch_size * params.grad_accum
 
 
 def epoch_steps(params: PretrainParams, train_tokens: int, block_size: int) -> tuple[int, int]:
-    """(optimizer steps per epoch, tokens per step): `steps_per_epoch`, or one pass over the train
-    tokens when it is 0 (the benchmarks plan the same steps)."""
+    """(steps per epoch, tokens per step): `steps_per_epoch`, or one pass over train when it is 0."""
     tokens_per_step = step_tokens(params, block_size)
     return params.steps_per_epoch or max(train_tokens // tokens_per_step, 1), tokens_per_step
 
 
 def loop_config(params: PretrainParams, steps_per_epoch: int, tokens_per_step: int) -> LoopConfig:
-    """The optimizer and schedule of pretraining (the benchmark times the same step)."""
+    """The optimizer and schedule of pretraining."""
     return LoopConfig(
         total_steps=steps_per_epoch * params.epochs,
         steps_per_epoch=steps_per_epoch,
@@ -138,8 +128,7 @@ def words_with_eos(stats_path: Path) -> dict[str, int] | None:
     return {s: v["words"] + v["rows"] for s, v in corpus["splits"].items() if s != "train"}
 
 
-# One recipe, nanochat-style: data, model, runtime, loss, evaluation, loop, samples, read
-# top to bottom; its closures share the model and runtime, which helpers would pass around.
+# One recipe, nanochat-style, read top to bottom; its closures share the model and runtime.
 def pretrain(
     model_params: ModelParams,
     params: PretrainParams,
@@ -151,17 +140,17 @@ def pretrain(
     callbacks: list[Callback] = (),
     snapshot_dir: str | Path | None = None,
 ) -> PretrainResult:
-    """`snapshot_dir` receives the model at the end of every epoch but the last (`epoch<N>.pt`,
-    its tokens in the JSON beside it): the starts of the pretraining-tokens curve. They are kept
-    in the training state as they are taken and written once training ends, so a run resumed
-    after a kill writes every one, however many epochs back it was taken."""
+    """`snapshot_dir` receives the model at the end of every epoch but the last (`epoch<N>.pt`). They
+    are kept in the training state and written once training ends, so a resumed run writes them all."""
     data_dir = Path(data_dir)
     tokenizer = load_tokenizer(data_dir / "tokenizer.json")
     tokens = {s: load_tokens(data_dir / "tokens" / "corpus" / f"{s}.npy") for s in SPLITS}
     seed_everything(seed)
     config = model_config(model_params, tokenizer.get_vocab_size(), params.objective, seed)
     model = TinyTransformer(config)
-    objective = lm.Objective(params.objective, config.vocab_size, lm.mask_id_of(tokenizer), params.mask_prob)
+    objective = lm.Objective(
+        params.objective, config.vocab_size, tokenizer.token_to_id(MASK), params.mask_prob
+    )
     block, batch = config.block_size, params.batch_size
     steps_per_epoch, tokens_per_step = epoch_steps(params, len(tokens["train"]), block)
     total_steps = steps_per_epoch * params.epochs
@@ -222,8 +211,7 @@ def pretrain(
 
 
 def write_snapshots(folder: Path, config, snapshots: dict[int, dict], epochs: int) -> None:
-    """`epoch<N>.pt` for every epoch but the last, from the weights kept as training went; the
-    same bytes whether the run went straight through or was resumed after the snapshot's epoch."""
+    """`epoch<N>.pt` for every epoch but the last, from the weights kept as training went."""
     model = TinyTransformer(config)
     for epoch in range(1, epochs):
         model.load_state_dict(snapshots[epoch]["model"])

@@ -1,9 +1,7 @@
 """Runs done out of all and the time left, for the stages made of many runs (fine-tuning, the grid).
 
-In a terminal it is tqdm's bar, as pretraining's steps have; where stderr is piped (a log, CI,
-`dvc exp run` in a queue) a bar would be one long line of carriage returns, so it prints a plain
-line instead every few runs and at the last, with the same estimate (tqdm's `format_meter`).
-Output only: nothing here reaches a stage's outputs.
+In a terminal, tqdm's bar; where stderr is piped a bar would be one long line of carriage returns,
+so a plain line every few runs and at the last instead, with the same estimate (tqdm's `format_meter`).
 """
 
 from __future__ import annotations
@@ -19,8 +17,7 @@ LINES = 10  # plain lines over a whole stage, about: every few runs, never a wal
 
 
 class RunProgress:
-    """`update(n)` as runs finish; `done` counts them. `initial`: runs already done (kept from a
-    stopped stage), counted as done but not in the pace."""
+    """`initial`: runs already done (kept from a stopped stage), counted as done but not in the pace."""
 
     def __init__(self, total: int, desc: str, initial: int = 0, file=None):
         self.total, self.desc, self.initial, self.done = total, desc, initial, initial
@@ -48,7 +45,7 @@ class RunProgress:
             print(self.line(), file=self.file, flush=True)
 
     def skip(self, n: int) -> None:
-        """Runs done without running now (kept from a stopped stage): counted, but not in the pace."""
+        """Runs kept from a stopped stage: counted, but not in the pace."""
         self.initial += n
         self.update(n)
 
@@ -67,9 +64,8 @@ class RunProgress:
 
 
 def matrix_line(done: int, total: int, seconds: float) -> str:
-    """Where a DVC matrix stands after its `done`-th cell (DVC runs each cell as a stage of its own,
-    one after another, so no bar spans them): cells done out of all, and the time the rest take at
-    this cell's pace (less where DVC has them cached)."""
+    """Where a DVC matrix stands after its `done`-th cell (each cell is a stage of its own, so no bar
+    spans them), and the time the rest take at this cell's pace."""
     left = total - done
     took = tqdm.format_interval(seconds)
     if not left:

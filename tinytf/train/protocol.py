@@ -1,8 +1,5 @@
-"""The study's protocol, read from the `finetune:` params: which label counts the curve runs and
-in what order, where each start chooses its recipe, and the candidates it chooses from.
-
-tinytf.params.config holds the schema (types, bounds, validation); the decisions the finetune
-and baselines stages take from it live here, so that both read them the same way.
+"""The study's protocol, read from the `finetune:` params: which label counts the curve runs, where
+each start chooses its recipe and from which candidates; the finetune and baselines stages share it.
 """
 
 from __future__ import annotations
@@ -14,8 +11,7 @@ def curve_order(count: int) -> float:
 
 
 def curve_plan(params) -> list[tuple[int, list[int]]]:
-    """[(label count, seeds)] in increasing label count (0 = all labels, last), every count
-    with every seed: a protocol fixed before the results gives no point fewer seeds."""
+    """[(label count, seeds)] in curve order, every count with every seed."""
     return [(count, list(params.seeds)) for count in sorted(params.label_counts, key=curve_order)]
 
 

@@ -1,5 +1,5 @@
-"""One fine-tuning run's spec, and the recipe search of the fine-tuning stage (protocol v3): successive halving of the lr x dropout
-candidates over the search seeds, and the choice among the last round's, on validation only."""
+"""One fine-tuning run's spec, and the recipe search (protocol v3): successive halving of the lr x
+dropout candidates over the search seeds, and the choice among the last round's, on validation only."""
 
 from __future__ import annotations
 
@@ -17,9 +17,8 @@ from tinytf.train import protocol
 
 @dataclass(frozen=True)
 class RunSpec:
-    """One fine-tuning run: a start, the checkpoint it loads (`snapshot` is "final" or a snapshot's name), a label
-    count (0 = all), a seed and a recipe (lr and dropout; None for the linear probe, which
-    chooses its C itself)."""
+    """One fine-tuning run; `count` 0 is all labels, `snapshot` "final" or a snapshot's name, and lr
+    and dropout None for the linear probe."""
 
     start: str
     count: int
@@ -58,8 +57,7 @@ class Body:
 
 
 def find_bodies(models: str | Path, snapshots: str | Path, seeds: list[int]) -> list[Body]:
-    """The bodies of pretrain.seeds, in their order: `models`/seed<N>.pt and the snapshots
-    `snapshots`/seed<N>/epoch<K>.pt (stage `pretrain`, a DVC matrix over the seeds)."""
+    """The bodies of pretrain.seeds, in order: `models`/seed<N>.pt, `snapshots`/seed<N>/epoch<K>.pt."""
     bodies = []
     for seed in seeds:
         model = Path(models) / f"seed{seed}.pt"
@@ -71,8 +69,7 @@ def find_bodies(models: str | Path, snapshots: str | Path, seeds: list[int]) -> 
 
 
 def body_of(seed: int, seeds: list[int], bodies: list[Body]) -> Body:
-    """The body a fine-tuning seed starts from: the i-th seed of finetune.seeds takes body i mod B,
-    so the search's first seeds spread over the bodies and every body gets every start's runs."""
+    """The i-th seed of finetune.seeds takes body i mod B: the search's first seeds spread over them."""
     return bodies[list(seeds).index(seed) % len(bodies)]
 
 
@@ -86,8 +83,7 @@ def scores(rows: list[dict]) -> dict[tuple, list[float]]:
 
 def chosen_recipe(rows: list[dict], among: list[tuple] | None = None) -> dict:
     """{"lr", "dropout", "candidates": [{"lr", "dropout", "validation_accuracy", "seeds"}]}: of the
-    recipes `among` (default: every recipe in `rows`), the one whose runs have the best mean
-    validation accuracy; the first best on a tie. Every candidate is listed with the seeds it ran."""
+    recipes `among` (default: all), the best mean validation accuracy; the first best on a tie."""
     by_recipe = scores(rows)
     lr, dropout = ranked(by_recipe, among)[0]
     candidates = [
@@ -109,10 +105,9 @@ def halving_search(
     seeds: list[int],
     spec: Callable[..., RunSpec],
 ) -> tuple[list[dict], dict[tuple, list[tuple]]]:
-    """Successive halving over seeds (protocol v3), as the grid's rounds: every candidate of each
-    (start, label count) on the first seed, the better half (rounded up) of them on the next, and
-    so on; returns every run's row and, per (start, count), the candidates of the last round.
-    One seed's validation accuracy only shortlists; the last round's mean chooses."""
+    """Successive halving over seeds: every candidate of each (start, label count) on the first seed,
+    the better half (rounded up) on the next, and so on; returns every run's row and, per (start,
+    count), the candidates of the last round."""
     alive, rows = dict(candidates), []
     for i, seed in enumerate(seeds):
         specs = [
@@ -131,8 +126,7 @@ def halving_search(
 
 
 def halving_runs(candidates: int, seeds: int) -> int:
-    """The runs `halving_search` makes for one (start, count): every candidate on the first seed,
-    the better half (rounded up) on the next, and so on."""
+    """The runs `halving_search` makes for one (start, count)."""
     total = 0
     for _ in range(seeds):
         total, candidates = total + candidates, math.ceil(candidates / 2)
@@ -140,9 +134,8 @@ def halving_runs(candidates: int, seeds: int) -> int:
 
 
 def planned_runs(params, candidates: dict[tuple, list[tuple]], snapshots: int) -> int:
-    """The trained runs (every start but the probe, which trains no network) the fine-tuning stage
-    makes: the search's, then the curve's and the snapshot curve's, less the curve runs the search
-    already made (its last round's recipes ran on every search seed, the chosen one among them)."""
+    """The trained runs (all but the probe's) the fine-tuning stage makes: the search's, then the
+    curve's and the snapshot curve's, less the curve runs the search already made."""
     search_seeds = list(params.seeds[: params.search_seeds])
     search = sum(halving_runs(len(recipes), len(search_seeds)) for recipes in candidates.values())
     trained = len([start for start in params.starts if start != "probe"])

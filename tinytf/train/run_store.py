@@ -1,12 +1,7 @@
 """The finished runs of a fine-tuning stage that did not finish, kept so that starting it again
-trains only the runs it had not finished (`--state`, as pretraining keeps its training state).
-
-A run's result is stored, once it has come back from its worker, under a key of everything its
-numbers depend on: the params, the runtime `auto` resolved to, the data and checkpoint files'
-bytes and tinytf's own code (`tinytf.train.pretrain.code_fingerprint`). A store made by other
-params, data, code or machine choice is never read. The stage clears it once its outputs are in
-place. The files are pickles the stage wrote itself, in a git-ignored folder of the workspace:
-read only from there, as the code that reads them is.
+trains only the rest (`--state`). Stored under a key of everything their numbers depend on (params,
+resolved runtime, data and checkpoint bytes, tinytf's code). The files are pickles the stage wrote
+itself, in a git-ignored folder of the workspace: read only from there, as the code that reads them is.
 """
 
 from __future__ import annotations
@@ -34,8 +29,7 @@ def store_key(settings: dict, files: list[Path]) -> str:
 
 
 class RunStore:
-    """`load(spec)`, `save(spec, result)` and `clear()` under `folder/<key>/`; None as folder
-    keeps nothing."""
+    """Results under `folder/<key>/`; None as folder keeps nothing."""
 
     def __init__(self, folder: str | Path | None, key: str):
         self.root = None if folder is None else Path(folder)

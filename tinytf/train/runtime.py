@@ -1,10 +1,8 @@
 """Where and how a model runs: device, precision, compilation, seeding and RNG snapshots.
 
-`auto` choices are decided once per run and reported, so a log always says what ran: CUDA
-when present; bf16 autocast where the device computes bf16 natively (a GPU that supports it,
-a CPU with AVX-512 BF16 or AMX); `torch.compile` of the whole training step for runs long
-enough to repay the compile time, where a compiler is available. Weights, optimizer state
-and the loss stay fp32.
+`auto` choices are decided once per run and reported: CUDA when present; bf16 autocast where the
+device computes bf16 natively; `torch.compile` for runs long enough to repay it, where a compiler is
+available. Weights, optimizer state and the loss stay fp32.
 """
 
 from __future__ import annotations
@@ -23,14 +21,11 @@ import torch
 from tinytf.errors import ParamsError
 from tinytf.system import cpu
 
-# Below this many optimizer steps compiling does not repay its time, per device type. Pretraining
-# on a CPU: the compile's cost over what it saves a step (benchmarks/pretrain_throughput.py, with
-# and without --compile) puts the break-even well under 200 steps. CUDA: not measured here.
+# Below this many optimizer steps compiling does not repay its time, per device type
+# (benchmarks/pretrain_throughput.py, with and without --compile).
 COMPILE_MIN_STEPS = {"cpu": 200, "cuda": 400}
-# The classifier (tinytf.train.classify): never under `auto` on a CPU, where its small batches of
-# varying length do not repay the compile (benchmarks/classifier_throughput.py); on CUDA an eager
-# epoch is bound by kernel launches, and one compile (dynamic shapes) serves every run of a
-# process, so a 319-step run compiles (benchmarks/results/classifier_epoch.jsonl).
+# The classifier: never on a CPU, where its small batches of varying length do not repay it
+# (benchmarks/classifier_throughput.py); on CUDA an eager epoch is bound by kernel launches.
 CLASSIFIER_COMPILE_MIN_STEPS = {"cpu": None, "cuda": 100}
 
 
@@ -47,9 +42,8 @@ class Runtime:
 
     @property
     def inference_batch(self) -> int:
-        """Texts per batch in the classifiers' validation and test passes. On a CPU a batch of 64
-        keeps its activations in cache: a validation pass ran 0.83 s there against 1.14 s at 256
-        (benchmarks/finetune_breakdown.py --eval-batch); a GPU wants the larger batch."""
+        """Texts per batch in the classifiers' validation and test passes: on a CPU 64 keeps the
+        activations in cache (benchmarks/finetune_breakdown.py --eval-batch)."""
         return 64 if self.device.type == "cpu" else 256
 
     def describe(self) -> str:
@@ -76,8 +70,7 @@ def resolve_device(name: str) -> torch.device:
 
 
 def cpu_has_bf16() -> bool:
-    """Native bf16 matmuls (AVX-512 BF16 or AMX): there bf16 autocast roughly doubles matmul speed;
-    elsewhere it only adds casts."""
+    """Native bf16 matmuls (AVX-512 BF16 or AMX): elsewhere bf16 autocast only adds casts."""
     return "amx" in torch.backends.cpu.get_cpu_capability().lower() or bool(cpu.bf16_units())
 
 
@@ -95,10 +88,8 @@ def resolve_runtime(
     planned_steps: int,
     min_steps: dict[str, int | None] = COMPILE_MIN_STEPS,
 ) -> Runtime:
-    """Decide the runtime from params. `auto` depends only on what the machine has (a GPU, bf16
-    instructions, a compiler) and on the planned number of steps against `min_steps` of the
-    device's type (None: never), never on a timing, so the same machine always makes the same
-    choice; stages record it in their outputs."""
+    """`auto` depends only on what the machine has and on the planned steps against `min_steps` of
+    the device's type (None: never), never on a timing, so a machine always makes the same choice."""
     dev = resolve_device(device)
     if precision == "auto":
         native = torch.cuda.is_bf16_supported() if dev.type == "cuda" else cpu_has_bf16()
@@ -112,14 +103,12 @@ def resolve_runtime(
 
 
 def maybe_compile(fn: Callable, runtime: Runtime, **options) -> Callable:
-    """`torch.compile(fn)` when the runtime says so. A compile that fails (no working compiler,
-    an unsupported platform) fails at the first call: then that call, and every later one, runs
-    eagerly after one warning, and `runtime.compile` records that it is off."""
+    """`torch.compile(fn)` when the runtime says so. A compile that fails does so at the first call:
+    then every call runs eagerly after one warning, and `runtime.compile` records that it is off."""
     if not runtime.compile:
         return fn
-    # inductor's CPU kernels accumulate scatters (the embedding's backward) with atomic adds
-    # across threads, so two runs of the same params differed in the sixth digit of the loss;
-    # deterministic algorithms make it use ordered kernels, and reruns are identical again
+    # inductor's CPU kernels accumulate scatters (the embedding's backward) with atomic adds across
+    # threads; deterministic algorithms make it use ordered kernels, so reruns are identical
     torch.use_deterministic_algorithms(True, warn_only=True)
     compiled = torch.compile(fn, **options)
     state = {"failed": False}
@@ -146,7 +135,7 @@ def _is_compile_failure(exc: Exception) -> bool:
     return isinstance(exc, (BackendCompilerFailed, InternalTorchDynamoError, Unsupported, OSError))
 
 
-def rng_state(generator: torch.Generator | None = None) -> dict:
+def rng_state() -> dict:
     state = {
         "python": random.getstate(),
         # as a tensor: checkpoints load with weights_only=True, which refuses numpy arrays
@@ -155,8 +144,6 @@ def rng_state(generator: torch.Generator | None = None) -> dict:
     }
     if torch.cuda.is_available():
         state["cuda"] = torch.cuda.get_rng_state_all()
-    if generator is not None:
-        state["generator"] = generator.get_state()
     return state
 
 
@@ -165,12 +152,10 @@ def _numpy_state_to_tensors(state: tuple) -> tuple:
     return (name, torch.from_numpy(keys.astype(np.int64)), int(pos), int(has_gauss), float(cached))
 
 
-def set_rng_state(state: dict, generator: torch.Generator | None = None) -> None:
+def set_rng_state(state: dict) -> None:
     random.setstate(state["python"])
     name, keys, pos, has_gauss, cached = state["numpy"]
     np.random.set_state((name, keys.numpy().astype(np.uint32), pos, has_gauss, cached))
     torch.set_rng_state(state["torch"])
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
-    if generator is not None and "generator" in state:
-        generator.set_state(state["generator"])

@@ -1,14 +1,10 @@
-"""Every start a classifier can take (course reports 000/002), built in one place: fine-tuning,
-the grid and evaluate all call `build_start`.
+"""Every start a classifier can take (course reports 000/002), built in one place (`build_start`).
 
-    pretrained  base weights from the pretrained LM, a new classification head, all trained
-    scratch     the same architecture from a random init
-    frozen      the pretrained base frozen (and in eval mode, so no dropout), only the head
-                trained (the grid's `frozen`; the curve's `probe` reads this body's features
-                into the logistic regression of `tinytf.train.linear_probe`)
-    hf          an external encoder (the `hf:` section) with a new head; its own tokenizer
-                encodes the texts
-    trained     a classifier an earlier stage trained, loaded whole (evaluate's served cell)
+pretrained  base weights from the pretrained LM, a new classification head, all trained
+scratch     the same architecture from a random init
+frozen      the pretrained base frozen (and in eval mode, so no dropout), only the head trained
+hf          an external encoder (the `hf:` section) with a new head and its own tokenizer
+trained     a classifier an earlier stage trained, loaded whole (evaluate's served cell)
 """
 
 from __future__ import annotations
@@ -47,9 +43,7 @@ def build_start(
     hf_params=None,
 ) -> Start:
     """The model `start` names, with the data and length it reads: `checkpoint` is the pretrained
-    LM (pretrained, scratch, frozen: its architecture, and its weights where the start keeps
-    them) or the trained classifier (`trained`); `hf_params` is the `hf:` section; `seed` draws
-    the new head (and scratch's whole model); `max_length` is our tokenizer's."""
+    LM or (`trained`) the classifier; `seed` draws the new head (and scratch's whole model)."""
     if start == "trained":
         model = load_model(checkpoint)
     elif start == "hf":
@@ -69,9 +63,8 @@ def build_start(
 def classifier_config(
     pretrained_path: str | Path, n_classes: int, dropout: float | None = None, attention: str = "pretraining"
 ) -> ModelConfig:
-    """The pretrained model's architecture with a head for `n_classes`; its attention is the
-    body's own (`pretraining`: causal after a causal LM, bidirectional after a masked one) unless
-    `attention` names one (finetune.attention)."""
+    """The pretrained model's architecture with a head for `n_classes`; its attention is the body's
+    own (`pretraining`) unless `attention` names one."""
     config = read_config(pretrained_path)["model"]
     config["n_classes"] = n_classes
     if dropout is not None:
@@ -99,6 +92,6 @@ def build_classifier(
 def build_hf_classifier(
     checkpoint: str, n_classes: int, max_length: int, seed: int, dropout: float | None = None
 ) -> HFClassifier:
-    """The external encoder with a new head drawn from `seed` (tinytf.model.hf)."""
+    """The external encoder with a new head drawn from `seed`."""
     seed_everything(seed)
     return hf.build(checkpoint, n_classes, max_length, dropout)

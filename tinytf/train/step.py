@@ -1,11 +1,8 @@
-"""One optimizer step, decided on the device: what `run_loop` runs each step, and what
-benchmarks/ time as "tinytf's training step".
+"""One optimizer step, decided on the device: what `run_loop` runs each step.
 
-A step whose loss is not finite applies no update. Where the optimizer is fused (AdamW, SGD and
-Adagrad by default) that decision is a found-inf flag the update kernel reads, as AMP's
-GradScaler passes it, so the host never waits for the device mid-run: the loss and the gradient
-norm stay tensors, read back only when the loop logs them or checks for divergence
-(`FiniteCheck`). Other optimizers, and a first step (whose skip would still create the
+A step whose loss is not finite applies no update. Where the optimizer is fused that decision is
+a found-inf flag the update kernel reads (as AMP's GradScaler passes it), so the host never waits
+for the device mid-run. Other optimizers, and a first step (whose skip would still create the
 optimizer's state), read the loss on the host and skip the update there.
 """
 
@@ -29,7 +26,7 @@ class StepResult:
     grad_norm: torch.Tensor | None  # the gradient norm before clipping; None without clipping
 
     def values(self) -> tuple[float, float | None]:
-        """The loss and norm as numbers: a host sync, so the loop calls it at its logging steps."""
+        """The loss and norm as numbers: a host sync."""
         return float(self.loss), None if self.grad_norm is None else float(self.grad_norm)
 
 
@@ -42,11 +39,8 @@ def train_step(
     runtime: Runtime,
     ddp: torch.nn.Module | None = None,
 ) -> StepResult:
-    """cfg.grad_accum micro-batches forward and backward, gradient clipping, the update (none for
-    a non-finite loss), the gradients cleared. `cfg` is a `LoopConfig`.
-
-    With `ddp` (torchrun), each micro-batch is this rank's slice of the global batch, and only
-    the last micro-batch all-reduces the gradients."""
+    """cfg.grad_accum micro-batches, clipping, the update (none for a non-finite loss). With `ddp`
+    (torchrun) each micro-batch is this rank's slice, and only the last all-reduces the gradients."""
     if ddp is not None:
         return _ddp_train_step(model, optimizer, source, cfg, runtime, ddp)
     loss_sum = None
@@ -76,8 +70,8 @@ _STEPPED: weakref.WeakSet = weakref.WeakSet()  # optimizers that have updated on
 
 
 def skips_on_device(optimizer: torch.optim.Optimizer) -> bool:
-    """Fused torch optimizers take a found-inf flag and leave weights and state untouched when
-    it is set; on a first step the skip would still create their (zero) state, so the host decides."""
+    """Fused torch optimizers skip on a found-inf flag; on a first step the skip would still
+    create their (zero) state, so the host decides."""
     started = bool(optimizer.state) or optimizer in _STEPPED
     return bool(optimizer.defaults.get("fused")) and started
 
@@ -104,7 +98,7 @@ def _finish_step(model, optimizer, loss: torch.Tensor, cfg) -> StepResult:
 
 class FiniteCheck:
     """The losses of the steps since the last check, kept on the device; `first_bad()` reads them
-    back in one sync and names the first non-finite one (the loop stops there, as it always has)."""
+    back in one sync."""
 
     def __init__(self):
         self._window: list[tuple[int, torch.Tensor]] = []

@@ -1,8 +1,6 @@
 """Course report 004's architecture study, the training side: each cell of positional encoding x
-head merge is a short pretraining with the study's budget (`cell_params`). Every cell gets the same
-optimizer-step budget and the same data order for a given seed, so differences come from the
-architecture, and the seeds give the spread. The cell's result file and the table over cells:
-`tinytf.analysis.variants`.
+head merge is a short pretraining with the same step budget and data order for a seed, so the
+differences come from the architecture (results: `tinytf.analysis.variants`).
 """
 
 from __future__ import annotations
@@ -15,8 +13,7 @@ from tinytf.params.config import ModelParams, PretrainParams, VariantsParams
 def cell_params(
     model: ModelParams, pretrain: PretrainParams, variants: VariantsParams, pos: str, merge: str
 ) -> tuple[ModelParams, PretrainParams]:
-    """The model and pretraining params of one cell: the study's budget; pretraining's compile
-    setting, whose `auto` compiles only cells long enough to repay it (the default's do not)."""
+    """The model and pretraining params of one cell, with the study's budget."""
     v = variants
     return (
         dataclasses.replace(model, pos_encoding=pos, head_merge=merge),

@@ -1,17 +1,10 @@
 """Independent runs side by side: on a CPU, one worker process per core and one thread per run.
 
-Why processes and one thread each: a fine-tuning step of this small model spreads poorly over
-threads (benchmarks/classifier_throughput.py's layout line), and threads inside one process
-cannot share the work, as every run draws its dropout from torch's one global generator.
-A run's numbers also depend on its thread count (reductions split differently), so every run
-gets exactly one thread, whatever the number of cores or workers: the runs' results are the same
-on 2 cores or 32, and with `TINYTF_WORKERS=1`. On CUDA `auto` keeps the runs in this process,
-one at a time on the GPU; under torchrun every run stays in its rank's process whatever
-`TINYTF_WORKERS` says, as each run is then spread over the ranks.
-
-`TINYTF_WORKERS` (default `auto`: the CPU cores this process may use, fewer where a container's
-CPU quota or the available memory would not hold them) sets the number of worker processes; it
-changes how long a stage takes, never what it computes.
+Processes, as a small model's step spreads poorly over threads (benchmarks/classifier_throughput.py)
+and every run draws its dropout from torch's one global generator. One thread each, as a run's
+numbers depend on its thread count (reductions split differently): results are the same on 2 cores
+or 32. `TINYTF_WORKERS` (default `auto`: the usable cores, fewer where memory would not hold them;
+1 on CUDA and under torchrun) changes how long a stage takes, never what it computes.
 """
 
 from __future__ import annotations
@@ -39,16 +32,15 @@ from tinytf.train.progress import RunProgress
 
 ENV = "TINYTF_WORKERS"
 
-# a fine-tuning worker held about 1 GB here (torch, the stage's imports, the data): `auto` starts
-# no more workers than the available memory holds at 1.5 GB each, however many cores there are
+# `auto` starts no more workers than the available memory holds at 1.5 GB each (one held about 1 GB)
 WORKER_BYTES = 3 * 2**29
 
 _STATE: Any = None  # in a worker: what `setup` built once, handed to every task
 
 
 def worker_count(device: torch.device) -> int:
-    """`TINYTF_WORKERS`, or on `auto` the cores this process may use (1 on CUDA: one GPU). Under
-    torchrun, 1: each run is already spread over the ranks (DDP), which must take it together."""
+    """`TINYTF_WORKERS`, or on `auto` the cores this process may use. Under torchrun, 1: each run
+    is already spread over the ranks (DDP), which must take it together."""
     value = os.environ.get(ENV, "auto").strip()
     if value != "auto" and (not value.isdigit() or int(value) < 1):
         raise ParamsError(f"{ENV}={value!r}: expected 'auto' or a whole number of worker processes >= 1")
@@ -72,7 +64,7 @@ def usable_cores() -> int:
 
 
 def _cgroup(name: str) -> list[str] | None:
-    """This process's cgroup v2 limit file's fields (containers), or None outside one."""
+    """This process's cgroup v2 limit file's fields, or None outside a container."""
     try:
         return Path("/sys/fs/cgroup", name).read_text().split()
     except OSError:
@@ -112,11 +104,9 @@ def one_thread(device: torch.device) -> Iterator[None]:
 def _start(setup: Callable[..., Any], args: tuple) -> None:
     global _STATE
     if hasattr(os, "setpgrp"):
-        # out of the terminal's process group: Ctrl-C reaches the stage's process alone, and it
-        # stops the workers (Workers.map) instead of each printing its own interrupt
+        # out of the terminal's process group: Ctrl-C reaches the stage alone, which stops the workers
         os.setpgrp()
-        # ...so a signal to the stage's group no longer reaches them either: a worker whose stage
-        # died (SIGTERM, SIGKILL, a CI timeout) would finish its run and the queued ones
+        # ...so a worker whose stage died (SIGTERM, SIGKILL) would finish its queue: it watches instead
         threading.Thread(target=_exit_with, args=(os.getppid(),), daemon=True).start()
     torch.set_num_threads(1)
     keep_freed_memory()  # a spawned process starts with the C library's own settings
@@ -139,8 +129,7 @@ def _task(work: Callable[[Any, Any], Any], item: Any) -> Any:
 @contextlib.contextmanager
 def _ctrl_c_raises():
     """SIGINT raises KeyboardInterrupt while the workers run, even where the stage was started with
-    SIGINT ignored (a job a non-interactive shell put in the background), as the training loop's
-    own handler does: a `kill -INT` stops a finetune stage however it was started."""
+    SIGINT ignored (a background job of a non-interactive shell)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -152,9 +141,8 @@ def _ctrl_c_raises():
 
 
 class Workers:
-    """`map(work, items)`: `work(state, item)` for every item, in worker processes where there
-    are several, each holding `state = setup(*args)` built once. Results come back in the items'
-    order; the longest items (by `cost`) start first, so the last ones to finish are short."""
+    """`map(work, items)`: `work(state, item)` for every item, in worker processes each holding
+    `state = setup(*args)`; in the items' order, the longest (by `cost`) started first."""
 
     def __init__(self, device: torch.device, setup: Callable[..., Any], args: tuple, desc: str):
         self.device, self.setup, self.args, self.desc = device, setup, args, desc
@@ -170,8 +158,8 @@ class Workers:
         done: Callable[[Any, Any], None] | None = None,
         progress: RunProgress | None = None,
     ) -> list:
-        """`done(item, result)`, where given, as each result comes back (to keep it). `progress`:
-        the stage's count of runs over several calls (fine-tuning's rounds), else one of its own."""
+        """`done(item, result)` as each result comes back. `progress`: the stage's count of runs
+        over several calls, else one of its own."""
         done = done or (lambda item, result: None)
         if not items:
             return []
@@ -223,8 +211,7 @@ class Workers:
         if self._pool is not None:
             for process in list(self._pool._processes.values()):
                 process.terminate()
-            self._pool.shutdown(cancel_futures=True)
-            self._pool = None
+        self.close()
 
     def _executor(self) -> ProcessPoolExecutor:
         if self._pool is None:
