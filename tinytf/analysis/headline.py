@@ -25,8 +25,15 @@ def brief_test(test: dict, diagnostics: bool = True) -> dict:
         p, p_holm = test.get("p_value"), test.get("p_holm")
         half = test.get("ci95")  # a half-width, where the seed test computed one
         low, high = (None, None) if half is None else (estimate - half, estimate + half)
-    brief = {"estimate": estimate, "ci95_low": low, "ci95_high": high, "p_value": p, "p_holm": p_holm,
-             "sources": sources, "verdict": verdict_of(test)}  # fmt: skip
+    brief = {
+        "estimate": estimate,
+        "ci95_low": low,
+        "ci95_high": high,
+        "p_value": p,
+        "p_holm": p_holm,
+        "sources": sources,
+        "verdict": verdict_of(test),
+    }
     if diagnostics and boot is not None:
         brief["seeds_only"] = {k: test.get(k) for k in ("test", "p_value", "p_holm")}
     if diagnostics and "items" in test:

@@ -87,8 +87,10 @@ def add_multiboot(
     nest = nest_of(bodies_by_seed(masked[0]).get("pretrained"))
     boots: dict[str, list[dict]] = {family: [] for family in FAMILIES}
     for labels, entry in comparison["label_curve"].items():
-        m, c = ({start: correct_by_item(pred, start=start, labels=labels) for start in ARMS}
-                for pred in (masked_pred, causal_pred))  # fmt: skip
+        m, c = (
+            {start: correct_by_item(pred, start=start, labels=labels) for start in ARMS}
+            for pred in (masked_pred, causal_pred)
+        )
         boot = multi_bootstrap(m["pretrained"], c["pretrained"], groups, nest=nest)
         # the difference in differences by linearity: half of it is the difference of the
         # per-text means (masked + causal scratch) / 2 − (causal + masked scratch) / 2, drawn with
